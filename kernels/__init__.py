@@ -1,0 +1,21 @@
+"""Triton row-softmax kernels: the seed's teaching kernel and production variants.
+
+`softmax(x, variant=..., **tunables)` is the public entry; `VARIANTS` maps names to launchers, limits
+and tunables. Imports neither streamlit nor plotly; works on Triton 3.6 and 3.7. Set
+TRITON_INTERPRET=1 before importing triton to run every variant on CPU tensors.
+"""
+
+from ._common import DTYPE_NAMES, SUPPORTED_DTYPES, dtype_from_name, interpreting, next_power_of_2
+from .multirow import softmax_multirow
+from .online import softmax_online
+from .persistent import softmax_persistent
+from .plan import LaunchPlan
+from .reference import reference_softmax, torch_softmax
+from .registry import VARIANTS, Variant, get_variant, softmax
+from .teaching import softmax_teaching
+
+__all__ = [
+    "DTYPE_NAMES", "SUPPORTED_DTYPES", "VARIANTS", "LaunchPlan", "Variant", "dtype_from_name", "get_variant",
+    "interpreting", "next_power_of_2", "reference_softmax", "softmax", "softmax_multirow", "softmax_online",
+    "softmax_persistent", "softmax_teaching", "torch_softmax",
+]

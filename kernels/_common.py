@@ -1,0 +1,125 @@
+"""Input validation, row reshaping and launch helpers shared by every variant.
+
+Nothing here imports streamlit or plotly; it must run on Triton 3.6 and 3.7.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+
+import torch
+
+SUPPORTED_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16, torch.float32)
+DTYPE_NAMES: dict[torch.dtype, str] = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
+DTYPES_BY_NAME: dict[str, torch.dtype] = {name: dtype for dtype, name in DTYPE_NAMES.items()}
+NUM_WARPS_ALLOWED: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+INT32_MAX = 2**31 - 1
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels on the CPU interpreter (TRITON_INTERPRET=1 before import)."""
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+def next_power_of_2(n: int) -> int:
+    """Smallest power of two >= n (1 for n <= 1), the seed's BLOCK_SIZE rule."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def is_power_of_2(n: int) -> bool:
+    return isinstance(n, int) and n > 0 and n & (n - 1) == 0
+
+
+def dtype_from_name(name: str | torch.dtype) -> torch.dtype:
+    """'fp16' / 'bf16' / 'fp32' (or a torch dtype) -> torch dtype; ValueError names the allowed values."""
+    if isinstance(name, torch.dtype):
+        if name not in SUPPORTED_DTYPES:
+            raise TypeError(f"unsupported dtype {name}; allowed: {', '.join(DTYPE_NAMES.values())}")
+        return name
+    aliases = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32"}
+    key = aliases.get(str(name).lower(), str(name).lower())
+    if key not in DTYPES_BY_NAME:
+        raise ValueError(f"unknown dtype {name!r}; allowed: {', '.join(DTYPES_BY_NAME)}")
+    return DTYPES_BY_NAME[key]
+
+
+def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
+    """Validate a softmax input and return it viewed as rows [R, N] with unit column stride.
+
+    Raises TypeError for a non-tensor or unsupported dtype, ValueError for a wrong device,
+    a 0-d tensor or N over the variant's limit.
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{variant}: expected a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(
+            f"{variant}: unsupported dtype {x.dtype}; allowed: {', '.join(str(d) for d in SUPPORTED_DTYPES)}"
+        )
+    if x.dim() == 0:
+        raise ValueError(f"{variant}: softmax needs at least one dimension, got a 0-d tensor")
+    if interpreting():
+        if x.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"{variant}: tensor on {x.device}; allowed with TRITON_INTERPRET=1: cpu or cuda")
+    elif x.device.type != "cuda":
+        raise ValueError(
+            f"{variant}: tensor on {x.device}; allowed: a cuda tensor "
+            "(or set TRITON_INTERPRET=1 before importing triton to run on the CPU)"
+        )
+    n_cols = x.shape[-1]
+    if n_cols > max_n:
+        raise ValueError(f"{variant}: N={n_cols} is over this variant's limit; allowed: 1 <= N <= {max_n}")
+    if x.stride(-1) != 1 and x.numel() > 0:
+        x = x.contiguous()  # kernels address columns with unit stride: copy a strided last dim
+    n_rows = 1
+    for size in x.shape[:-1]:
+        n_rows *= size
+    return x.reshape(n_rows, n_cols)
+
+
+def empty_like_rows(rows: torch.Tensor) -> torch.Tensor:
+    """Contiguous output rows [R, N] in the input dtype."""
+    return torch.empty(rows.shape, dtype=rows.dtype, device=rows.device)
+
+
+def check_tunables(variant: str, given: dict, allowed: dict[str, str]) -> None:
+    """Reject tunables this variant does not take; `allowed` maps name -> description."""
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        names = ", ".join(sorted(allowed)) or "none"
+        raise ValueError(f"{variant}: unknown tunable(s) {', '.join(unknown)}; allowed: {names}")
+
+
+def check_int_choice(variant: str, name: str, value: object, choices: tuple[int, ...]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value not in choices:
+        raise ValueError(f"{variant}: {name}={value!r} is not allowed; allowed: {', '.join(map(str, choices))}")
+    return value
+
+
+def check_power_of_2(variant: str, name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not is_power_of_2(value) or not low <= value <= high:
+        raise ValueError(f"{variant}: {name}={value!r} is not allowed; allowed: a power of two from {low} to {high}")
+    return value
+
+
+def check_int_range(variant: str, name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{variant}: {name}={value!r} is not allowed; allowed: an integer from {low} to {high}")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _libcuda() -> ctypes.CDLL:
+    return ctypes.CDLL("libcuda.so.1")
+
+
+def driver_blocks_per_sm(function_handle: int, num_warps: int, shared_bytes: int) -> int:
+    """Blocks per SM from the CUDA driver (cuOccupancyMaxActiveBlocksPerMultiprocessor) for a loaded kernel."""
+    blocks = ctypes.c_int(0)
+    status = _libcuda().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        ctypes.byref(blocks), ctypes.c_void_p(function_handle), ctypes.c_int(32 * num_warps), ctypes.c_size_t(shared_bytes)
+    )
+    if status != 0:
+        raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed with CUresult {status}")
+    return blocks.value

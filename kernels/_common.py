@@ -109,7 +109,7 @@ def check_int_range(variant: str, name: str, value: object, low: int, high: int)
     return value
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _libcuda() -> ctypes.CDLL:
     return ctypes.CDLL("libcuda.so.1")
 
@@ -118,8 +118,8 @@ def driver_blocks_per_sm(function_handle: int, num_warps: int, shared_bytes: int
     """Blocks per SM from the CUDA driver (cuOccupancyMaxActiveBlocksPerMultiprocessor) for a loaded kernel."""
     blocks = ctypes.c_int(0)
     status = _libcuda().cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        ctypes.byref(blocks), ctypes.c_void_p(function_handle), ctypes.c_int(32 * num_warps), ctypes.c_size_t(shared_bytes)
-    )
+        ctypes.byref(blocks), ctypes.c_void_p(function_handle), ctypes.c_int(32 * num_warps),
+        ctypes.c_size_t(shared_bytes))
     if status != 0:
         raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed with CUresult {status}")
     return blocks.value

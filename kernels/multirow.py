@@ -23,7 +23,8 @@ MAX_TILE_ELEMENTS = 65536  # ROWS * BLOCK_SIZE lanes held by one program
 TARGET_TILE_ELEMENTS = 2048  # default: ROWS = 2048 // BLOCK_SIZE (at least 1)
 TUNABLES = {
     "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 4, 8 for tiles over 8192 lanes",
-    "rows_per_program": "rows in one program's tile, a power of two from 1 to 256; default 2048 // BLOCK_SIZE, capped to 1..256",
+    "rows_per_program": ("rows in one program's tile, a power of two from 1 to 256; "
+                         "default 2048 // BLOCK_SIZE, capped to 1..256"),
 }
 
 
@@ -55,8 +56,9 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     if not 1 <= n_cols <= MAX_N:
         raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N}")
     block_size = next_power_of_2(n_cols)
-    rows_per_program = check_power_of_2(
-        NAME, "rows_per_program", tunables.get("rows_per_program", min(256, max(1, TARGET_TILE_ELEMENTS // block_size))), 1, 256)
+    default_rows = min(256, max(1, TARGET_TILE_ELEMENTS // block_size))
+    rows_per_program = check_power_of_2(NAME, "rows_per_program",
+                                        tunables.get("rows_per_program", default_rows), 1, 256)
     if rows_per_program * block_size > MAX_TILE_ELEMENTS:
         raise ValueError(f"{NAME}: rows_per_program={rows_per_program} x BLOCK_SIZE={block_size} is over "
                          f"{MAX_TILE_ELEMENTS} lanes; allowed: rows_per_program <= {MAX_TILE_ELEMENTS // block_size}")

@@ -8,8 +8,8 @@ R * N > 2**31 is safe.
 from __future__ import annotations
 
 import torch
-import triton.language as tl
 import triton
+import triton.language as tl
 
 from ._common import (
     INT32_MAX,

@@ -1,0 +1,34 @@
+"""Numerical checks for kernel tests: a dtype -> tolerance table and a mismatch message naming the first bad index."""
+
+from __future__ import annotations
+
+import torch
+
+from kernels import reference_softmax
+
+# rtol covers rounding the fp32 result into the output dtype (half an ulp: fp16 2**-11, bf16 2**-8)
+# plus fp32 reduction error; atol covers tiny probabilities.
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {  # dtype -> (rtol, atol)
+    torch.float32: (2e-5, 1e-7),
+    torch.float16: (1.5e-3, 1e-5),
+    torch.bfloat16: (1e-2, 1e-5),
+}
+
+
+def assert_softmax_close(actual: torch.Tensor, x: torch.Tensor, label: str = "") -> None:
+    """Compare `actual` with the float64 reference of `x`; NaN must match NaN position for position."""
+    expected = reference_softmax(x)
+    assert actual.shape == x.shape, f"{label}: shape {tuple(actual.shape)} != {tuple(x.shape)}"
+    assert actual.dtype == x.dtype, f"{label}: dtype {actual.dtype} != {x.dtype}"
+    rtol, atol = TOLERANCES[x.dtype]
+    got = actual.to(torch.float64).cpu()
+    want = expected.cpu()
+    nan_mismatch = torch.isnan(got) != torch.isnan(want)
+    bad = nan_mismatch | (~torch.isnan(want) & ((got - want).abs() > atol + rtol * want.abs()))
+    if bad.any():
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        raise AssertionError(
+            f"{label}: {int(bad.sum())} of {bad.numel()} elements differ (rtol={rtol}, atol={atol}); "
+            f"first at index {index}: got {got[index].item():.8g}, expected {want[index].item():.8g}, "
+            f"input {x[index].item():.8g}"
+        )

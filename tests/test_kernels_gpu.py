@@ -1,0 +1,64 @@
+"""The kernel matrix at full sizes on a CUDA GPU (`make test-gpu`): R=4096, N up to 262144 for `online`."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import kernels
+from kernels import VARIANTS, softmax
+from tests.softmax_checks import assert_softmax_close
+
+pytestmark = pytest.mark.gpu
+
+N_FULL = [128, 1000, 1024, 1025, 4096, 8193, 16384, 32768, 65536, 131072, 262144]
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+CASES = [(v, n) for v in VARIANTS for n in N_FULL if n <= VARIANTS[v].max_n]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
+@pytest.mark.parametrize("variant, n_cols", CASES)
+def test_full_size_matches_reference(variant, n_cols, dtype):
+    torch.manual_seed(n_cols)
+    x = torch.randn(4096, n_cols, device="cuda", dtype=dtype) * 3
+    assert_softmax_close(softmax(x, variant), x, f"{variant} N={n_cols}")
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_special_values_match_torch_on_gpu(variant):
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([[1.0, inf, 2.0], [-inf, -inf, -inf], [1.0, nan, 2.0], [-inf, 1.0, 2.0]], device="cuda")
+    expected = torch.softmax(x, dim=-1)
+    got = softmax(x, variant)
+    assert torch.equal(torch.isnan(got), torch.isnan(expected)), f"{variant}: {got} vs {expected}"
+    finite = ~torch.isnan(expected)
+    assert torch.allclose(got[finite], expected[finite], atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_strided_rows_and_large_offsets(variant):
+    wide = torch.randn(512, 3000, device="cuda", dtype=torch.float16)
+    view = wide[:, 7:1007]
+    assert_softmax_close(softmax(view, variant), view, f"{variant} strided")
+
+
+def test_online_row_offsets_beyond_int32():
+    n_rows, n_cols = 2, 2**30 + 4096  # R * N > 2**31 elements (fp16: 4 GiB)
+    x = torch.randn(n_rows, n_cols, device="cuda", dtype=torch.float16)
+    y = softmax(x, "online")
+    last = x[-1:, -8192:].float()
+    assert torch.isfinite(y[-1, -8192:]).all()
+    ratio = (y[-1, -8192:].float() / y[-1, -8192].float()).cpu()
+    expected = torch.exp(last - last[0, 0]).cpu()[0]
+    assert torch.allclose(ratio, expected, rtol=5e-3)
+    assert abs(y[-1].float().sum().item() - 1) < 1e-2
+
+
+def test_persistent_launches_sm_count_times_blocks_per_sm():
+    from kernels import persistent
+
+    x = torch.randn(100_000, 128, device="cuda", dtype=torch.float16)
+    assert_softmax_close(softmax(x, "persistent"), x, "persistent")
+    assert persistent._BLOCKS_PER_SM, "the driver occupancy API was not consulted"
+    blocks = next(iter(persistent._BLOCKS_PER_SM.values()))
+    assert 1 <= blocks <= 32

@@ -6,16 +6,18 @@ TRITON_INTERPRET=1 before importing triton to run every variant on CPU tensors.
 """
 
 from ._common import DTYPE_NAMES, SUPPORTED_DTYPES, dtype_from_name, interpreting, next_power_of_2
+from .auto import softmax_auto
 from .multirow import softmax_multirow
 from .online import softmax_online
 from .persistent import softmax_persistent
 from .plan import LaunchPlan
 from .reference import reference_softmax, torch_softmax
 from .registry import VARIANTS, Variant, get_variant, softmax
+from .splitrow import softmax_splitrow
 from .teaching import softmax_teaching
 
 __all__ = [
     "DTYPE_NAMES", "SUPPORTED_DTYPES", "VARIANTS", "LaunchPlan", "Variant", "dtype_from_name", "get_variant",
     "interpreting", "next_power_of_2", "reference_softmax", "softmax", "softmax_multirow", "softmax_online",
-    "softmax_persistent", "softmax_teaching", "torch_softmax",
+    "softmax_persistent", "softmax_splitrow", "softmax_teaching", "softmax_auto", "torch_softmax",
 ]

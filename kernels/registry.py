@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from . import multirow, online, persistent, teaching
+from . import auto, multirow, online, persistent, splitrow, teaching
 from ._common import SUPPORTED_DTYPES
 from .plan import LaunchPlan
 
@@ -20,7 +20,7 @@ class Variant:
     name: str
     summary: str
     launcher: Callable[..., torch.Tensor]
-    kernel: Any  # triton JITFunction (InterpretedFunction under TRITON_INTERPRET=1)
+    kernel: Any  # triton JITFunction (InterpretedFunction under TRITON_INTERPRET=1); None for 'auto'
     max_n: int
     tunables: Mapping[str, str]
     plan: Callable[..., LaunchPlan]
@@ -29,7 +29,11 @@ class Variant:
 
     @property
     def kernel_function(self) -> Callable:
-        """The undecorated Python function of the kernel (to rebuild a JITFunction for offline compiles)."""
+        """The undecorated Python function of the kernel (to rebuild a JITFunction for offline compiles).
+
+        'auto' has none: compile analysis follows its plan's `variant` to the variant that runs."""
+        if self.kernel is None:
+            raise ValueError(f"{self.name} has no kernel of its own; use the variant its plan names")
         return self.kernel.fn
 
 
@@ -48,6 +52,11 @@ VARIANTS: dict[str, Variant] = {
         Variant("persistent", "SM count x blocks/SM programs, each looping over rows",
                 persistent.softmax_persistent, persistent.row_softmax_persistent_kernel, persistent.MAX_N,
                 persistent.TUNABLES, persistent.plan, persistent.signature),
+        Variant("splitrow", "CHUNKS cooperating programs per row, each chunk kept in registers (x read once)",
+                splitrow.softmax_splitrow, splitrow.row_softmax_splitrow_kernel, splitrow.MAX_N, splitrow.TUNABLES,
+                splitrow.plan, splitrow.signature),
+        Variant("auto", "picks variant and tunables per GPU, dtype and shape from a tuning table",
+                auto.softmax_auto, None, auto.MAX_N, auto.TUNABLES, auto.plan, auto.signature),
     )
 }
 

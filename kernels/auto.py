@@ -1,0 +1,124 @@
+"""`auto`: picks a variant and tunables per (GPU, dtype, N, R) from a tuning table made on that GPU.
+
+Tables are JSON files written by `python -m profiling tune` (profiling/autotune.py): the shipped ones in
+kernels/tuned/, then the user's own in $BLOCKSCOPE_CACHE_DIR/autotune (default ~/.cache/blockscope/autotune),
+which take precedence. An entry is used for N in the same power-of-two bucket (its BLOCK_SIZE) with the
+nearest R; with no table for the GPU a heuristic picks (multirow for small N, one program per row for mid
+N, cooperating split-row programs for wide rows). Under the CPU interpreter the first shipped table is used.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from pathlib import Path
+
+import torch
+
+from ._common import DTYPE_NAMES, check_input, check_tunables, empty_like_rows, next_power_of_2
+from .plan import LaunchPlan
+
+NAME = "auto"
+SHIPPED_DIR = Path(__file__).parent / "tuned"
+TUNABLES: dict[str, str] = {}
+TABLE_FORMAT = 1
+
+
+def user_table_dir() -> Path:
+    base = os.environ.get("BLOCKSCOPE_CACHE_DIR") or Path.home() / ".cache" / "blockscope"
+    return Path(base) / "autotune"
+
+
+def gpu_key(gpu_name: str) -> str:
+    """'NVIDIA H200' -> 'nvidia-h200' (table file stem)."""
+    return "-".join(gpu_name.lower().replace("_", " ").split())
+
+
+@functools.cache
+def _read_table(path: str, mtime: float) -> dict:
+    with open(path) as handle:
+        table = json.load(handle)
+    if table.get("format") != TABLE_FORMAT or not isinstance(table.get("entries"), list):
+        raise ValueError(f"{path}: not a Blockscope tuning table (format {TABLE_FORMAT})")
+    return table
+
+
+def load_table(gpu_name: str | None) -> dict | None:
+    """The tuning table for a GPU name (user's over shipped); for None (no GPU) the first shipped table."""
+    if gpu_name is None:
+        shipped = sorted(SHIPPED_DIR.glob("*.json"))
+        candidates = shipped[:1]
+    else:
+        stem = gpu_key(gpu_name) + ".json"
+        candidates = [user_table_dir() / stem, SHIPPED_DIR / stem]
+    for path in candidates:
+        if path.is_file():
+            return _read_table(str(path), path.stat().st_mtime)
+    return None
+
+
+def heuristic_choice(n_rows: int, n_cols: int) -> tuple[str, dict[str, int]]:
+    """Variant and tunables when no tuning table covers the shape."""
+    block = next_power_of_2(n_cols)
+    if block <= 1024:
+        return "multirow", {}
+    if block <= 16384:
+        return "teaching", {"num_warps": min(32, max(4, block // 512))}
+    return "splitrow", {"chunk": 8192, "num_warps": 8}
+
+
+def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None) -> tuple[str, dict[str, int]]:
+    """(variant, tunables) for this shape: the table entry of the same BLOCK_SIZE bucket and nearest R."""
+    from .registry import get_variant
+
+    table = load_table(gpu_name)
+    if table is not None:
+        dtype_name = DTYPE_NAMES[dtype]
+        bucket = next_power_of_2(n_cols)
+        same_bucket = [e for e in table["entries"] if next_power_of_2(int(e["n_cols"])) == bucket]
+        for wanted in (dtype_name, "fp16", "bf16", "fp32"):
+            entries = [e for e in same_bucket if e["dtype"] == wanted]
+            if entries:
+                best = min(entries, key=lambda e: abs(math.log2(max(1, int(e["n_rows"]))) - math.log2(max(1, n_rows))))
+                variant, tunables = best["variant"], dict(best.get("tunables", {}))
+                try:
+                    get_variant(variant).plan(n_rows, n_cols, dtype, **tunables)
+                except ValueError:
+                    break
+                return variant, tunables
+    return heuristic_choice(n_rows, n_cols)
+
+
+def _device_name(x: torch.Tensor) -> str | None:
+    return torch.cuda.get_device_name(x.device) if x.device.type == "cuda" else None
+
+
+def plan(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None, **tunables: int) -> LaunchPlan:
+    """The chosen variant's plan (its `variant` field names the variant that runs)."""
+    from .registry import get_variant
+
+    check_tunables(NAME, tunables, TUNABLES)
+    variant, chosen = choose(n_rows, n_cols, dtype, gpu_name)
+    return get_variant(variant).plan(n_rows, n_cols, dtype, **chosen)
+
+
+MAX_N = 2**24
+
+
+def signature(dtype: torch.dtype) -> dict[str, str]:
+    raise ValueError("auto has no kernel of its own; inspect the variant its plan names")
+
+
+def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
+    """Softmax over the last dim with the variant and tunables tuned for this GPU, dtype and shape."""
+    from .registry import get_variant
+
+    check_tunables(NAME, tunables, TUNABLES)
+    rows = check_input(x, NAME, MAX_N)
+    n_rows, n_cols = rows.shape
+    if rows.numel() == 0:
+        return empty_like_rows(rows).view(x.shape)
+    variant, chosen = choose(n_rows, n_cols, x.dtype, _device_name(x))
+    return get_variant(variant).launcher(x, **chosen)

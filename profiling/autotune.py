@@ -1,0 +1,138 @@
+"""Autotuner for `auto`: measures variant x num_warps x tile x rows-per-program x stages on this GPU and
+writes the tuning table kernels/auto.py reads (JSON, one file per GPU).
+
+Every candidate is checked against the float64 reference before it is timed; a failing candidate is
+recorded with its error and skipped. The tuner reports its own cost (compile + measure seconds).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import torch
+
+import kernels
+from kernels import DTYPE_NAMES, dtype_from_name, get_variant, next_power_of_2
+from kernels.auto import TABLE_FORMAT, gpu_key, user_table_dir
+
+Candidate = tuple[str, dict[str, int]]
+Timer = Callable[[Callable[[], object]], float]  # zero-arg closure -> median microseconds
+
+
+def candidates(n_rows: int, n_cols: int) -> list[Candidate]:
+    """Configurations worth timing for one shape (pruned by BLOCK_SIZE; every one valid for the variant)."""
+    block = next_power_of_2(n_cols)
+    found: list[Candidate] = []
+    if block <= 4096:
+        for lanes in (1024, 4096, 16384):
+            rows = min(256, max(1, lanes // block))
+            for num_warps in (4, 8):
+                found.append(("multirow", {"rows_per_program": rows, "num_warps": num_warps}))
+    if block <= 65536:
+        warps = (1, 2, 4) if block <= 1024 else (4, 8, 16) if block <= 8192 else (8, 16, 32)
+        found += [("teaching", {"num_warps": w}) for w in warps]
+        found += [("persistent", {"num_warps": w, "num_stages": s}) for w in warps[1:] for s in (1, 2)]
+    if block >= 8192:
+        for chunk in (4096, 8192, 16384):
+            if chunk < block:
+                for num_warps in (4, 8, 16):
+                    if 8 <= chunk // (32 * num_warps) <= 64:
+                        found.append(("splitrow", {"chunk": chunk, "num_warps": num_warps}))
+    if block >= 65536:
+        found += [("online", {"tile": 4096, "num_warps": 8}), ("online", {"tile": 8192, "num_warps": 16})]
+    unique = {(v, tuple(sorted(t.items()))): (v, t) for v, t in found}
+    return [c for c in unique.values() if n_cols <= get_variant(c[0]).max_n]
+
+
+def _check(output: torch.Tensor, x: torch.Tensor) -> str:
+    expected = kernels.reference_softmax(x)
+    tolerance = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[x.dtype]
+    error = (output.to(torch.float64) - expected).abs().max().item()
+    return "" if error <= tolerance else f"max abs error {error:.3g} over tolerance {tolerance:g}"
+
+
+def tune_shape(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, device: str = "cuda",
+               candidate_list: Iterable[Candidate] | None = None) -> list[dict]:
+    """Time torch.softmax and every candidate for one shape; one record per config (us = median)."""
+    x = torch.randn(n_rows, n_cols, device=device, dtype=dtype)
+    records = []
+    start = time.perf_counter()
+    torch_us = timer(lambda: torch.softmax(x, dim=-1))
+    records.append({"variant": "torch", "tunables": {}, "median_us": torch_us, "error": "",
+                    "seconds": time.perf_counter() - start})
+    for variant, tunables in candidate_list if candidate_list is not None else candidates(n_rows, n_cols):
+        start = time.perf_counter()
+        record = {"variant": variant, "tunables": tunables, "median_us": math.nan, "error": ""}
+        try:
+            launcher = get_variant(variant).launcher
+            record["error"] = _check(launcher(x, **tunables), x)
+            if not record["error"]:
+                record["median_us"] = timer(lambda launcher=launcher, tunables=tunables: launcher(x, **tunables))
+        except Exception as error:  # a failing config is recorded, the tuning goes on
+            record["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+        record["seconds"] = time.perf_counter() - start
+        records.append(record)
+    for record in records:
+        record.update(dtype=DTYPE_NAMES[dtype], n_rows=n_rows, n_cols=n_cols, torch_us=torch_us)
+    return records
+
+
+def best_entries(records: list[dict]) -> list[dict]:
+    """The fastest error-free Triton config per (dtype, n_rows, n_cols)."""
+    best: dict[tuple, dict] = {}
+    for record in records:
+        if record["variant"] == "torch" or record["error"] or not math.isfinite(record["median_us"]):
+            continue
+        key = (record["dtype"], record["n_rows"], record["n_cols"])
+        if key not in best or record["median_us"] < best[key]["median_us"]:
+            best[key] = record
+    return [{k: r[k] for k in ("dtype", "n_rows", "n_cols", "variant", "tunables", "median_us", "torch_us")}
+            for r in sorted(best.values(), key=lambda r: (r["dtype"], r["n_cols"], r["n_rows"]))]
+
+
+def make_table(records: list[dict], seconds: float, command: str) -> dict:
+    """Tuning table (format read by kernels/auto.py) with provenance."""
+    import triton
+
+    return {
+        "format": TABLE_FORMAT,
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "none",
+        "compute_capability": ".".join(map(str, torch.cuda.get_device_capability())) if torch.cuda.is_available()
+        else "none",
+        "torch_version": torch.__version__, "triton_version": triton.__version__,
+        "made_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": command, "tuning_seconds": round(seconds, 1), "timing": "back_to_back_flushed median",
+        "entries": best_entries(records),
+    }
+
+
+def save_table(table: dict, directory: Path | None = None) -> Path:
+    """Write the table as <gpu-key>.json into `directory` (default: the user's autotune cache)."""
+    directory = Path(directory) if directory is not None else user_table_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{gpu_key(table['gpu'])}.json"
+    path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def tune(shapes: Iterable[tuple[int, int]], dtypes: Iterable[str], timer: Timer,
+         progress: Callable[[int, int, tuple], None] | None = None) -> tuple[list[dict], float]:
+    """Tune every (n_rows, n_cols) x dtype; returns all records and the tuner's own cost in seconds."""
+    start = time.perf_counter()
+    jobs = [(r, n, dtype_from_name(d)) for d in dtypes for r, n in shapes]
+    records: list[dict] = []
+    for done, (n_rows, n_cols, dtype) in enumerate(jobs):
+        records += tune_shape(n_rows, n_cols, dtype, timer)
+        if progress:
+            progress(done + 1, len(jobs), (n_rows, n_cols, DTYPE_NAMES[dtype]))
+    return records, time.perf_counter() - start
+
+
+def large_set_rows(n_cols: int, dtype: torch.dtype, input_bytes: int = 512 * 2**20) -> int:
+    """Rows giving about `input_bytes` of input (the issue's large set: ~512 MB per shape)."""
+    return max(1, input_bytes // (n_cols * torch.empty(0, dtype=dtype).element_size()))

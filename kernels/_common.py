@@ -8,8 +8,11 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+from collections.abc import Callable
 
 import torch
+
+from .plan import LaunchPlan
 
 SUPPORTED_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16, torch.float32)
 DTYPE_NAMES: dict[torch.dtype, str] = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
@@ -49,7 +52,8 @@ def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
     """Validate a softmax input and return it viewed as rows [R, N] with unit column stride.
 
     Raises TypeError for a non-tensor or unsupported dtype, ValueError for a wrong device,
-    a 0-d tensor or N over the variant's limit.
+    a 0-d tensor or N over the variant's limit. Cheap on the common path (2-D, unit column stride):
+    it runs on every launch.
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{variant}: expected a torch.Tensor, got {type(x).__name__}")
@@ -57,25 +61,50 @@ def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
         raise TypeError(
             f"{variant}: unsupported dtype {x.dtype}; allowed: {', '.join(str(d) for d in SUPPORTED_DTYPES)}"
         )
-    if x.dim() == 0:
-        raise ValueError(f"{variant}: softmax needs at least one dimension, got a 0-d tensor")
-    if interpreting():
-        if x.device.type not in ("cpu", "cuda"):
+    if not x.is_cuda:
+        if not interpreting():
+            raise ValueError(
+                f"{variant}: tensor on {x.device}; allowed: a cuda tensor "
+                "(or set TRITON_INTERPRET=1 before importing triton to run on the CPU)"
+            )
+        if x.device.type != "cpu":
             raise ValueError(f"{variant}: tensor on {x.device}; allowed with TRITON_INTERPRET=1: cpu or cuda")
-    elif x.device.type != "cuda":
-        raise ValueError(
-            f"{variant}: tensor on {x.device}; allowed: a cuda tensor "
-            "(or set TRITON_INTERPRET=1 before importing triton to run on the CPU)"
-        )
-    n_cols = x.shape[-1]
+    shape = x.shape
+    if not shape:
+        raise ValueError(f"{variant}: softmax needs at least one dimension, got a 0-d tensor")
+    n_cols = shape[-1]
     if n_cols > max_n:
         raise ValueError(f"{variant}: N={n_cols} is over this variant's limit; allowed: 1 <= N <= {max_n}")
     if x.stride(-1) != 1 and x.numel() > 0:
         x = x.contiguous()  # kernels address columns with unit stride: copy a strided last dim
+    if len(shape) == 2:
+        return x
     n_rows = 1
-    for size in x.shape[:-1]:
+    for size in shape[:-1]:
         n_rows *= size
     return x.reshape(n_rows, n_cols)
+
+
+def cached_plans(plan: Callable[..., LaunchPlan]) -> Callable[[int, int, torch.dtype, dict], LaunchPlan]:
+    """Memoize a variant's plan() per (R, N, dtype, tunables) so a launch does not rebuild it.
+
+    Invalid tunables are never cached: plan() raises on every call.
+    """
+    cache: dict[tuple, LaunchPlan] = {}
+
+    def get(n_rows: int, n_cols: int, dtype: torch.dtype, tunables: dict) -> LaunchPlan:
+        try:
+            key = (n_rows, n_cols, dtype, *sorted(tunables.items()))
+            found = cache.get(key)
+        except TypeError:  # unhashable or unorderable tunable values: let plan() name the problem
+            return plan(n_rows, n_cols, dtype, **tunables)
+        if found is None:
+            if len(cache) >= 4096:
+                cache.clear()
+            found = cache[key] = plan(n_rows, n_cols, dtype, **tunables)
+        return found
+
+    return get
 
 
 def empty_like_rows(rows: torch.Tensor) -> torch.Tensor:

@@ -91,8 +91,22 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
     return heuristic_choice(n_rows, n_cols)
 
 
+_DEVICE_NAMES: dict[int | None, str] = {}
+_CHOICES: dict[tuple, tuple] = {}  # (R, N, dtype, gpu) -> (launcher, tunables)
+
+
 def _device_name(x: torch.Tensor) -> str | None:
-    return torch.cuda.get_device_name(x.device) if x.device.type == "cuda" else None
+    if not x.is_cuda:
+        return None
+    index = x.device.index
+    if index not in _DEVICE_NAMES:
+        _DEVICE_NAMES[index] = torch.cuda.get_device_name(x.device)
+    return _DEVICE_NAMES[index]
+
+
+def clear_choices() -> None:
+    """Forget memoized choices (after a new tuning table is written)."""
+    _CHOICES.clear()
 
 
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None, **tunables: int) -> LaunchPlan:
@@ -120,5 +134,10 @@ def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     n_rows, n_cols = rows.shape
     if rows.numel() == 0:
         return empty_like_rows(rows).view(x.shape)
-    variant, chosen = choose(n_rows, n_cols, x.dtype, _device_name(x))
-    return get_variant(variant).launcher(x, **chosen)
+    key = (n_rows, n_cols, x.dtype, _device_name(x))
+    if key not in _CHOICES:
+        if len(_CHOICES) >= 4096:
+            _CHOICES.clear()
+        _CHOICES[key] = (get_variant((choice := choose(*key))[0]).launcher, choice[1])
+    launcher, chosen = _CHOICES[key]
+    return launcher(x, **chosen)

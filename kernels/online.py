@@ -14,6 +14,7 @@ import triton.language as tl
 from ._common import (
     INT32_MAX,
     NUM_WARPS_ALLOWED,
+    cached_plans,
     check_input,
     check_int_choice,
     check_int_range,
@@ -88,11 +89,13 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     )
 
 
+_plans = cached_plans(plan)
+
 def softmax_online(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim for any N (tunables: num_warps, tile, num_stages)."""
     rows = check_input(x, NAME, MAX_N)
     n_rows, n_cols = rows.shape
-    launch = plan(n_rows, max(n_cols, 1), x.dtype, **tunables)
+    launch = _plans(n_rows, max(n_cols, 1), x.dtype, tunables)
     output = empty_like_rows(rows)
     if rows.numel() == 0:
         return output.view(x.shape)

@@ -12,6 +12,7 @@ import triton.language as tl
 
 from ._common import (
     NUM_WARPS_ALLOWED,
+    cached_plans,
     check_input,
     check_int_choice,
     check_int_range,
@@ -79,6 +80,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
 
 
 _BLOCKS_PER_SM: dict[tuple, int] = {}
+_RESIDENT: dict[tuple, int] = {}  # same key: SM count x blocks per SM
 
 
 def resident_programs(output: torch.Tensor, rows: torch.Tensor, launch: LaunchPlan) -> int:
@@ -93,15 +95,17 @@ def resident_programs(output: torch.Tensor, rows: torch.Tensor, launch: LaunchPl
         compiled._init_handles()
         _BLOCKS_PER_SM[key] = max(1, driver_blocks_per_sm(compiled.function, launch.num_warps,
                                                           compiled.metadata.shared))
-    sms = torch.cuda.get_device_properties(rows.device).multi_processor_count
-    return sms * _BLOCKS_PER_SM[key]
+        _RESIDENT[key] = torch.cuda.get_device_properties(rows.device).multi_processor_count * _BLOCKS_PER_SM[key]
+    return _RESIDENT[key]
 
+
+_plans = cached_plans(plan)
 
 def softmax_persistent(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim with a persistent row loop (tunables: num_warps, num_stages, programs)."""
     rows = check_input(x, NAME, MAX_N)
     n_rows, n_cols = rows.shape
-    launch = plan(n_rows, max(n_cols, 1), x.dtype, **tunables)
+    launch = _plans(n_rows, max(n_cols, 1), x.dtype, tunables)
     output = empty_like_rows(rows)
     if rows.numel() == 0:
         return output.view(x.shape)

@@ -17,6 +17,7 @@ import triton.language as tl
 
 from ._common import (
     NUM_WARPS_ALLOWED,
+    cached_plans,
     check_input,
     check_int_choice,
     check_power_of_2,
@@ -101,7 +102,9 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     )
 
 
+_plans = cached_plans(plan)
 _BLOCKS_PER_SM: dict[tuple, int] = {}
+_SM_COUNT: dict[int | None, int] = {}
 
 
 def resident_row_groups(args: tuple, launch: LaunchPlan, device: torch.device) -> int:
@@ -113,7 +116,8 @@ def resident_row_groups(args: tuple, launch: LaunchPlan, device: torch.device) -
                                                       **launch.constexprs)
         compiled._init_handles()
         _BLOCKS_PER_SM[key] = driver_blocks_per_sm(compiled.function, launch.num_warps, compiled.metadata.shared)
-    resident = torch.cuda.get_device_properties(device).multi_processor_count * _BLOCKS_PER_SM[key]
+        _SM_COUNT[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+    resident = _SM_COUNT[device.index] * _BLOCKS_PER_SM[key]
     if resident < chunks:
         raise ValueError(f"{NAME}: {chunks} chunks per row but only {resident} programs fit on the GPU at once; "
                          "allowed: a larger chunk")
@@ -124,7 +128,7 @@ def softmax_splitrow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim, CHUNKS cooperating programs per row (tunables: num_warps, chunk)."""
     rows = check_input(x, NAME, MAX_N)
     n_rows, n_cols = rows.shape
-    launch = plan(n_rows, max(n_cols, 1), x.dtype, **tunables)
+    launch = _plans(n_rows, max(n_cols, 1), x.dtype, tunables)
     output = empty_like_rows(rows)
     if rows.numel() == 0:
         return output.view(x.shape)

@@ -38,10 +38,10 @@ def candidates(n_rows: int, n_cols: int) -> list[Candidate]:
         found += [("teaching", {"num_warps": w}) for w in warps]
         found += [("persistent", {"num_warps": w, "num_stages": s}) for w in warps[1:] for s in (1, 2)]
     if block >= 8192:
-        for chunk in (4096, 8192, 16384):
+        for chunk in (4096, 8192, 16384, 32768):
             if chunk < block:
-                for num_warps in (4, 8, 16):
-                    if 8 <= chunk // (32 * num_warps) <= 64:
+                for num_warps in (4, 8, 16, 32):
+                    if 16 <= chunk // (32 * num_warps) <= 64:
                         found.append(("splitrow", {"chunk": chunk, "num_warps": num_warps}))
     if block >= 65536:
         found += [("online", {"tile": 4096, "num_warps": 8}), ("online", {"tile": 8192, "num_warps": 16})]

@@ -1,6 +1,6 @@
 """Tune `auto` on a GPU (run on the H200): writes every measurement and the tuning table under --out.
 
-python3 scripts/tune_h200.py --out $OUT [--dtypes fp16,fp32] [--max-n 1048576]
+python3 scripts/tune_h200.py --out $OUT [--dtypes fp16,fp32] [--min-n 128] [--max-n 1048576]
 Shapes: N = 128..max-n in powers of two, at R=4096 (N <= 262144) and at ~512 MB of input per shape.
 Timing: triton.testing.do_bench median (L2 flushed before each rep, launches back to back).
 """
@@ -30,6 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--dtypes", default="fp16,fp32")
+    parser.add_argument("--min-n", type=int, default=128)
     parser.add_argument("--max-n", type=int, default=2**20)
     args = parser.parse_args()
     out = Path(args.out)
@@ -39,7 +40,7 @@ def main() -> None:
     with open(out / "tune_log.jsonl", "w") as log:
         for dtype_name in args.dtypes.split(","):
             dtype = dtype_from_name(dtype_name)
-            n_cols = 128
+            n_cols = args.min_n
             while n_cols <= args.max_n:
                 row_counts = ([4096] if n_cols <= 262144 else []) + [autotune.large_set_rows(n_cols, dtype)]
                 for n_rows in row_counts:

@@ -2,9 +2,11 @@
 
 Tables are JSON files written by `python -m profiling tune` (profiling/autotune.py): the shipped ones in
 kernels/tuned/, then the user's own in $BLOCKSCOPE_CACHE_DIR/autotune (default ~/.cache/blockscope/autotune),
-which take precedence. An entry is used for N in the same power-of-two bucket (its BLOCK_SIZE) with the
-nearest R; with no table for the GPU a heuristic picks (multirow for small N, one program per row for mid
-N, cooperating split-row programs for wide rows). Under the CPU interpreter the first shipped table is used.
+which take precedence. An entry may name 'torch': the tuner found torch.softmax faster than every Triton
+config there (launch-bound shapes, where Triton's host launch path costs more than torch's).
+An entry is used for N in the same power-of-two bucket (its BLOCK_SIZE) with the nearest R; with no
+table for the GPU a heuristic picks (multirow for small N, one program per row for mid N, cooperating
+split-row programs for wide rows). Under the CPU interpreter the first shipped table is used.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 
 from ._common import DTYPE_NAMES, check_input, check_tunables, empty_like_rows, next_power_of_2
 from .plan import LaunchPlan
+from .reference import torch_softmax
 
 NAME = "auto"
 SHIPPED_DIR = Path(__file__).parent / "tuned"
@@ -83,6 +86,8 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
             if entries:
                 best = min(entries, key=lambda e: abs(math.log2(max(1, int(e["n_rows"]))) - math.log2(max(1, n_rows))))
                 variant, tunables = best["variant"], dict(best.get("tunables", {}))
+                if variant == "torch":  # the tuner measured torch.softmax fastest here (launch-bound shapes)
+                    return variant, {}
                 try:
                     get_variant(variant).plan(n_rows, n_cols, dtype, **tunables)
                 except ValueError:
@@ -115,6 +120,9 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = No
 
     check_tunables(NAME, tunables, TUNABLES)
     variant, chosen = choose(n_rows, n_cols, dtype, gpu_name)
+    if variant == "torch":
+        raise ValueError(f"{NAME}: for R={n_rows}, N={n_cols} the tuning table picks torch.softmax "
+                         "(faster than every Triton config measured): no Triton kernel to plan")
     return get_variant(variant).plan(n_rows, n_cols, dtype, **chosen)
 
 
@@ -138,6 +146,7 @@ def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     if key not in _CHOICES:
         if len(_CHOICES) >= 4096:
             _CHOICES.clear()
-        _CHOICES[key] = (get_variant((choice := choose(*key))[0]).launcher, choice[1])
+        variant, chosen = choose(*key)
+        _CHOICES[key] = (torch_softmax if variant == "torch" else get_variant(variant).launcher, chosen)
     launcher, chosen = _CHOICES[key]
     return launcher(x, **chosen)

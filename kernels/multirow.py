@@ -40,7 +40,7 @@ def row_softmax_multirow_kernel(output_ptr, input_ptr, input_row_stride, output_
     values = tl.load(input_ptr + rows[:, None] * input_row_stride + cols[None, :],
                      mask=mask, other=-float("inf")).to(tl.float32)
     numerators = tl.exp(values - tl.max(values, axis=1)[:, None])
-    probabilities = numerators / tl.sum(numerators, axis=1)[:, None]
+    probabilities = numerators * (1.0 / tl.sum(numerators, axis=1))[:, None]  # one reciprocal per row
     tl.store(output_ptr + rows[:, None] * output_row_stride + cols[None, :], probabilities, mask=mask)
 
 

@@ -54,12 +54,12 @@ def row_softmax_online_kernel(output_ptr, input_ptr, input_row_stride, output_ro
         running_max = new_max
     row_max = tl.max(running_max, axis=0)
     row_shift = tl.where(row_max == -float("inf"), 0.0, row_max)
-    row_sum = tl.sum(running_sum * tl.exp(running_max - row_shift), axis=0)
+    inverse_sum = 1.0 / tl.sum(running_sum * tl.exp(running_max - row_shift), axis=0)
     for start in tl.range(0, n_cols, TILE, num_stages=NUM_STAGES):
         offsets = start + cols
         mask = offsets < n_cols
         values = tl.load(input_row + offsets, mask=mask, other=-float("inf")).to(tl.float32)
-        tl.store(output_row + offsets, tl.exp(values - row_max) / row_sum, mask=mask)
+        tl.store(output_row + offsets, tl.exp(values - row_max) * inverse_sum, mask=mask)
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:

@@ -44,7 +44,7 @@ def row_softmax_persistent_kernel(output_ptr, input_ptr, input_row_stride, outpu
         row = tl.cast(row, tl.int64)
         values = tl.load(input_ptr + row * input_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
         numerators = tl.exp(values - tl.max(values, axis=0))
-        probabilities = numerators / tl.sum(numerators, axis=0)
+        probabilities = numerators * (1.0 / tl.sum(numerators, axis=0))  # one reciprocal per row
         tl.store(output_ptr + row * output_row_stride + cols, probabilities, mask=mask)
 
 

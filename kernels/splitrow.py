@@ -52,12 +52,12 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, i
     for row in tl.range(pid // CHUNKS, n_rows, tl.num_programs(axis=0) // CHUNKS):
         row = tl.cast(row, tl.int64)
         values = tl.load(input_ptr + row * input_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
-        if PHASE != 2:  # publish this chunk's max and rescaled sum
-            local_max = tl.max(values, axis=0)
-            local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
-            local_sum = tl.sum(tl.exp(values - local_shift), axis=0)
+        local_max = tl.max(values, axis=0)
+        local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
+        numerators = tl.exp(values - local_shift)  # the only exp per element: the output rescales it
+        if PHASE != 2:  # publish this chunk's max and sum
             tl.store(stats_ptr + (row * CHUNKS + chunk) * 2, local_max)
-            tl.store(stats_ptr + (row * CHUNKS + chunk) * 2 + 1, local_sum)
+            tl.store(stats_ptr + (row * CHUNKS + chunk) * 2 + 1, tl.sum(numerators, axis=0))
             tl.debug_barrier()
             tl.atomic_add(counter_ptr + row, 1, sem="release", scope="gpu")
         if PHASE == 0:  # wait for the row's other chunks (all programs are resident)
@@ -69,8 +69,9 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, i
             row_max = tl.max(maxes, axis=0)
             row_shift = tl.where(row_max == -float("inf"), 0.0, row_max)
             row_sum = tl.sum(sums * tl.exp(maxes - row_shift), axis=0)
-            tl.store(output_ptr + row * output_row_stride + cols, tl.exp(values - row_max) / row_sum, mask=mask)
-
+            # exp(local_max - row_max): 0 for an all -inf chunk, NaN for an all -inf row (as torch)
+            scale = tl.exp(local_max - row_max) / row_sum
+            tl.store(output_ptr + row * output_row_stride + cols, numerators * scale, mask=mask)
 
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""

@@ -42,6 +42,15 @@ Environment (same on every row of one run)
 
 from __future__ import annotations
 
+import io
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
 SCHEMA_VERSION = 1
 
 CONFIG_COLUMNS: dict[str, str] = {
@@ -67,3 +76,252 @@ ENV_COLUMNS: dict[str, str] = {
 }
 COLUMNS: dict[str, str] = {**CONFIG_COLUMNS, **TIMING_COLUMNS, **COMPILE_COLUMNS, **EVIDENCE_COLUMNS, **ENV_COLUMNS}
 TIMING_METHODS: tuple[str, ...] = ("per_call_events", "back_to_back_flushed", "cuda_graph")
+REQUIRED_COLUMNS: tuple[str, ...] = ("variant", "dtype", "n_rows", "n_cols", "method", "median_us")
+METHOD_VALUES: tuple[str, ...] = (*TIMING_METHODS, "none")
+DTYPE_VALUES: tuple[str, ...] = ("fp16", "bf16", "fp32")
+ELEMENT_BYTES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp32": 4}
+SOURCE_COLUMN = "source"  # optional, added by concat_results(..., sources=...): which file a row came from
+PARQUET_VERSION_KEY = b"blockscope_schema_version"
+_PICKLE_PREFIXES = (b"\x80", b"(dp", b"(lp", b"ccopy_reg")
+
+
+class ResultsError(ValueError):
+    """A results file or table that does not follow the schema; the message names the problem and what is expected."""
+
+
+def empty_results() -> pd.DataFrame:
+    """A zero-row results table with every schema column and dtype."""
+    return pd.DataFrame({name: pd.Series([], dtype=dtype) for name, dtype in COLUMNS.items()})
+
+
+def _cast(series: pd.Series, name: str, dtype: str) -> pd.Series:
+    try:
+        if dtype == "string":
+            out = series.astype("string")
+            return out.fillna("") if name == "error" else out.mask(out == "")
+        if dtype == "Int64":
+            if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
+                series = pd.to_numeric(series.mask(series.astype("string") == ""), errors="raise")
+            if pd.api.types.is_float_dtype(series.dtype):
+                floats = series.astype("Float64")
+                if ((floats % 1).fillna(0) != 0).any():
+                    raise ValueError("non-integer value")
+                return floats.astype("Int64")
+            return series.astype("Int64")
+        if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
+            series = pd.to_numeric(series.mask(series.astype("string") == ""), errors="raise")
+        return series.astype("Float64")
+    except (TypeError, ValueError) as error:
+        bad = _first_bad_value(series, dtype)
+        raise ResultsError(f"column {name!r} cannot be read as {dtype}{bad}: expected "
+                           f"{'integers' if dtype == 'Int64' else 'numbers' if dtype == 'Float64' else 'text'} "
+                           f"({type(error).__name__})") from None
+
+
+def _first_bad_value(series: pd.Series, dtype: str) -> str:
+    for index, value in series.items():
+        if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value == "":
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return f" (row {index}: {str(value)[:40]!r})"
+        if dtype == "Int64" and not number.is_integer():
+            return f" (row {index}: {value!r} is not an integer)"
+    return ""
+
+
+def normalize(df: pd.DataFrame) -> pd.DataFrame:
+    """Schema columns first (missing ones added as NA), cast to the schema dtypes; extra columns kept after.
+
+    String columns hold NA rather than '' except `error`, where '' means the config ran.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise ResultsError(f"expected a pandas DataFrame, got {type(df).__name__}")
+    out = {}
+    for name, dtype in COLUMNS.items():
+        column = df[name] if name in df.columns else pd.Series([pd.NA] * len(df), index=df.index, dtype=dtype)
+        out[name] = _cast(column, name, dtype)
+    for name in df.columns:
+        if name not in COLUMNS:
+            out[name] = df[name]
+    return pd.DataFrame(out, index=df.index).reset_index(drop=True)
+
+
+def validate(df: pd.DataFrame, name: str = "results") -> pd.DataFrame:
+    """Check columns, dtypes and values; return `df` or raise ResultsError listing the problems."""
+    missing = [column for column in REQUIRED_COLUMNS if column not in df.columns]
+    if missing:
+        raise ResultsError(f"{name}: not a Blockscope results table: missing column(s) {', '.join(missing)}; "
+                           f"expected the results schema v{SCHEMA_VERSION} "
+                           f"(columns {', '.join(REQUIRED_COLUMNS)}, ...)")
+    problems = []
+    for column, dtype in COLUMNS.items():
+        if column in df.columns and str(df[column].dtype) != dtype:
+            problems.append(f"column {column!r} has dtype {df[column].dtype}, expected {dtype}")
+    if problems:
+        raise ResultsError(f"{name}: " + "; ".join(problems) + " (call normalize first)")
+
+    def check(mask: pd.Series, what: str) -> None:
+        mask = mask.fillna(False).astype(bool)
+        if mask.any():
+            rows = list(mask[mask].index[:3])
+            problems.append(f"{int(mask.sum())} row(s) {what} (first rows {rows})")
+
+    check(~df["method"].isin(METHOD_VALUES), f"with method outside {', '.join(METHOD_VALUES)}")
+    check(~df["dtype"].isin(DTYPE_VALUES), f"with dtype outside {', '.join(DTYPE_VALUES)}")
+    check(df["variant"].isna(), "without a variant")
+    for column in ("n_rows", "n_cols"):
+        check(df[column].isna() | (df[column] < 1), f"with {column} missing or < 1")
+    for column in ("median_us", "p20_us", "p80_us", "min_us", "max_us", "first_call_s", "gbps", "copy_gbps"):
+        check(df[column] < 0, f"with negative {column}")
+    ran = (df["error"].fillna("") == "") & (df["method"] != "none")
+    check(ran & df["median_us"].isna(), "with neither a median_us nor an error (truncated file?)")
+    check((df["occupancy"] < 0) | (df["occupancy"] > 1), "with occupancy outside 0..1")
+    check((df["masked_lane_fraction"] < 0) | (df["masked_lane_fraction"] > 1),
+          "with masked_lane_fraction outside 0..1")
+    if problems:
+        raise ResultsError(f"{name}: " + "; ".join(problems))
+    return df
+
+
+def save_results(df: pd.DataFrame, path: str | Path) -> Path:
+    """Write a validated results table: .parquet (schema_version in the metadata) or .csv, by suffix; atomic."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".csv"):
+        raise ResultsError(f"{path.name}: unsupported results file suffix {path.suffix!r}; allowed: .parquet, .csv")
+    table = validate(normalize(df), path.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    if suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        arrow = pa.Table.from_pandas(table, preserve_index=False)
+        metadata = dict(arrow.schema.metadata or {})
+        metadata[PARQUET_VERSION_KEY] = str(SCHEMA_VERSION).encode()
+        pq.write_table(arrow.replace_schema_metadata(metadata), tmp)
+    else:
+        table.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+    return path
+
+
+def _read_source(source: Any, name: str | None) -> tuple[bytes, str]:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source), name or "uploaded data"
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        try:
+            return path.read_bytes(), name or path.name
+        except OSError as error:
+            raise ResultsError(f"{name or path}: cannot read ({error.strerror or error})") from None
+    if hasattr(source, "getvalue"):
+        return bytes(source.getvalue()), name or getattr(source, "name", "uploaded data")
+    if hasattr(source, "read"):
+        return bytes(source.read()), name or getattr(source, "name", "uploaded data")
+    raise ResultsError(f"cannot read results from {type(source).__name__}; expected a path, bytes or a file object")
+
+
+def load_results(source: str | Path | bytes | Any, name: str | None = None) -> pd.DataFrame:
+    """Read a results .parquet or .csv (path, bytes or file object), normalized and validated.
+
+    Raises ResultsError (a ValueError) for empty, truncated, corrupt, pickled or foreign files, naming the
+    problem and what is expected. Never unpickles.
+    """
+    data, name = _read_source(source, name)
+    expected = f"expected a Blockscope results .parquet or .csv (schema v{SCHEMA_VERSION})"
+    if not data.strip():
+        raise ResultsError(f"{name}: the file is empty; {expected}")
+    if data.startswith(b"PAR1"):
+        frame = _read_parquet(data, name, expected)
+    elif data.startswith(_PICKLE_PREFIXES) or data[:2] == b"\x80\x04":
+        raise ResultsError(f"{name}: looks like a Python pickle, which is never loaded (unsafe); {expected}")
+    else:
+        frame = _read_csv(data, name, expected)
+    if len(frame.columns) and not set(REQUIRED_COLUMNS) <= set(frame.columns):
+        missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+        raise ResultsError(f"{name}: not a Blockscope results file: missing column(s) {', '.join(missing)}; "
+                           f"{expected}")
+    try:
+        table = normalize(frame)
+    except ResultsError as error:
+        raise ResultsError(f"{name}: {error}") from None
+    return validate(table, name)
+
+
+def _read_parquet(data: bytes, name: str, expected: str) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not data.endswith(b"PAR1") or len(data) < 12:
+        raise ResultsError(f"{name}: truncated parquet (no footer); {expected}")
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except Exception as error:  # pyarrow raises ArrowInvalid, OSError, ... for corrupt data
+        raise ResultsError(f"{name}: corrupt parquet ({str(error).splitlines()[0][:200]}); {expected}") from None
+    version = (table.schema.metadata or {}).get(PARQUET_VERSION_KEY)
+    if version is not None:
+        try:
+            number = int(version)
+        except ValueError:
+            raise ResultsError(f"{name}: unreadable schema_version {version[:20]!r}; {expected}") from None
+        if number > SCHEMA_VERSION:
+            raise ResultsError(f"{name}: written with results schema v{number}, newer than this Blockscope "
+                               f"(v{SCHEMA_VERSION}); {expected}")
+    try:
+        return table.to_pandas()
+    except Exception as error:
+        raise ResultsError(f"{name}: parquet columns cannot be read ({error}); {expected}") from None
+
+
+def _read_csv(data: bytes, name: str, expected: str) -> pd.DataFrame:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ResultsError(f"{name}: binary data, neither parquet nor UTF-8 CSV; {expected}") from None
+    if "\x00" in text:
+        raise ResultsError(f"{name}: binary data, neither parquet nor UTF-8 CSV; {expected}")
+    header = text.split("\n", 1)[0].strip().split(",")
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise ResultsError(f"{name}: not a Blockscope results file: CSV header lacks column(s) "
+                           f"{', '.join(missing)}; {expected}")
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as error:
+        raise ResultsError(f"{name}: malformed CSV ({str(error).splitlines()[0][:200]}); {expected}") from None
+    if not text.endswith("\n") and len(frame):
+        raise ResultsError(f"{name}: CSV does not end with a newline (truncated?); {expected}")
+    return frame
+
+
+def concat_results(frames: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame],
+                   sources: Sequence[str] | None = None) -> pd.DataFrame:
+    """Stack several results tables (normalized). A mapping (label -> frame) or `sources` adds a `source` column."""
+    if isinstance(frames, Mapping):
+        sources, frames = list(frames.keys()), list(frames.values())
+    frames = [normalize(frame) for frame in frames]
+    if sources is not None:
+        if len(sources) != len(frames):
+            raise ValueError(f"{len(sources)} sources for {len(frames)} frames; expected one label per frame")
+        frames = [frame.assign(**{SOURCE_COLUMN: pd.Series([label] * len(frame), dtype="string")})
+                  for frame, label in zip(frames, sources, strict=True)]
+    if not frames:
+        return empty_results()
+    return normalize(pd.concat(frames, ignore_index=True))
+
+
+def bytes_moved(n_rows: int, n_cols: int, dtype: str | Any) -> int:
+    """Read x + write y: 2 * R * N * element size, in bytes (dtype: 'fp16'/'bf16'/'fp32' or a torch dtype)."""
+    key = str(dtype).replace("torch.", "")
+    key = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32"}.get(key, key)
+    if key not in ELEMENT_BYTES:
+        raise ValueError(f"unknown dtype {dtype!r}; allowed: {', '.join(ELEMENT_BYTES)}")
+    return 2 * int(n_rows) * int(n_cols) * ELEMENT_BYTES[key]
+
+
+def gbps(bytes_: int | float, median_us: float) -> float:
+    """Bandwidth in GB/s (1e9 bytes/s) for `bytes_` moved in `median_us` microseconds."""
+    return float(bytes_) / (float(median_us) * 1e-6) / 1e9 if median_us and median_us > 0 else float("nan")

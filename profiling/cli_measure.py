@@ -1,0 +1,253 @@
+"""`seed` (the source text's experiment, three timing methods) and `sweep` (results table) commands."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .cli import CLIError, int_list, positive_int, str_list
+
+NUM_WARPS_ALLOWED = (1, 2, 4, 8, 16, 32)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    seed = subparsers.add_parser("seed", help="the seed experiment: [4096,1000] fp16, teaching kernel vs torch",
+                                 description="Run the source text's experiment (torch.manual_seed(223), [4096, 1000] "
+                                 "fp16) and print its lines, plus the medians under all three timing methods.")
+    seed.add_argument("--rounds", type=positive_int, default=100, help="timed calls per method (default 100)")
+    seed.add_argument("--warmup", type=_non_negative_int, default=25, help="warmup calls (default 25)")
+    seed.add_argument("--chrome-trace", metavar="FILE", help="also write the traced Triton call as a Chrome trace "
+                      "(open in Perfetto)")
+    seed.set_defaults(handler=run_seed)
+
+    sweep = subparsers.add_parser("sweep", help="time variants x dtypes x N x num_warps into a results file",
+                                  description="Sweep variants x dtypes x N x R x num_warps x tunables, one row per "
+                                  "(config, timing method); resumes from --out if it exists.")
+    sweep.add_argument("--variants", type=str_list, help="comma list (default: torch and every Triton variant)")
+    sweep.add_argument("--dtypes", type=str_list, help="comma list of fp16,bf16,fp32 (default all)")
+    sweep.add_argument("--n", type=int_list, help="comma list of N (default: powers of two 128..262144 with "
+                       "+-1 neighbours and mid points)")
+    sweep.add_argument("--rows", type=int_list, help="comma list of R (default 4096)")
+    sweep.add_argument("--num-warps", type=int_list, help=f"comma list from {NUM_WARPS_ALLOWED} (default: "
+                       "each variant's own)")
+    sweep.add_argument("--tunable", action="append", default=[], metavar="NAME=V1,V2",
+                       help="another tunable axis, e.g. tile=1024,4096 (repeatable)")
+    sweep.add_argument("--methods", type=str_list, help="comma list (default: per_call_events,"
+                       "back_to_back_flushed,cuda_graph)")
+    sweep.add_argument("--reps", type=positive_int, help="timed reps per method (default: adaptive, >= 20)")
+    sweep.add_argument("--warmup", type=_non_negative_int, default=25, help="warmup calls per method (default 25)")
+    sweep.add_argument("--max-minutes", type=_positive_float, help="stop cleanly after this long (resume later)")
+    sweep.add_argument("--no-trace", action="store_true", help="skip the torch.profiler kernel-name trace")
+    sweep.add_argument("--out", required=True, metavar="FILE", help="results .parquet or .csv (resumed if present)")
+    sweep.set_defaults(handler=run_sweep_command)
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: an integer >= 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; allowed: an integer >= 0")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; allowed: a positive number") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not positive; allowed: a positive number")
+    return value
+
+
+def require_cuda(command: str) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise CLIError(f"{command} needs a CUDA GPU and this machine has none (torch.cuda.is_available() is False); "
+                       "load a results file in the dashboard instead")
+
+
+def run_seed(args: argparse.Namespace) -> int:
+    """The seed text's script, lines in its format, timed by profiling.timing (+ the other two methods)."""
+    require_cuda("seed")
+    import platform
+
+    import torch
+    import triton
+
+    from kernels import softmax_teaching
+    from kernels.teaching import plan
+
+    from .timing import TIMING_METHODS, CudaClock, benchmark, first_call_seconds
+    from .trace import kernel_names, trace_kernels
+
+    torch.manual_seed(223)
+    device = torch.device("cuda")
+    with torch.inference_mode():
+        n_rows, n_cols = 4096, 1000
+        x = torch.randn(n_rows, n_cols, device=device, dtype=torch.float16)
+        clock = CudaClock(device)
+        reference = torch.softmax(x, dim=-1)
+        outputs: list[Any] = []
+        triton_first_s = first_call_seconds(lambda: outputs.append(softmax_teaching(x)), clock)
+        actual = outputs.pop()
+        torch.testing.assert_close(actual, reference, rtol=2e-3, atol=2e-3)
+        torch.testing.assert_close(actual.float().sum(-1), torch.ones(n_rows, device=device), rtol=2e-3, atol=2e-3)
+        torch_fn = lambda: torch.softmax(x, dim=-1)  # noqa: E731
+        triton_fn = lambda: softmax_teaching(x)  # noqa: E731
+        medians = {}
+        for method in TIMING_METHODS:
+            medians[method] = tuple(benchmark(fn, method, reps=args.rounds, warmup=args.warmup, clock=clock,
+                                              first_call_s=math.nan).median_us for fn in (torch_fn, triton_fn))
+        names = kernel_names(triton_fn)
+        if args.chrome_trace:
+            trace_kernels(triton_fn, export_path=args.chrome_trace)
+        block_size = plan(n_rows, n_cols, torch.float16).tile_width
+        torch_us, triton_us = medians["per_call_events"]
+        print(f"python={platform.python_version()} torch={torch.__version__} triton={triton.__version__}")
+        print(f"device={torch.cuda.get_device_name(0)} capability={torch.cuda.get_device_capability(0)}")
+        print(f"X={tuple(x.shape)} dtype={x.dtype} layout=contiguous row_stride={x.stride(0)}")
+        print(f"grid=({n_rows},) BLOCK_SIZE={block_size} masked_lanes_per_program={block_size - n_cols}")
+        print(f"max_abs_diff={(actual - reference).abs().max():.3e}")
+        print(f"row_sum_max_error={(actual.float().sum(-1) - 1).abs().max():.3e}")
+        print(f"torch_softmax_median_us={torch_us:.3f} triton_softmax_median_us={triton_us:.3f}")
+        print(f"triton_profiler_cuda_kernels={names}")
+        for method, (torch_us, triton_us) in medians.items():
+            print(f"method={method} torch_softmax_median_us={torch_us:.3f} triton_softmax_median_us={triton_us:.3f}")
+        print(f"triton_first_call_s={triton_first_s:.3f} (JIT compile + launch, cold)")
+        if args.chrome_trace:
+            print(f"chrome_trace={args.chrome_trace}")
+    return 0
+
+
+def parse_tunable_axes(items: list[str]) -> dict[str, list[int]]:
+    """['tile=1024,4096'] -> {'tile': [1024, 4096]}; CLIError names the expected form."""
+    axes: dict[str, list[int]] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        name = name.strip().replace("-", "_")
+        try:
+            parsed = int_list(values) if sep else []
+        except argparse.ArgumentTypeError as error:
+            raise CLIError(f"--tunable {item!r}: {error}") from None
+        if not name or not parsed:
+            raise CLIError(f"--tunable {item!r} is malformed; allowed: NAME=V1,V2 (e.g. tile=1024,4096)")
+        axes[name] = parsed
+    return axes
+
+
+def sweep_configs_from_args(args: argparse.Namespace) -> list:
+    """Validated configs for `sweep` (CLIError for bad names/values)."""
+    from kernels import DTYPE_NAMES, get_variant
+
+    from . import sweep
+
+    allowed = sweep.all_variants()
+    variants = args.variants if args.variants is not None else list(allowed)
+    for name, values in (("variants", variants), ("dtypes", args.dtypes), ("n", args.n), ("rows", args.rows),
+                         ("num-warps", args.num_warps), ("methods", args.methods)):
+        if values is not None and not values:
+            raise CLIError(f"--{name} is empty; allowed: a comma-separated list")
+    unknown = [v for v in variants if v not in allowed]
+    if unknown:
+        raise CLIError(f"unknown variant(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+    dtypes = args.dtypes or list(sweep.DEFAULT_DTYPES)
+    bad = [d for d in dtypes if d not in DTYPE_NAMES.values()]
+    if bad:
+        raise CLIError(f"unknown dtype(s) {', '.join(bad)}; allowed: {', '.join(DTYPE_NAMES.values())}")
+    from .timing import TIMING_METHODS
+
+    bad = [m for m in args.methods or () if m not in TIMING_METHODS]
+    if bad:
+        raise CLIError(f"unknown method(s) {', '.join(bad)}; allowed: {', '.join(TIMING_METHODS)}")
+    bad = [str(w) for w in args.num_warps or () if w not in NUM_WARPS_ALLOWED]
+    if bad:
+        raise CLIError(f"--num-warps {', '.join(bad)} not allowed; allowed: {', '.join(map(str, NUM_WARPS_ALLOWED))}")
+    axes = parse_tunable_axes(args.tunable)
+    known = {name for v in variants if v != sweep.TORCH for name in get_variant(v).tunables}
+    for name in axes:
+        if name == "num_warps":
+            raise CLIError("--tunable num_warps=...: use --num-warps")
+        if name not in known:
+            raise CLIError(f"--tunable {name}: no selected variant takes it; allowed: {', '.join(sorted(known))}")
+    n_values = args.n or sweep.default_n_values()
+    too_wide = [n for n in n_values if not any(n <= sweep.max_n(v) for v in variants)]
+    if too_wide:
+        raise CLIError(f"N={too_wide[0]} is over every selected variant's limit; allowed: N <= "
+                       f"{max(sweep.max_n(v) for v in variants)}")
+    configs = sweep.build_configs(variants, dtypes, n_values, args.rows or [sweep.DEFAULT_ROWS], args.num_warps,
+                                  axes)
+    if not configs:
+        raise CLIError("the selection gives no configs; allowed: N within the variants' limits")
+    return configs
+
+
+def _progress_reporter(stream: Any = None) -> tuple[Any, Any]:
+    """(callback, close) for progress: tqdm when installed, else one line per config on stderr."""
+    stream = stream or sys.stderr
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    bar: dict[str, Any] = {}
+
+    def callback(done: int, total: int, config: Any) -> None:
+        if tqdm is not None:
+            if "bar" not in bar:
+                bar["bar"] = tqdm(total=total, unit="config", file=stream)
+            bar["bar"].set_postfix_str(config.label(), refresh=False)
+            bar["bar"].update(done - bar["bar"].n)
+        else:
+            stream.write(f"[{done}/{total}] {config.label()}\n")
+            stream.flush()
+
+    def close() -> None:
+        if "bar" in bar:
+            bar["bar"].close()
+
+    return callback, close
+
+
+def run_sweep_command(args: argparse.Namespace) -> int:
+    from .results import ResultsError, load_results
+    from .sweep import estimate_seconds, run_sweep
+
+    out = Path(args.out)
+    if out.suffix.lower() not in (".parquet", ".csv"):
+        raise CLIError(f"--out {args.out}: unsupported suffix {out.suffix!r}; allowed: .parquet or .csv")
+    if out.is_dir():
+        raise CLIError(f"--out {args.out} is a directory; allowed: a .parquet or .csv file path")
+    configs = sweep_configs_from_args(args)
+    if out.exists():
+        try:
+            load_results(out)
+        except ResultsError as error:
+            raise CLIError(f"--out exists and cannot be resumed: {error}") from None
+    require_cuda("sweep")
+    from .timing import TIMING_METHODS
+
+    methods = args.methods or list(TIMING_METHODS)
+    estimate = estimate_seconds(configs, methods, reps=args.reps, warmup=args.warmup)
+    sys.stderr.write(f"{len(configs)} configs x {len(methods)} methods, estimated {estimate / 60:.1f} min "
+                     "(less when resuming)\n")
+    deadline = time.monotonic() + args.max_minutes * 60 if args.max_minutes else None
+    callback, close = _progress_reporter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        table = run_sweep(configs, methods=methods, out=out, reps=args.reps, warmup=args.warmup,
+                          trace=not args.no_trace, progress=callback,
+                          cancel=(lambda: time.monotonic() > deadline) if deadline else None)
+    finally:
+        close()
+    info = table.attrs.get("sweep", {})
+    state = "stopped at --max-minutes (rerun to resume)" if info.get("cancelled") else "done"
+    print(f"{state}: {info.get('done', 0)} configs run, {info.get('skipped_existing', 0)} already in {out}, "
+          f"{info.get('errors', 0)} error rows; {len(table)} rows in {out} ({info.get('seconds', 0):.0f} s)")
+    return 0

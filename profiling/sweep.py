@@ -1,0 +1,520 @@
+"""Sweep runner: variants ('torch' + kernels.VARIANTS) x dtypes x N x R x num_warps x other tunables.
+
+One results row per (config, timing method) in the schema of profiling/results.py. Per config: resolve the
+launch plan, skip configs with a pathological predicted compile cost, make the input (shared by configs of
+the same shape), time the cold first call, check it once against kernels.reference_softmax (float64),
+gather compile facts (profiling.compiled / occupancy / lanes, imported lazily; NA when unavailable),
+trace one call for kernel names, then time each method. A failing config becomes error rows and the
+sweep goes on. Rows are saved to `out` periodically (atomic rewrite), and a rerun skips the
+(config, method) pairs already there, so an interrupted sweep resumes from its output file.
+Timer, tracer, compile facts and environment are injectable for CPU tests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+import kernels
+from kernels import DTYPE_NAMES, dtype_from_name, get_variant
+
+from . import timing
+from .env import arch_of, fingerprint
+from .results import (
+    COLUMNS,
+    COMPILE_COLUMNS,
+    ENV_COLUMNS,
+    bytes_moved,
+    empty_results,
+    gbps,
+    load_results,
+    normalize,
+    save_results,
+)
+
+TORCH = "torch"
+DEFAULT_ROWS = 4096
+DEFAULT_DTYPES: tuple[str, ...] = ("fp16", "bf16", "fp32")
+MID_POINTS: tuple[int, ...] = (1000, 3000, 6000, 12000, 50000)
+# lanes one thread holds = tile lanes / (32 x num_warps); 512+ compiles for minutes (teaching, BLOCK 65536,
+# 1 warp = 2048 lanes/thread took 71 s on the H200), so such configs are skipped with an error row
+DEFAULT_MAX_LANES_PER_THREAD = 256
+DEFAULT_COMPILE_CAP_S = 30.0
+TOLERANCES: dict[str, tuple[float, float]] = {"fp32": (5e-5, 1e-6), "fp16": (2e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}
+
+Progress = Callable[[int, int, "Config"], None]
+Cancel = Callable[[], bool]
+Tracer = Callable[[Callable[[], Any]], list[str]]
+CompileFacts = Callable[["Config", "kernels.LaunchPlan", "str | None"], dict[str, Any]]
+
+
+def all_variants() -> tuple[str, ...]:
+    """'torch' plus every registered Triton variant."""
+    return (TORCH, *kernels.VARIANTS)
+
+
+def default_n_values(low: int = 128, high: int = 262144, mid: Iterable[int] = MID_POINTS) -> list[int]:
+    """Powers of two from `low` to `high` with their +-1 neighbours (within range), plus mid points."""
+    values = set(mid)
+    power = low
+    while power <= high:
+        values.update(n for n in (power - 1, power, power + 1) if low <= n <= high)
+        power *= 2
+    return sorted(v for v in values if low <= v <= high)
+
+
+def max_n(variant: str) -> int:
+    """The largest N a variant takes ('torch': unlimited)."""
+    return 2**31 - 1 if variant == TORCH else get_variant(variant).max_n
+
+
+@dataclass(frozen=True)
+class Config:
+    """One sweep point; `tunables` are the requested ones (sorted name/value pairs)."""
+
+    variant: str
+    dtype: str
+    n_rows: int
+    n_cols: int
+    tunables: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def tunables_dict(self) -> dict[str, int]:
+        return dict(self.tunables)
+
+    def label(self) -> str:
+        extra = "".join(f" {k}={v}" for k, v in self.tunables)
+        return f"{self.variant} {self.dtype} R={self.n_rows} N={self.n_cols}{extra}"
+
+
+def make_config(variant: str, dtype: str, n_rows: int, n_cols: int, **tunables: int) -> Config:
+    return Config(variant, DTYPE_NAMES[dtype_from_name(dtype)], int(n_rows), int(n_cols),
+                  tuple(sorted((k, int(v)) for k, v in tunables.items())))
+
+
+def build_configs(variants: Sequence[str] | None = None, dtypes: Sequence[str] | None = None,
+                  n_values: Sequence[int] | None = None, n_rows: int | Sequence[int] = DEFAULT_ROWS,
+                  num_warps: Sequence[int] | None = None,
+                  tunable_grid: Mapping[str, Sequence[int]] | None = None) -> list[Config]:
+    """The cross product, each variant only within its N limit; num_warps and `tunable_grid` values apply to
+    the variants that take that tunable ('torch' and 'auto' take none: one config each). ValueError for
+    unknown variants/dtypes."""
+    variants = list(variants) if variants else list(all_variants())
+    for variant in variants:
+        if variant != TORCH:
+            get_variant(variant)
+    dtypes = [DTYPE_NAMES[dtype_from_name(d)] for d in (dtypes or DEFAULT_DTYPES)]
+    n_values = list(n_values) if n_values else default_n_values()
+    rows = [n_rows] if isinstance(n_rows, int) else list(n_rows)
+    grid: dict[str, list[int]] = {}
+    if num_warps:
+        grid["num_warps"] = list(num_warps)
+    for name, values in (tunable_grid or {}).items():
+        grid[name] = list(values)
+    configs: list[Config] = []
+    for dtype in dtypes:
+        for r in rows:
+            for n in n_values:
+                for variant in variants:
+                    if n > max_n(variant):
+                        continue
+                    accepted = {} if variant == TORCH else get_variant(variant).tunables
+                    axes = [(name, values) for name, values in grid.items() if name in accepted]
+                    for combo in _product(axes):
+                        configs.append(make_config(variant, dtype, r, n, **combo))
+    return list(dict.fromkeys(configs))
+
+
+def _product(axes: list[tuple[str, list[int]]]) -> list[dict[str, int]]:
+    combos: list[dict[str, int]] = [{}]
+    for name, values in axes:
+        combos = [{**c, name: v} for c in combos for v in values]
+    return combos
+
+
+def resolve_plan(config: Config, gpu_name: str | None = None) -> kernels.LaunchPlan | None:
+    """The variant's LaunchPlan (None for 'torch'); raises the variant's ValueError for bad tunables/N."""
+    if config.variant == TORCH:
+        return None
+    dtype = dtype_from_name(config.dtype)
+    if config.variant == "auto":
+        return get_variant("auto").plan(config.n_rows, config.n_cols, dtype, gpu_name=gpu_name)
+    return get_variant(config.variant).plan(config.n_rows, config.n_cols, dtype, **config.tunables_dict)
+
+
+def resolved_tunables_json(config: Config, plan: kernels.LaunchPlan | None) -> str:
+    """JSON of the resolved tunables ('{}' for torch and auto; the requested ones when the plan failed)."""
+    if config.variant in (TORCH, "auto"):
+        return "{}"
+    tunables = plan.tunables if plan is not None else config.tunables_dict
+    return json.dumps({k: int(v) for k, v in tunables.items()}, sort_keys=True)
+
+
+def lanes_per_thread(plan: kernels.LaunchPlan) -> float:
+    """Lanes one thread holds: tile_width x rows_per_program / (32 x num_warps)."""
+    return plan.tile_width * plan.rows_per_program / (32 * plan.num_warps)
+
+
+def predicted_compile_problem(plan: kernels.LaunchPlan | None, max_lanes: float | None) -> str | None:
+    """Why a config is skipped before compiling (None: go ahead)."""
+    if plan is None or max_lanes is None:
+        return None
+    lanes = lanes_per_thread(plan)
+    if lanes > max_lanes:
+        return (f"skipped: predicted pathological compile time: {lanes:g} lanes per thread (tile "
+                f"{plan.tile_width} x {plan.rows_per_program} rows / (32 x {plan.num_warps} warps)) is over the "
+                f"limit {max_lanes:g} (the teaching kernel at BLOCK 65536 with 1 warp took 71 s to compile on "
+                "the H200)")
+    return None
+
+
+def _na_compile() -> dict[str, Any]:
+    return dict.fromkeys(COMPILE_COLUMNS, None)
+
+
+def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch: str | None) -> dict[str, Any]:
+    """Compile columns from profiling.compiled / occupancy / lanes; a missing or failing module leaves NA."""
+    facts = _na_compile()
+    if plan is None:
+        return facts
+    dtype = dtype_from_name(config.dtype)
+    try:
+        from . import compiled
+
+        info = compiled.inspect(plan.variant, config.n_cols, dtype, arch=arch, n_rows=config.n_rows, **plan.tunables)
+        facts.update(n_regs=info.n_regs, spill_store_bytes=info.spill_store_bytes,
+                     spill_load_bytes=info.spill_load_bytes, shared_bytes=info.shared_bytes,
+                     compile_source=getattr(info, "source", None))
+        from . import occupancy
+
+        result = occupancy.occupancy(getattr(info, "arch", None) or arch, info.n_regs, plan.num_warps,
+                                     info.shared_bytes)
+        facts.update(blocks_per_sm=result.blocks_per_sm, occupancy=result.occupancy, limiter=result.limiter)
+    except Exception:  # compile analysis is evidence, not a requirement: NA columns
+        pass
+    try:
+        from . import lanes
+
+        model = lanes.lane_model(plan.variant, config.n_cols, n_rows=config.n_rows, **plan.tunables)
+        facts["masked_lane_fraction"] = model.masked_lane_fraction
+    except Exception:
+        pass
+    return facts
+
+
+def _check(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> str:
+    """'' when y matches the float64 reference within the dtype's tolerance; else why not."""
+    if y.shape != reference.shape:
+        return f"wrong result: shape {tuple(y.shape)}, expected {tuple(reference.shape)}"
+    rtol, atol = TOLERANCES[dtype]
+    bad = 0
+    worst = 0.0
+    step = max(1, (1 << 24) // max(1, y.shape[-1]))
+    for start in range(0, y.shape[0], step):
+        got = y[start:start + step].to(torch.float64)
+        want = reference[start:start + step]
+        diff = (got - want).abs()
+        diff = torch.where(torch.isnan(got) & torch.isnan(want), torch.zeros_like(diff), diff)
+        bad += int((~(diff <= atol + rtol * want.abs())).sum())
+        worst = max(worst, float(torch.nan_to_num(diff, nan=math.inf).max()))
+    if bad:
+        return (f"wrong result: {bad} of {y.numel()} elements off the float64 reference (max abs error "
+                f"{worst:.3g}; rtol {rtol:g}, atol {atol:g})")
+    return ""
+
+
+def _error_text(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
+
+
+def row_key(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str, method: str) -> tuple:
+    return (str(variant), str(dtype), int(n_rows), int(n_cols), str(tunables), str(method))
+
+
+def _existing_keys(table: pd.DataFrame) -> set[tuple]:
+    cols = ["variant", "dtype", "n_rows", "n_cols", "tunables", "method"]
+    sub = table[cols].astype(object).where(table[cols].notna(), "{}")
+    return {row_key(*values) for values in sub.itertuples(index=False, name=None)}
+
+
+@dataclass
+class _Shape:
+    key: tuple = ()
+    x: torch.Tensor | None = None
+    reference: torch.Tensor | None = None
+
+
+@dataclass
+class SweepState:
+    """Bookkeeping returned in df.attrs['sweep']."""
+
+    total: int = 0
+    done: int = 0
+    skipped_existing: int = 0
+    errors: int = 0
+    cancelled: bool = False
+    seconds: float = 0.0
+    slow_compiles: list[tuple[str, float]] = field(default_factory=list)
+
+
+def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMING_METHODS,
+              out: str | Path | None = None, device: str | torch.device | None = None,
+              clock: timing.Clock | None = None, tracer: Tracer | None = None, trace: bool = True,
+              compile_facts: CompileFacts | None = None, env: Mapping[str, Any] | None = None,
+              reps: int | None = None, warmup: int = timing.DEFAULT_WARMUP,
+              target_ms: float = timing.DEFAULT_TARGET_MS, min_reps: int = timing.DEFAULT_MIN_REPS,
+              max_reps: int = timing.DEFAULT_MAX_REPS,
+              max_lanes_per_thread: float | None = DEFAULT_MAX_LANES_PER_THREAD,
+              compile_cap_s: float | None = DEFAULT_COMPILE_CAP_S, progress: Progress | None = None,
+              cancel: Cancel | None = None, save_every_s: float = 20.0, seed: int = 0,
+              graph_calls: int = timing.DEFAULT_GRAPH_CALLS) -> pd.DataFrame:
+    """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
+
+    `out` (.parquet/.csv) is read first (pairs already present are skipped) and rewritten every
+    `save_every_s` seconds and at the end, also when interrupted. `progress(done, total, config)` is called
+    after each config (total counts configs still to run); `cancel()` returning True stops before the next
+    config. `compile_cap_s`: after a first call slower than this, later configs of the same variant with at
+    least as many lanes per thread are skipped (a running compile cannot be interrupted). Defaults: CUDA
+    clock, torch.profiler tracer, live environment fingerprint with copy bandwidth.
+    """
+    started = time.perf_counter()
+    methods = list(dict.fromkeys(methods))
+    for method in methods:
+        if method not in timing.TIMING_METHODS:
+            raise ValueError(f"unknown timing method {method!r}; allowed: {', '.join(timing.TIMING_METHODS)}")
+    cuda = torch.cuda.is_available()
+    device = torch.device(device) if device is not None else torch.device("cuda" if cuda else "cpu")
+    if clock is None:
+        if device.type != "cuda":
+            raise ValueError(f"timing on {device} needs an injected clock; allowed: a cuda device")
+        clock = timing.CudaClock(device)
+    if tracer is None and trace and device.type == "cuda":
+        from .trace import kernel_names
+
+        tracer = kernel_names
+    env = dict(env) if env is not None else fingerprint(device)
+    env_row = {name: env.get(name) for name in ENV_COLUMNS}
+    gpu_name = env_row["gpu_name"] if env_row.get("gpu_name") not in (None, "none") else None
+    arch = None if device.type == "cuda" else arch_of(env_row)
+    compile_facts = compile_facts or default_compile_facts
+
+    out_path = Path(out) if out is not None else None
+    existing = load_results(out_path) if out_path is not None and out_path.exists() else empty_results()
+    done_keys = _existing_keys(existing)
+    new_rows: list[dict[str, Any]] = []
+    state = SweepState()
+    last_save = time.perf_counter()
+
+    def save() -> None:
+        nonlocal last_save
+        if out_path is not None and new_rows:
+            save_results(_table(existing, new_rows), out_path)
+        last_save = time.perf_counter()
+
+    pending: list[tuple[Config, kernels.LaunchPlan | None, str, str, list[str]]] = []
+    order = sorted(range(len(configs)), key=lambda i: (configs[i].dtype, configs[i].n_rows, configs[i].n_cols))
+    for i in order:
+        config = configs[i]
+        plan, plan_error = None, ""
+        try:
+            plan = resolve_plan(config, gpu_name)
+        except Exception as error:  # bad tunables for this N: an error row
+            plan_error = _error_text(error)
+        tunables = resolved_tunables_json(config, plan)
+        todo = [m for m in methods
+                if row_key(config.variant, config.dtype, config.n_rows, config.n_cols, tunables, m) not in done_keys]
+        if todo:
+            pending.append((config, plan, plan_error, tunables, todo))
+        else:
+            state.skipped_existing += 1
+    state.total = len(pending)
+    shape = _Shape()
+    try:
+        for config, plan, plan_error, tunables, todo in pending:
+            if cancel is not None and cancel():
+                state.cancelled = True
+                break
+            rows = _run_config(config, plan, plan_error, tunables, todo, device=device, clock=clock, tracer=tracer,
+                               compile_facts=compile_facts, arch=arch, shape=shape, reps=reps, warmup=warmup,
+                               target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
+                               max_lanes=max_lanes_per_thread, compile_cap_s=compile_cap_s, state=state, seed=seed,
+                               graph_calls=graph_calls)
+            for row in rows:
+                row.update(env_row)
+                if row.get("gbps") is not None and env_row.get("copy_gbps"):
+                    row["copy_fraction"] = row["gbps"] / env_row["copy_gbps"]
+            state.errors += sum(1 for row in rows if row["error"])
+            new_rows.extend(rows)
+            state.done += 1
+            if progress is not None:
+                progress(state.done, state.total, config)
+            if time.perf_counter() - last_save >= save_every_s:
+                save()
+    finally:
+        shape.x = shape.reference = None
+        save()
+    table = _table(existing, new_rows)
+    state.seconds = time.perf_counter() - started
+    table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
+    return table
+
+
+def _table(existing: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    if not rows:
+        return normalize(existing)
+    new = normalize(pd.DataFrame(rows, columns=list(COLUMNS)))
+    return normalize(pd.concat([normalize(existing), new], ignore_index=True)) if len(existing) else new
+
+
+def _base_row(config: Config, plan: kernels.LaunchPlan | None, tunables: str) -> dict[str, Any]:
+    row = dict.fromkeys(COLUMNS)
+    row.update(variant=config.variant, dtype=config.dtype, n_rows=config.n_rows, n_cols=config.n_cols,
+               tunables=tunables, bytes_moved=bytes_moved(config.n_rows, config.n_cols, config.dtype), error="")
+    if plan is not None:
+        row.update(num_warps=plan.num_warps, num_stages=plan.num_stages, tile_width=plan.tile_width,
+                   rows_per_program=plan.rows_per_program, programs=plan.programs)
+    return row
+
+
+def _launched_programs(plan: kernels.LaunchPlan, x: torch.Tensor) -> int | None:
+    """Programs the GPU launch used when the grid is resolved at launch (persistent, splitrow)."""
+    if not plan.grid_resolved_at_launch or x.device.type != "cuda" or kernels.interpreting():
+        return plan.programs
+    try:
+        if plan.variant == "persistent":
+            from kernels import persistent
+
+            return min(plan.n_rows, persistent.resident_programs(torch.empty_like(x), x, plan))
+        if plan.variant == "splitrow":
+            from kernels import splitrow
+
+            chunks = plan.constexprs["CHUNKS"]
+            return min(plan.n_rows, splitrow.resident_row_groups(None, plan, x.device)) * chunks  # cached by now
+    except Exception:
+        return None
+    return plan.programs
+
+
+def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str, tunables: str,
+                methods: list[str], *, device: torch.device, clock: timing.Clock, tracer: Tracer | None,
+                compile_facts: CompileFacts, arch: str | None, shape: _Shape, reps: int | None, warmup: int,
+                target_ms: float, min_reps: int, max_reps: int, max_lanes: float | None,
+                compile_cap_s: float | None, state: SweepState, seed: int, graph_calls: int) -> list[dict[str, Any]]:
+    base = _base_row(config, plan, tunables)
+
+    def error_rows(message: str, **extra: Any) -> list[dict[str, Any]]:
+        return [{**base, **extra, "method": m, "error": message} for m in methods]
+
+    if plan_error:
+        return error_rows(plan_error)
+    problem = predicted_compile_problem(plan, max_lanes)
+    if problem is None and plan is not None:
+        lanes = lanes_per_thread(plan)
+        for variant, slow_lanes in state.slow_compiles:
+            if variant == plan.variant and lanes >= slow_lanes:
+                problem = (f"skipped: a config of {variant} with {slow_lanes:g} lanes per thread took over "
+                           f"{compile_cap_s:g} s to compile; this one has {lanes:g}")
+                break
+    if problem:
+        return error_rows(problem)
+    dtype = dtype_from_name(config.dtype)
+    try:
+        key = (config.dtype, config.n_rows, config.n_cols)
+        if shape.key != key:
+            shape.x = shape.reference = None
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            generator = torch.Generator(device=device).manual_seed(seed)
+            shape.x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
+            shape.reference = kernels.reference_softmax(shape.x)
+            shape.key = key
+        x = shape.x
+        if config.variant == TORCH:
+            fn = lambda: kernels.torch_softmax(x)  # noqa: E731
+        else:
+            launcher, kw = get_variant(config.variant).launcher, config.tunables_dict
+            fn = lambda: launcher(x, **kw)  # noqa: E731
+        result: list[torch.Tensor] = []
+        first_call_s = timing.first_call_seconds(lambda: result.append(fn()), clock)
+        base["first_call_s"] = first_call_s
+        if compile_cap_s is not None and plan is not None and first_call_s > compile_cap_s:
+            state.slow_compiles.append((plan.variant, lanes_per_thread(plan)))
+        wrong = _check(result[0], shape.reference, config.dtype)
+        result.clear()
+        if wrong:
+            return error_rows(wrong)
+    except Exception as error:  # OutOfResources, CUDA OOM, compile errors: an error row, the sweep goes on
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        return error_rows(_error_text(error))
+    if plan is not None:
+        base["programs"] = _launched_programs(plan, x)
+        try:
+            facts = compile_facts(config, plan, arch)
+            base.update({k: v for k, v in facts.items() if k in COMPILE_COLUMNS})
+        except Exception:
+            pass
+    if tracer is not None:
+        try:
+            names = tracer(fn)
+            base["kernel_names"] = "; ".join(names) if names else None
+        except Exception:
+            pass
+    rows = []
+    for method in methods:
+        try:
+            stats = timing.benchmark(fn, method, reps=reps, warmup=warmup, clock=clock, first_call_s=first_call_s,
+                                     target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
+                                     graph_calls=graph_calls)
+        except Exception as error:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            rows.append({**base, "method": method, "error": _error_text(error)})
+            continue
+        row = {**base, **stats.as_dict()}
+        row["gbps"] = gbps(base["bytes_moved"], stats.median_us)
+        rows.append(row)
+    return rows
+
+
+def estimate_seconds(configs: Sequence[Config], methods: Sequence[str] = timing.TIMING_METHODS, *,
+                     reps: int | None = None, warmup: int = timing.DEFAULT_WARMUP,
+                     target_ms: float = timing.DEFAULT_TARGET_MS, min_reps: int = timing.DEFAULT_MIN_REPS,
+                     max_reps: int = timing.DEFAULT_MAX_REPS, hbm_gbps: float = 3500.0, compile_s: float = 1.5,
+                     config_overhead_s: float = 0.12, sync_us: float = 25.0, flush_us: float = 90.0,
+                     max_lanes_per_thread: float | None = DEFAULT_MAX_LANES_PER_THREAD) -> float:
+    """Rough wall seconds on a GPU: compiles (per distinct kernel) + per-config overhead (input, check, trace)
+    + per method (warmup + estimate + reps) x (kernel time ~ bytes / hbm_gbps + 4 us, + sync/flush costs)."""
+    kernels_seen: set[tuple] = set()
+    total = 0.0
+    for config in configs:
+        try:
+            plan = resolve_plan(config)
+        except Exception:
+            continue
+        if predicted_compile_problem(plan, max_lanes_per_thread):
+            continue
+        if plan is not None:
+            key = (plan.variant, config.dtype, plan.num_warps, plan.num_stages, tuple(sorted(plan.constexprs.items())))
+            if key not in kernels_seen:
+                kernels_seen.add(key)
+                total += compile_s
+        kernel_us = bytes_moved(config.n_rows, config.n_cols, config.dtype) / (hbm_gbps * 1e3) + 4.0
+        total += config_overhead_s + 3 * kernel_us * 1e-6  # + input, reference and check
+        n = reps if reps is not None else timing.choose_reps(kernel_us, target_ms, min_reps, max_reps)
+        for method in methods:
+            per_call = {"per_call_events": max(kernel_us, 8.0) + sync_us, "back_to_back_flushed": kernel_us + flush_us,
+                        "cuda_graph": kernel_us}[method]
+            total += (warmup + 5) * max(kernel_us, 6.0) * 1e-6 + (n + 5) * per_call * 1e-6
+            if method == "cuda_graph":
+                total += 0.01
+    return total

@@ -1,0 +1,307 @@
+"""The one timer: three named methods over zero-argument closures (setup is not timed).
+
+Methods (named in every results row):
+  per_call_events       the seed's: CUDA events recorded around one call, synchronize, one sample per call
+  back_to_back_flushed  triton.testing.do_bench style: L2 flushed (256 MB buffer written) before each rep,
+                        events around each call, reps queued back to back, one synchronize at the end
+  cuda_graph            `graph_calls` calls captured in a CUDA graph; a sample is replay time / graph_calls
+
+Warmup calls are separate (default 25, as the seed); the first call (JIT compile + launch) is timed on the
+wall clock, cold, separately. The device clock is injectable (`Clock` protocol) so CPU tests use a fake one.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+TIMING_METHODS: tuple[str, ...] = ("per_call_events", "back_to_back_flushed", "cuda_graph")
+DEFAULT_WARMUP = 25
+DEFAULT_TARGET_MS = 2.0  # adaptive reps: aim at this much timed device work per method
+DEFAULT_MIN_REPS = 20
+DEFAULT_MAX_REPS = 1000
+DEFAULT_GRAPH_CALLS = 10
+FLUSH_BYTES = 256 * 2**20  # > H200 L2 (60 MB)
+
+
+class Event(Protocol):
+    def record(self) -> None: ...
+    def synchronize(self) -> None: ...
+    def elapsed_ms(self, end: Event) -> float: ...
+
+
+class Clock(Protocol):
+    """Device timing backend: events, synchronize, L2 flush, graph capture, and a wall clock (seconds)."""
+
+    def event(self) -> Event: ...
+    def synchronize(self) -> None: ...
+    def flush_l2(self) -> None: ...
+    def capture_graph(self, fn: Callable[[], Any], calls: int) -> Callable[[], None]: ...
+    def wall_s(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Steady-state time per call (us) under one method; reps = calls timed; first_call_s = cold call (s)."""
+
+    method: str
+    median_us: float
+    p20_us: float
+    p80_us: float
+    min_us: float
+    max_us: float
+    reps: int
+    first_call_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _CudaEvent:
+    def __init__(self) -> None:
+        import torch
+
+        self._event = torch.cuda.Event(enable_timing=True)
+
+    def record(self) -> None:
+        self._event.record()
+
+    def synchronize(self) -> None:
+        self._event.synchronize()
+
+    def elapsed_ms(self, end: _CudaEvent) -> float:
+        return self._event.elapsed_time(end._event)
+
+
+class CudaClock:
+    """The real clock: torch.cuda events on the current stream of `device`."""
+
+    def __init__(self, device: Any = None, flush_bytes: int = FLUSH_BYTES) -> None:
+        import torch
+
+        self.device = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
+        self.flush_bytes = flush_bytes
+        self._flush_buffer = None
+
+    def event(self) -> Event:
+        return _CudaEvent()
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize(self.device)
+
+    def flush_l2(self) -> None:
+        import torch
+
+        if self._flush_buffer is None:
+            self._flush_buffer = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=self.device)
+        self._flush_buffer.zero_()
+
+    def capture_graph(self, fn: Callable[[], Any], calls: int) -> Callable[[], None]:
+        import torch
+
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):  # warm up on a side stream before capture, as torch's docs ask
+            for _ in range(2):
+                fn()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        self.synchronize()
+        return graph.replay
+
+    def wall_s(self) -> float:
+        return time.perf_counter()
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """Linear-interpolated percentile, q in 0..100 (numpy's default)."""
+    ordered = sorted(samples)
+    if not ordered:
+        raise ValueError("no samples")
+    pos = (len(ordered) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def summarize(method: str, samples_us: list[float], first_call_s: float, reps: int | None = None) -> TimingStats:
+    """TimingStats from per-call samples in microseconds."""
+    if method not in TIMING_METHODS:
+        raise ValueError(f"unknown timing method {method!r}; allowed: {', '.join(TIMING_METHODS)}")
+    if not samples_us:
+        raise ValueError(f"{method}: no samples")
+    return TimingStats(method=method, median_us=float(statistics.median(samples_us)),
+                       p20_us=percentile(samples_us, 20), p80_us=percentile(samples_us, 80),
+                       min_us=float(min(samples_us)), max_us=float(max(samples_us)),
+                       reps=len(samples_us) if reps is None else reps, first_call_s=float(first_call_s))
+
+
+def first_call_seconds(fn: Callable[[], Any], clock: Clock) -> float:
+    """Wall time of one call plus synchronize, in seconds (cold on the first use of `fn`: JIT + launch)."""
+    clock.synchronize()
+    start = clock.wall_s()
+    fn()
+    clock.synchronize()
+    return clock.wall_s() - start
+
+
+def choose_reps(estimate_us: float, target_ms: float = DEFAULT_TARGET_MS, min_reps: int = DEFAULT_MIN_REPS,
+                max_reps: int = DEFAULT_MAX_REPS) -> int:
+    """Reps so that reps x estimate_us ~ target_ms, clamped to [min_reps, max_reps]."""
+    if estimate_us <= 0 or not math.isfinite(estimate_us):
+        return max_reps
+    return int(min(max_reps, max(min_reps, math.ceil(target_ms * 1000.0 / estimate_us))))
+
+
+def _per_call(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
+    samples = []
+    for _ in range(reps):
+        start, end = clock.event(), clock.event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_ms(end) * 1000.0)
+    return samples
+
+
+def _back_to_back(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
+    starts = [clock.event() for _ in range(reps)]
+    ends = [clock.event() for _ in range(reps)]
+    for start, end in zip(starts, ends, strict=True):
+        clock.flush_l2()
+        start.record()
+        fn()
+        end.record()
+    clock.synchronize()
+    return [start.elapsed_ms(end) * 1000.0 for start, end in zip(starts, ends, strict=True)]
+
+
+def _graph(fn: Callable[[], Any], clock: Clock, reps: int, graph_calls: int) -> tuple[list[float], int]:
+    replay = clock.capture_graph(fn, graph_calls)
+    replay()  # first replay uploads the graph
+    clock.synchronize()
+    replays = max(1, math.ceil(reps / graph_calls))
+    samples = []
+    for _ in range(replays):
+        start, end = clock.event(), clock.event()
+        start.record()
+        replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_ms(end) * 1000.0 / graph_calls)
+    return samples, replays * graph_calls
+
+
+def benchmark(fn: Callable[[], Any], method: str = "per_call_events", *, reps: int | None = None,
+              warmup: int = DEFAULT_WARMUP, clock: Clock | None = None, first_call_s: float | None = None,
+              target_ms: float = DEFAULT_TARGET_MS, min_reps: int = DEFAULT_MIN_REPS,
+              max_reps: int = DEFAULT_MAX_REPS, graph_calls: int = DEFAULT_GRAPH_CALLS) -> TimingStats:
+    """Time `fn` (a zero-arg closure) under `method`; microseconds per call.
+
+    `reps=None` picks reps adaptively from 5 estimate calls (target_ms of timed work, min_reps..max_reps).
+    `first_call_s=None` times this function's first call of `fn` as the cold call (seconds); pass it in when
+    `fn` has already run. For cuda_graph, `reps` is rounded up to whole replays of `graph_calls` calls.
+    """
+    if method not in TIMING_METHODS:
+        raise ValueError(f"unknown timing method {method!r}; allowed: {', '.join(TIMING_METHODS)}")
+    if reps is not None and reps < 1:
+        raise ValueError(f"reps={reps}; allowed: a positive integer or None (adaptive)")
+    clock = clock if clock is not None else CudaClock()
+    if first_call_s is None:
+        first_call_s = first_call_seconds(fn, clock)
+    for _ in range(warmup):
+        fn()
+    clock.synchronize()
+    if reps is None:
+        estimate = _back_to_back(fn, clock, 5) if method == "back_to_back_flushed" else _per_call(fn, clock, 5)
+        reps = choose_reps(statistics.median(estimate), target_ms, min_reps, max_reps)
+        if method == "cuda_graph":
+            reps = max(reps, graph_calls)
+    if method == "per_call_events":
+        samples = _per_call(fn, clock, reps)
+        total = reps
+    elif method == "back_to_back_flushed":
+        samples = _back_to_back(fn, clock, reps)
+        total = reps
+    else:
+        samples, total = _graph(fn, clock, reps, graph_calls)
+    return summarize(method, samples, first_call_s, total)
+
+
+def measure_copy_gbps(device: Any = None, bytes: int = 1 << 30, reps: int = 20, clock: Clock | None = None) -> float:
+    """Device-to-device copy bandwidth in GB/s (1e9 B/s), counting read + write bytes (the roofline)."""
+    import torch
+
+    clock = clock if clock is not None else CudaClock(device)
+    device = getattr(clock, "device", device)
+    src = torch.empty(bytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    stats = benchmark(lambda: dst.copy_(src), "back_to_back_flushed", reps=reps, warmup=3, clock=clock)
+    return 2.0 * bytes / (stats.median_us * 1e-6) / 1e9
+
+
+class FakeEvent:
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.stamp_us: float | None = None
+
+    def record(self) -> None:
+        self.stamp_us = self.clock.now_us
+        self.clock.now_us += self.clock.tick_us
+        self.clock.records += 1
+
+    def synchronize(self) -> None:
+        self.clock.event_syncs += 1
+
+    def elapsed_ms(self, end: FakeEvent) -> float:
+        if self.stamp_us is None or end.stamp_us is None:
+            raise RuntimeError("event not recorded")
+        return (end.stamp_us - self.stamp_us) / 1000.0
+
+
+class FakeClock:
+    """Deterministic clock for tests: device time advances only through `advance(us)` (which also moves the wall
+    clock) and `tick_us` per event record; `wall_s()` adds `wall_tick_s` per read. Counts what the timer did."""
+
+    def __init__(self, tick_us: float = 0.0, wall_tick_s: float = 0.0) -> None:
+        self.tick_us, self.wall_tick_s = tick_us, wall_tick_s
+        self.now_us = 0.0
+        self.wall = 0.0
+        self.records = self.event_syncs = self.syncs = self.flushes = self.captures = self.replays = 0
+
+    def advance(self, us: float) -> None:
+        self.now_us += us
+        self.wall += us * 1e-6
+
+    def event(self) -> FakeEvent:
+        return FakeEvent(self)
+
+    def synchronize(self) -> None:
+        self.syncs += 1
+
+    def flush_l2(self) -> None:
+        self.flushes += 1
+
+    def capture_graph(self, fn: Callable[[], Any], calls: int) -> Callable[[], None]:
+        self.captures += 1
+
+        def replay() -> None:
+            self.replays += 1
+            for _ in range(calls):
+                fn()
+
+        return replay
+
+    def wall_s(self) -> float:
+        value = self.wall
+        self.wall += self.wall_tick_s
+        return value

@@ -1,0 +1,236 @@
+"""Sweep runner on tiny CPU tensors (Triton interpreter) with a fake clock, tracer and compile facts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import pytest
+import torch
+
+import kernels
+from profiling import sweep
+from profiling.results import ResultsError, bytes_moved, load_results, save_results, validate
+from profiling.sweep import Config, build_configs, make_config, run_sweep
+from profiling.timing import FakeClock
+
+ENV = {"run_id": "test-run", "gpu_name": "none", "compute_capability": "none", "sm_count": None,
+       "driver_version": "none", "torch_version": torch.__version__, "triton_version": "3.x", "copy_gbps": 100.0,
+       "measured_at": "2026-11-30T21:00:00+00:00"}
+FAST = dict(device="cpu", env=ENV, warmup=0, reps=2, graph_calls=2)
+
+
+def fake_facts(config, plan, arch):
+    return {"n_regs": 40, "spill_store_bytes": 0, "spill_load_bytes": 0, "shared_bytes": 128, "blocks_per_sm": 8,
+            "occupancy": 0.5, "limiter": "registers", "compile_source": "offline",
+            "masked_lane_fraction": 1 - config.n_cols / plan.tile_width}
+
+
+def fake_tracer(fn):
+    return ["row_softmax_fake", "second_kernel"]
+
+
+def run(configs, clock=None, **kw):
+    options = {**FAST, "compile_facts": fake_facts, "tracer": fake_tracer, **kw}
+    return run_sweep(configs, clock=clock or FakeClock(tick_us=5.0, wall_tick_s=0.25), **options)
+
+
+def test_default_n_values():
+    values = sweep.default_n_values()
+    assert values[:5] == [128, 129, 255, 256, 257]
+    assert values[-4:] == [131072, 131073, 262143, 262144]
+    assert {1000, 3000, 6000, 12000, 50000} <= set(values)
+    assert 127 not in values and 262145 not in values
+    assert len(values) == 12 * 3 - 2 + 5
+
+
+def test_build_configs_respects_limits_and_axes():
+    configs = build_configs(["torch", "teaching", "multirow", "online"], ["fp16"], [100, 20000, 70000], n_rows=8,
+                            num_warps=[4, 8], tunable_grid={"tile": [64, 128]})
+    by = {}
+    for c in configs:
+        by.setdefault(c.variant, []).append(c)
+    assert [c.n_cols for c in by["torch"]] == [100, 20000, 70000]
+    assert sorted({c.n_cols for c in by["teaching"]}) == [100, 20000]  # max_n 65536
+    assert sorted({c.n_cols for c in by["multirow"]}) == [100]  # max_n 16384
+    assert len(by["teaching"]) == 2 * 2 and len(by["online"]) == 3 * 2 * 2
+    assert {c.tunables for c in by["online"]} == {(("num_warps", w), ("tile", t)) for w in (4, 8) for t in (64, 128)}
+    assert all(c.tunables == () for c in by["torch"])
+    with pytest.raises(ValueError, match="unknown variant"):
+        build_configs(["nope"], ["fp16"], [8])
+    with pytest.raises(ValueError, match="unknown dtype"):
+        build_configs(["torch"], ["fp8"], [8])
+
+
+def test_predicted_compile_problem():
+    bad = sweep.resolve_plan(make_config("teaching", "fp16", 4, 65536, num_warps=1))
+    assert sweep.lanes_per_thread(bad) == 2048
+    assert "2048 lanes per thread" in sweep.predicted_compile_problem(bad, 256)
+    good = sweep.resolve_plan(make_config("teaching", "fp16", 4, 65536))
+    assert sweep.lanes_per_thread(good) == 256 and sweep.predicted_compile_problem(good, 256) is None
+    assert sweep.predicted_compile_problem(bad, None) is None
+
+
+def test_rows_numbers_and_bookkeeping(tmp_path):
+    configs = [make_config("torch", "fp32", 4, 100), make_config("teaching", "fp32", 4, 100),
+               make_config("multirow", "fp16", 4, 8, num_warps=2)]
+    calls = []
+    table = run(configs, methods=["per_call_events", "cuda_graph"], out=tmp_path / "s.parquet",
+                progress=lambda done, total, config: calls.append((done, total, config)))
+    assert [(d, t) for d, t, _ in calls] == [(1, 3), (2, 3), (3, 3)]
+    assert {c for _, _, c in calls} == set(configs)
+    assert len(table) == 6 and (table["error"] == "").all()
+    validate(table)
+    per_call = table[table["method"] == "per_call_events"]
+    graph = table[table["method"] == "cuda_graph"]
+    assert (per_call["median_us"] == 5.0).all() and (per_call["reps"] == 2).all()
+    assert (graph["median_us"] == 2.5).all() and (graph["reps"] == 2).all()  # one 5 us tick over 2 calls
+    assert (table["first_call_s"] == 0.25).all()
+    teaching = table[(table["variant"] == "teaching") & (table["method"] == "per_call_events")].iloc[0]
+    assert teaching["bytes_moved"] == bytes_moved(4, 100, "fp32") == 3200
+    assert teaching["gbps"] == pytest.approx(3200 / 5e-6 / 1e9)
+    assert teaching["copy_fraction"] == pytest.approx(teaching["gbps"] / 100.0)
+    assert (teaching["num_warps"], teaching["tile_width"], teaching["programs"]) == (4, 128, 4)
+    assert teaching["tunables"] == '{"num_warps": 4}'
+    assert teaching["masked_lane_fraction"] == pytest.approx(28 / 128) and teaching["n_regs"] == 40
+    assert teaching["kernel_names"] == "row_softmax_fake; second_kernel"
+    torch_row = table[table["variant"] == "torch"].iloc[0]
+    assert pd.isna(torch_row["num_warps"]) and pd.isna(torch_row["n_regs"]) and torch_row["tunables"] == "{}"
+    multirow = table[table["variant"] == "multirow"].iloc[0]
+    assert multirow["tunables"] == '{"num_warps": 2, "rows_per_program": 256}' and multirow["programs"] == 1
+    assert (table["run_id"] == "test-run").all() and (table["measured_at"] == ENV["measured_at"]).all()
+    pd.testing.assert_frame_equal(load_results(tmp_path / "s.parquet"), table)
+    assert table.attrs["sweep"]["done"] == 3 and not table.attrs["sweep"]["cancelled"]
+
+
+def test_error_rows_and_the_sweep_goes_on(monkeypatch):
+    def exploding(x, **tunables):
+        raise RuntimeError("out of resource: shared memory, Required: 300000, Hardware limit: 232448\nmore")
+
+    monkeypatch.setitem(kernels.VARIANTS, "online", dataclasses.replace(kernels.VARIANTS["online"],
+                                                                         launcher=exploding))
+    monkeypatch.setattr(kernels, "torch_softmax", lambda x: torch.zeros_like(x))  # a wrong baseline
+    configs = [make_config("online", "fp32", 4, 8), make_config("torch", "fp32", 4, 8),
+               make_config("multirow", "fp32", 4, 1000, rows_per_program=256),  # plan rejects the tile
+               make_config("teaching", "fp32", 4, 65536, num_warps=1),  # predicted pathological compile
+               make_config("teaching", "fp32", 4, 8)]
+    table = run(configs, methods=["per_call_events", "back_to_back_flushed"])
+    validate(table)
+    assert len(table) == 10
+    error = {(r.variant, r.n_cols): r.error for r in table[table["method"] == "per_call_events"].itertuples()}
+    assert error[("online", 8)] == "RuntimeError: out of resource: shared memory, Required: 300000, Hardware " \
+                                   "limit: 232448"
+    assert error[("torch", 8)].startswith("wrong result: 32 of 32 elements off")
+    assert error[("multirow", 1000)].startswith("ValueError: multirow: rows_per_program=256 x BLOCK_SIZE=1024")
+    assert error[("teaching", 65536)].startswith("skipped: predicted pathological compile time: 2048 lanes")
+    assert error[("teaching", 8)] == ""
+    ok = table[table["error"] == ""]
+    assert len(ok) == 2 and (ok["median_us"] == 5.0).all()
+    assert table[table["error"] != ""]["median_us"].isna().all()
+    assert table.attrs["sweep"]["errors"] == 8
+
+
+def test_failing_method_and_compile_facts_only_touch_their_own_columns():
+    class NoGraphClock(FakeClock):
+        def capture_graph(self, fn, calls):
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+    def broken_facts(config, plan, arch):
+        raise ImportError("profiling.compiled is not there yet")
+
+    table = run([make_config("teaching", "fp16", 4, 8)], clock=NoGraphClock(tick_us=3.0), compile_facts=broken_facts)
+    by_method = table.set_index("method")
+    assert by_method.loc["cuda_graph", "error"].startswith("RuntimeError: operation not permitted")
+    assert by_method.loc["per_call_events", "error"] == "" and by_method.loc["per_call_events", "median_us"] == 3.0
+    assert by_method.loc["back_to_back_flushed", "median_us"] == 3.0
+    assert table["n_regs"].isna().all() and table["limiter"].isna().all()
+
+
+def test_default_compile_facts_without_the_modules_is_na():
+    config = make_config("teaching", "fp16", 4, 8)
+    facts = sweep.default_compile_facts(config, sweep.resolve_plan(config), None)
+    assert set(facts) == set(sweep.COMPILE_COLUMNS)
+    assert sweep.default_compile_facts(make_config("torch", "fp16", 4, 8), None, None)["n_regs"] is None
+
+
+def test_cancel_then_resume_from_the_output_file(tmp_path):
+    out = tmp_path / "resume.csv"
+    configs = [make_config(v, "fp32", 4, n) for n in (8, 16) for v in ("torch", "teaching")]
+    done = []
+    first = run(configs, methods=["per_call_events"], out=out, progress=lambda d, t, c: done.append(c),
+                cancel=lambda: len(done) >= 2)
+    assert first.attrs["sweep"]["cancelled"] and len(first) == 2
+    assert len(load_results(out)) == 2
+    seen = []
+    second = run(configs, methods=["per_call_events", "cuda_graph"], out=out,
+                 progress=lambda d, t, c: seen.append((d, t, c)), env={**ENV, "run_id": "second"})
+    info = second.attrs["sweep"]
+    assert info["skipped_existing"] == 0 and info["total"] == 4  # cuda_graph missing everywhere
+    assert len(second) == 2 + 2 + 4  # first run's rows kept, their missing method added, 2 new configs x 2
+    keys = second[["variant", "n_cols", "method"]].apply(tuple, axis=1)
+    assert not keys.duplicated().any()
+    assert (second["run_id"] == "second").sum() == 6
+    third = run(configs, methods=["per_call_events", "cuda_graph"], out=out, progress=lambda *a: seen.append(a))
+    assert third.attrs["sweep"]["skipped_existing"] == 4 and third.attrs["sweep"]["total"] == 0
+    assert len(third) == 8 and len(seen) == 4
+
+
+def test_interrupt_saves_rows_already_measured(tmp_path):
+    out = tmp_path / "interrupted.parquet"
+    configs = [make_config("teaching", "fp32", 4, n) for n in (8, 16, 32)]
+
+    def interrupt(done, total, config):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(configs, methods=["per_call_events"], out=out, progress=interrupt)
+    assert sorted(load_results(out)["n_cols"]) == [8, 16]
+    resumed = run(configs, methods=["per_call_events"], out=out)
+    assert resumed.attrs["sweep"]["skipped_existing"] == 2 and sorted(resumed["n_cols"]) == [8, 16, 32]
+
+
+def test_slow_first_call_skips_heavier_configs_of_that_variant():
+    configs = [make_config("teaching", "fp32", 4, 64), make_config("teaching", "fp32", 4, 128),
+               make_config("teaching", "fp32", 4, 32), make_config("torch", "fp32", 4, 128)]
+    table = run(configs, clock=FakeClock(tick_us=1.0, wall_tick_s=40.0), methods=["per_call_events"],
+                compile_cap_s=30.0)
+    error = dict(zip(zip(table["variant"], table["n_cols"], strict=True), table["error"], strict=True))
+    assert error[("teaching", 32)] == ""  # first (sorted by N): 0.25 lanes/thread, took 40 s
+    assert error[("teaching", 64)].startswith("skipped: a config of teaching with 0.25 lanes per thread took over 30")
+    assert error[("teaching", 128)].startswith("skipped")
+    assert error[("torch", 128)] == ""
+
+
+def test_foreign_output_file_is_not_overwritten(tmp_path):
+    out = tmp_path / "notes.csv"
+    out.write_text("name,score\nalice,3\n")
+    with pytest.raises(ResultsError, match="header lacks column"):
+        run([make_config("torch", "fp32", 4, 8)], out=out)
+    assert out.read_text() == "name,score\nalice,3\n"
+
+
+def test_bad_method_and_missing_clock():
+    with pytest.raises(ValueError, match="unknown timing method 'wall'"):
+        run([make_config("torch", "fp32", 4, 8)], methods=["wall"])
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="needs an injected clock"):
+            run_sweep([make_config("torch", "fp32", 4, 8)], device="cpu", env=ENV)
+
+
+def test_estimate_seconds_grows_with_work():
+    small = [make_config("teaching", "fp16", 4096, 1000)]
+    assert 0 < sweep.estimate_seconds(small) < 5
+    big = build_configs(["teaching", "torch"], ["fp16", "fp32"], [1000, 4096, 65536])
+    assert sweep.estimate_seconds(big) > sweep.estimate_seconds(small)
+    skipped = [make_config("teaching", "fp16", 4096, 65536, num_warps=1)]
+    assert sweep.estimate_seconds(skipped) == 0
+
+
+def test_save_results_of_sweep_table_round_trips_csv(tmp_path):
+    table = run([make_config("persistent", "bf16", 4, 8), make_config("splitrow", "fp16", 4, 300)],
+                methods=["back_to_back_flushed"])
+    assert (table["error"] == "").all()
+    path = save_results(table, tmp_path / "t.csv")
+    pd.testing.assert_frame_equal(load_results(path), table)
+    assert isinstance(Config("torch", "fp16", 1, 1).label(), str)

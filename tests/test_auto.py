@@ -1,0 +1,100 @@
+"""`auto`'s table lookup and the autotuner's bookkeeping (CPU)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from kernels import VARIANTS, auto, softmax
+from profiling import autotune
+from tests.softmax_checks import assert_softmax_close
+
+
+def test_shipped_h200_table_has_provenance_and_valid_entries():
+    table = auto.load_table("NVIDIA H200")
+    assert table["gpu"] == "NVIDIA H200" and table["compute_capability"] == "9.0"
+    assert table["command"].startswith("python3 scripts/tune_h200.py")
+    dtypes = {e["dtype"] for e in table["entries"]}
+    assert dtypes == {"fp16", "bf16", "fp32"}
+    for entry in table["entries"]:
+        if entry["variant"] != "torch":
+            VARIANTS[entry["variant"]].plan(entry["n_rows"], entry["n_cols"], torch.float16, **entry["tunables"])
+            assert entry["median_us"] <= entry["torch_us"] * 1.0001  # the tuner keeps torch where it is faster
+
+
+def test_choice_follows_the_table_bucket_and_nearest_rows():
+    table = auto.load_table("NVIDIA H200")
+    entries = {(e["dtype"], e["n_rows"], e["n_cols"]): e for e in table["entries"]}
+    wide = entries[("fp32", 512, 262144)]
+    # N=200000 lies in the 262144 bucket; R=600 is nearest to the 512-row entry
+    assert auto.choose(600, 200_000, torch.float32, "NVIDIA H200") == (wide["variant"], wide["tunables"])
+    mid = entries[("fp16", 4096, 8192)]
+    assert auto.choose(4096, 5000, torch.float16, "NVIDIA H200") == (mid["variant"], mid["tunables"])
+
+
+def test_torch_entries_route_to_torch_softmax():
+    table = auto.load_table("NVIDIA H200")
+    torch_entries = [e for e in table["entries"] if e["variant"] == "torch"]
+    assert torch_entries, "the H200 table measured torch fastest somewhere (launch-bound shapes)"
+    entry = torch_entries[0]
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[entry["dtype"]]
+    assert auto.choose(entry["n_rows"], entry["n_cols"], dtype, "NVIDIA H200") == ("torch", {})
+    with pytest.raises(ValueError, match="picks torch.softmax"):
+        auto.plan(entry["n_rows"], entry["n_cols"], dtype, gpu_name="NVIDIA H200")
+
+
+def test_unknown_gpu_uses_the_heuristic():
+    assert auto.choose(4096, 100, torch.float16, "Some Future GPU") == ("multirow", {})
+    assert auto.choose(4096, 5000, torch.float16, "Some Future GPU") == ("teaching", {"num_warps": 16})
+    assert auto.choose(64, 300_000, torch.float16, "Some Future GPU")[0] == "splitrow"
+
+
+@pytest.mark.parametrize("n_cols", [5, 129, 1000, 3000, 20_000])
+def test_auto_matches_reference(n_cols):
+    x = torch.randn(3, n_cols, dtype=torch.float16, device="cuda" if torch.cuda.is_available() else "cpu")
+    assert_softmax_close(softmax(x, "auto"), x, f"auto N={n_cols}")
+
+
+def test_user_table_takes_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path))
+    records = [
+        {"dtype": "fp16", "n_rows": 64, "n_cols": 1024, "variant": "torch", "tunables": {}, "median_us": 9.0,
+         "torch_us": 9.0, "error": ""},
+        {"dtype": "fp16", "n_rows": 64, "n_cols": 1024, "variant": "online", "tunables": {"tile": 256},
+         "median_us": 5.0, "torch_us": 9.0, "error": ""},
+        {"dtype": "fp16", "n_rows": 64, "n_cols": 1024, "variant": "teaching", "tunables": {"num_warps": 2},
+         "median_us": 4.0, "torch_us": 9.0, "error": "max abs error 1 over tolerance"},
+    ]
+    table = autotune.make_table(records, 1.5, "test")
+    table["gpu"] = "Test GPU 9000"
+    path = autotune.save_table(table)
+    assert path == tmp_path / "autotune" / "test-gpu-9000.json"
+    assert json.loads(path.read_text())["entries"][0]["variant"] == "online"  # failing configs never win
+    assert auto.choose(64, 1000, torch.float16, "Test GPU 9000") == ("online", {"tile": 256})
+
+
+def test_candidates_are_valid_plans():
+    for n_cols in (128, 1000, 4096, 8192, 32768, 65536, 262144, 2**20):
+        found = autotune.candidates(4096, n_cols)
+        assert len(found) >= 3
+        for variant, tunables in found:
+            VARIANTS[variant].plan(4096, n_cols, torch.float16, **tunables)
+
+
+def test_tune_shape_records_errors_and_keeps_going():
+    calls = []
+
+    def fake_timer(fn):
+        calls.append(fn)
+        fn()
+        return 10.0 + len(calls)
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    records = autotune.tune_shape(3, 100, torch.float32, fake_timer, device=device,
+                                  candidate_list=[("teaching", {"num_warps": 4}), ("online", {"tile": 3})])
+    assert [r["variant"] for r in records] == ["torch", "teaching", "online"]
+    assert records[1]["error"] == "" and records[1]["median_us"] == 12.0
+    assert "tile=3 is not allowed" in records[2]["error"]
+    assert autotune.best_entries(records)[0]["variant"] == "torch"  # 11 us beats 12 us

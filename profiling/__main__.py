@@ -11,7 +11,7 @@ import sys
 
 from .cli import CLIError, Parser
 
-COMMAND_MODULES = ("profiling.cli_compile", "profiling.cli_measure", "profiling.cli_export")
+COMMAND_MODULES = ("profiling.cli_compile", "profiling.cli_measure", "profiling.cli_bench", "profiling.cli_export")
 
 
 def main(argv: list[str] | None = None) -> int:

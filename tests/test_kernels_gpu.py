@@ -61,3 +61,15 @@ def test_persistent_launches_sm_count_times_blocks_per_sm():
     assert persistent._BLOCKS_PER_SM, "the driver occupancy API was not consulted"
     blocks = next(iter(persistent._BLOCKS_PER_SM.values()))
     assert 1 <= blocks <= 32
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
+def test_auto_over_the_default_sweep(dtype):
+    from profiling.sweep import default_n_values
+
+    for n_cols in default_n_values():
+        torch.manual_seed(n_cols)
+        x = torch.randn(4096, n_cols, device="cuda", dtype=dtype) * 3
+        assert_softmax_close(softmax(x, "auto"), x, f"auto N={n_cols}")
+        del x
+        torch.cuda.empty_cache()

@@ -1,0 +1,79 @@
+"""bench bookkeeping with a fake timer on CPU tensors, and the bench/tune CLI errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from profiling import bench
+from profiling.__main__ import main
+from profiling.timing import TimingStats
+
+
+def fake_benchmark(times: dict[str, float]):
+    def run(fn, method):
+        fn()
+        name = "torch" if "torch.softmax" in fn.__code__.co_names or "softmax" in fn.__code__.co_names else "auto"
+        us = times[name]
+        return TimingStats(method=method, median_us=us, p20_us=us * 0.9, p80_us=us * 1.1, min_us=us * 0.8,
+                           max_us=us * 1.3, reps=20, first_call_s=0.01)
+    return run
+
+
+def test_bench_shape_fractions_and_targets():
+    row = bench.bench_shape("large", 3, 1024, torch.float16, copy_gbps=100.0, device="cpu",
+                            benchmark=fake_benchmark({"torch": 20.0, "auto": 10.0}))
+    moved = 2 * 3 * 1024 * 2
+    assert row["error"] == "" and row["speedup"] == pytest.approx(2.0)
+    assert row["auto_gbps"] == pytest.approx(moved / 10e3) and row["torch_gbps"] == pytest.approx(moved / 20e3)
+    assert row["auto_copy_fraction"] == pytest.approx(moved / 10e3 / 100.0)
+    assert row["copy_target"] == 0.85 and bench.copy_target("large", 65536) == 0.75
+    assert bench.copy_target("large", 2**20) is None and bench.copy_target("default", 1024) is None
+
+
+def test_summary_and_markdown_name_losses_and_missed_targets():
+    import pandas as pd
+
+    rows = [
+        {"set": "default", "dtype": "fp16", "n_rows": 4096, "n_cols": 128, "auto_variant": "torch",
+         "auto_tunables": "{}", "method": "back_to_back_flushed", "error": "", "torch_us": 5.0, "auto_us": 5.5,
+         "speedup": 5 / 5.5, "auto_gbps": 380.0, "auto_copy_fraction": 0.09, "copy_target": None},
+        {"set": "large", "dtype": "fp16", "n_rows": 1024, "n_cols": 262144, "auto_variant": "splitrow",
+         "auto_tunables": '{"chunk": 8192}', "method": "back_to_back_flushed", "error": "", "torch_us": 600.0,
+         "auto_us": 400.0, "speedup": 1.5, "auto_gbps": 2700.0, "auto_copy_fraction": 0.63, "copy_target": 0.75},
+    ]
+    table = pd.DataFrame(rows)
+    info = bench.summary(table)
+    assert info["geomean_speedup_large"] == pytest.approx(1.5)
+    assert len(info["losses_to_torch"]) == 1 and len(info["missed_targets"]) == 1
+    env = {"gpu_name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "driver_version": "580",
+           "torch_version": "2.11", "triton_version": "3.6.0", "measured_at": "2026-11-30", "copy_gbps": 4270.0}
+    text = bench.to_markdown(table, env, "python -m profiling bench")
+    assert "4270 GB/s" in text and "fp16 N=262144: 63% < 75%" in text and "fp16 R=4096 N=128: 0.91x" in text
+    assert text.count("\n| ") == 3  # header + 2 shapes
+
+
+def test_shape_sets():
+    assert bench.shapes("large", torch.float16)[0] == (262144, 1024)
+    assert bench.shapes("large", torch.float32)[-1] == (128, 2**20)
+    default = bench.shapes("default", torch.float16)
+    assert (4096, 129) in default and (4096, 262144) in default
+    with pytest.raises(ValueError, match="allowed: default, large"):
+        bench.shapes("huge", torch.float16)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "--dtypes", "fp64"], "unknown dtype(s) fp64; allowed: fp16, bf16, fp32"),
+    (["bench", "--sets", "huge"], "unknown shape set(s) huge; allowed: default, large"),
+    (["tune", "--dtypes", "int8"], "unknown dtype(s) int8"),
+])
+def test_cli_errors(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")
+def test_cli_needs_cuda(capsys):
+    assert main(["bench"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err

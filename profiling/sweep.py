@@ -141,11 +141,16 @@ def _product(axes: list[tuple[str, list[int]]]) -> list[dict[str, int]]:
 
 
 def resolve_plan(config: Config, gpu_name: str | None = None) -> kernels.LaunchPlan | None:
-    """The variant's LaunchPlan (None for 'torch'); raises the variant's ValueError for bad tunables/N."""
+    """The variant's LaunchPlan (None for 'torch', and for 'auto' where it picks torch.softmax); raises the
+    variant's ValueError for bad tunables/N."""
     if config.variant == TORCH:
         return None
     dtype = dtype_from_name(config.dtype)
     if config.variant == "auto":
+        from kernels import auto
+
+        if auto.choose(config.n_rows, config.n_cols, dtype, gpu_name)[0] == TORCH:
+            return None  # the tuning table picks torch.softmax here: no Triton kernel
         return get_variant("auto").plan(config.n_rows, config.n_cols, dtype, gpu_name=gpu_name)
     return get_variant(config.variant).plan(config.n_rows, config.n_cols, dtype, **config.tunables_dict)
 
@@ -240,7 +245,7 @@ def row_key(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str, m
     return (str(variant), str(dtype), int(n_rows), int(n_cols), str(tunables), str(method))
 
 
-def _existing_keys(table: pd.DataFrame) -> set[tuple]:
+def existing_keys(table: pd.DataFrame) -> set[tuple]:
     cols = ["variant", "dtype", "n_rows", "n_cols", "tunables", "method"]
     sub = table[cols].astype(object).where(table[cols].notna(), "{}")
     return {row_key(*values) for values in sub.itertuples(index=False, name=None)}
@@ -309,7 +314,7 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
 
     out_path = Path(out) if out is not None else None
     existing = load_results(out_path) if out_path is not None and out_path.exists() else empty_results()
-    done_keys = _existing_keys(existing)
+    done_keys = existing_keys(existing)
     new_rows: list[dict[str, Any]] = []
     state = SweepState()
     last_save = time.perf_counter()

@@ -71,7 +71,7 @@ def test_tiny_real_sweep(tmp_path):
     assert (table["error"] == "").all(), table[table["error"] != ""][["variant", "error"]]
     assert len(table) == len(configs) * 3
     assert (table["median_us"] > 0).all() and (table["gbps"] > 0).all() and (table["copy_gbps"] > 1000).all()
-    triton_rows = table[table["variant"] != "torch"]
+    triton_rows = table[~table["variant"].isin(["torch", "auto"])]  # auto may pick torch.softmax
     assert triton_rows["kernel_names"].str.contains("row_softmax").all()
     assert triton_rows["programs"].notna().all()
     assert table["gpu_name"].iloc[0] != "none"

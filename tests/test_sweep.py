@@ -234,3 +234,15 @@ def test_save_results_of_sweep_table_round_trips_csv(tmp_path):
     path = save_results(table, tmp_path / "t.csv")
     pd.testing.assert_frame_equal(load_results(path), table)
     assert isinstance(Config("torch", "fp16", 1, 1).label(), str)
+
+
+def test_auto_that_picks_torch_runs_without_a_plan(monkeypatch):
+    from kernels import auto
+
+    monkeypatch.setattr(auto, "choose", lambda n_rows, n_cols, dtype, gpu_name=None: ("torch", {}))
+    monkeypatch.setattr(auto, "_CHOICES", {})
+    config = make_config("auto", "fp32", 4, 8)
+    assert sweep.resolve_plan(config) is None
+    table = run([config], methods=["per_call_events"])
+    row = table.iloc[0]
+    assert row["error"] == "" and row["median_us"] == 5.0 and pd.isna(row["num_warps"]) and row["tunables"] == "{}"

@@ -21,12 +21,12 @@ def assert_softmax_close(actual: torch.Tensor, x: torch.Tensor, label: str = "")
     assert actual.shape == x.shape, f"{label}: shape {tuple(actual.shape)} != {tuple(x.shape)}"
     assert actual.dtype == x.dtype, f"{label}: dtype {actual.dtype} != {x.dtype}"
     rtol, atol = TOLERANCES[x.dtype]
-    got = actual.to(torch.float64).cpu()
-    want = expected.cpu()
+    got = actual.to(torch.float64)  # compared where it lives: no copy of GPU-sized tensors to the host
+    want = expected
     nan_mismatch = torch.isnan(got) != torch.isnan(want)
     bad = nan_mismatch | (~torch.isnan(want) & ((got - want).abs() > atol + rtol * want.abs()))
     if bad.any():
-        index = tuple(int(i) for i in bad.nonzero()[0])
+        index = tuple(int(i) for i in bad.nonzero()[0].cpu())
         raise AssertionError(
             f"{label}: {int(bad.sum())} of {bad.numel()} elements differ (rtol={rtol}, atol={atol}); "
             f"first at index {index}: got {got[index].item():.8g}, expected {want[index].item():.8g}, "

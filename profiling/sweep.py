@@ -3,9 +3,11 @@
 One results row per (config, timing method) in the schema of profiling/results.py. Per config: resolve the
 launch plan, skip configs with a pathological predicted compile cost, make the input (shared by configs of
 the same shape), time the cold first call, check it once against kernels.reference_softmax (float64),
-gather compile facts (profiling.compiled / occupancy / lanes, imported lazily; NA when unavailable),
-trace one call for kernel names, then time each method. A failing config becomes error rows and the
-sweep goes on. Rows are saved to `out` periodically (atomic rewrite), and a rerun skips the
+gather compile facts (profiling.compiled / occupancy / lanes, imported lazily; NA when unavailable), then
+time each method. A failing config becomes error rows and the sweep goes on. Kernel names come from a
+trace pass after all timing (one torch.profiler call per config, also filling rows of earlier runs that
+lack them): CUPTI, once initialised, can stay attached and slow later launches, so no trace precedes a
+timed call. Rows are saved to `out` periodically (atomic rewrite), and a rerun skips the
 (config, method) pairs already there, so an interrupted sweep resumes from its output file.
 Timer, tracer, compile facts and environment are injectable for CPU tests.
 """
@@ -319,9 +321,11 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
     state = SweepState()
     last_save = time.perf_counter()
 
+    filled = False  # the trace pass named rows already in the file
+
     def save() -> None:
         nonlocal last_save
-        if out_path is not None and new_rows:
+        if out_path is not None and (new_rows or filled):
             save_results(_table(existing, new_rows), out_path)
         last_save = time.perf_counter()
 
@@ -348,7 +352,7 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
             if cancel is not None and cancel():
                 state.cancelled = True
                 break
-            rows = _run_config(config, plan, plan_error, tunables, todo, device=device, clock=clock, tracer=tracer,
+            rows = _run_config(config, plan, plan_error, tunables, todo, device=device, clock=clock,
                                compile_facts=compile_facts, arch=arch, shape=shape, reps=reps, warmup=warmup,
                                target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
                                max_lanes=max_lanes_per_thread, compile_cap_s=compile_cap_s, state=state, seed=seed,
@@ -364,6 +368,8 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
                 progress(state.done, state.total, config)
             if time.perf_counter() - last_save >= save_every_s:
                 save()
+        if tracer is not None and not state.cancelled:
+            existing, filled = _trace_pass(existing, new_rows, tracer, device, gpu_name, cancel, seed)
     finally:
         shape.x = shape.reference = None
         save()
@@ -371,6 +377,58 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
     state.seconds = time.perf_counter() - started
     table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
     return table
+
+
+def _config_from_row(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str) -> Config:
+    """The config a results row came from (its resolved tunables are valid requested ones)."""
+    given = {} if variant in (TORCH, "auto") else json.loads(tunables or "{}")
+    return make_config(variant, dtype, int(n_rows), int(n_cols), **given)
+
+
+def _trace_pass(existing: pd.DataFrame, new_rows: list[dict[str, Any]], tracer: Tracer, device: torch.device,
+                gpu_name: str | None, cancel: Cancel | None, seed: int) -> tuple[pd.DataFrame, bool]:
+    """Fill kernel_names of error-free rows lacking them (this run's and the file's), one traced call per config.
+
+    Updates `new_rows` in place; returns `existing` with names filled and whether any of its rows changed."""
+    key_cols = ["variant", "dtype", "n_rows", "n_cols", "tunables"]
+    wanted: dict[tuple, list] = {}
+    for row in new_rows:
+        if not row["error"] and row.get("kernel_names") is None:
+            wanted.setdefault(tuple(row[c] for c in key_cols), []).append(row)
+    existing, changed = existing.copy(), False
+    if len(existing):
+        missing = (existing["error"] == "") & existing["kernel_names"].isna()
+        for index in existing.index[missing]:
+            wanted.setdefault(tuple(existing.loc[index, c] for c in key_cols), []).append(index)
+    shape = _Shape()
+    for key in sorted(wanted, key=lambda k: (str(k[1]), int(k[2]), int(k[3]), str(k[0]))):
+        if cancel is not None and cancel():
+            break
+        try:
+            config = _config_from_row(*key)
+            dtype = dtype_from_name(config.dtype)
+            if shape.key != (config.dtype, config.n_rows, config.n_cols):
+                shape.x = None
+                generator = torch.Generator(device=device).manual_seed(seed)
+                shape.x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
+                shape.key = (config.dtype, config.n_rows, config.n_cols)
+            x = shape.x
+            if config.variant == TORCH:
+                names = tracer(lambda x=x: kernels.torch_softmax(x))
+            else:
+                launcher, kw = get_variant(config.variant).launcher, config.tunables_dict
+                names = tracer(lambda x=x, launcher=launcher, kw=kw: launcher(x, **kw))
+        except Exception:  # names are evidence: a failing trace leaves NA
+            continue
+        text = "; ".join(names) if names else None
+        for target in wanted[key]:
+            if isinstance(target, dict):
+                target["kernel_names"] = text
+            elif text is not None:
+                existing.loc[target, "kernel_names"] = text
+                changed = True
+    shape.x = None
+    return existing, changed
 
 
 def _table(existing: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -398,7 +456,7 @@ def _launched_programs(plan: kernels.LaunchPlan, x: torch.Tensor) -> int | None:
         if plan.variant == "persistent":
             from kernels import persistent
 
-            return min(plan.n_rows, persistent.resident_programs(torch.empty_like(x), x, plan))
+            return min(plan.n_rows, persistent.resident_programs(x, x, plan))  # cached by now: nothing launched
         if plan.variant == "splitrow":
             from kernels import splitrow
 
@@ -410,7 +468,7 @@ def _launched_programs(plan: kernels.LaunchPlan, x: torch.Tensor) -> int | None:
 
 
 def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str, tunables: str,
-                methods: list[str], *, device: torch.device, clock: timing.Clock, tracer: Tracer | None,
+                methods: list[str], *, device: torch.device, clock: timing.Clock,
                 compile_facts: CompileFacts, arch: str | None, shape: _Shape, reps: int | None, warmup: int,
                 target_ms: float, min_reps: int, max_reps: int, max_lanes: float | None,
                 compile_cap_s: float | None, state: SweepState, seed: int, graph_calls: int) -> list[dict[str, Any]]:
@@ -466,12 +524,6 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
         try:
             facts = compile_facts(config, plan, arch)
             base.update({k: v for k, v in facts.items() if k in COMPILE_COLUMNS})
-        except Exception:
-            pass
-    if tracer is not None:
-        try:
-            names = tracer(fn)
-            base["kernel_names"] = "; ".join(names) if names else None
         except Exception:
             pass
     rows = []

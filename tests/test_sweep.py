@@ -246,3 +246,81 @@ def test_auto_that_picks_torch_runs_without_a_plan(monkeypatch):
     table = run([config], methods=["per_call_events"])
     row = table.iloc[0]
     assert row["error"] == "" and row["median_us"] == 5.0 and pd.isna(row["num_warps"]) and row["tunables"] == "{}"
+
+
+def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
+    import sys
+    import types
+
+    import profiling
+
+    calls = {}
+
+    def inspect(variant, n_cols, dtype, arch=None, n_rows=None, **tunables):
+        calls["inspect"] = (variant, n_cols, dtype, arch, n_rows, tunables)
+        return types.SimpleNamespace(n_regs=38, spill_store_bytes=4, spill_load_bytes=8, shared_bytes=256,
+                                     source="offline", arch="sm_90")
+
+    def occupancy(arch, regs_per_thread, num_warps, shared_bytes):
+        calls["occupancy"] = (arch, regs_per_thread, num_warps, shared_bytes)
+        return types.SimpleNamespace(blocks_per_sm=6, occupancy=0.75, limiter="registers")
+
+    def lane_model(variant, n_cols, n_rows=None, **tunables):
+        calls["lanes"] = (variant, n_cols, n_rows, tunables)
+        return types.SimpleNamespace(masked_lane_fraction=0.25)
+
+    for name, attr, fn in (("compiled", "inspect", inspect), ("occupancy", "occupancy", occupancy),
+                           ("lanes", "lane_model", lane_model)):
+        module = types.ModuleType(f"profiling.{name}")
+        setattr(module, attr, fn)
+        monkeypatch.setitem(sys.modules, f"profiling.{name}", module)
+        monkeypatch.setattr(profiling, name, module, raising=False)
+    config = make_config("online", "bf16", 8, 3000, tile=1024)
+    plan = sweep.resolve_plan(config)
+    facts = sweep.default_compile_facts(config, plan, "sm_90")
+    assert facts == {"n_regs": 38, "spill_store_bytes": 4, "spill_load_bytes": 8, "shared_bytes": 256,
+                     "blocks_per_sm": 6, "occupancy": 0.75, "limiter": "registers", "compile_source": "offline",
+                     "masked_lane_fraction": 0.25}
+    assert calls["inspect"] == ("online", 3000, torch.bfloat16, "sm_90", 8, {"num_warps": 4, "tile": 1024,
+                                                                               "num_stages": 1})
+    assert calls["occupancy"] == ("sm_90", 38, 4, 256)
+    assert calls["lanes"] == ("online", 3000, 8, {"num_warps": 4, "tile": 1024, "num_stages": 1})
+
+
+def test_trace_pass_runs_after_all_timing_and_fills_earlier_rows(tmp_path):
+    out = tmp_path / "names.parquet"
+    configs = [make_config("torch", "fp32", 4, 8), make_config("teaching", "fp32", 4, 8, num_warps=2)]
+
+    def broken(fn):
+        raise RuntimeError("CUPTI unavailable")
+
+    first = run(configs, methods=["per_call_events"], out=out, tracer=broken)
+    assert (first["error"] == "").all() and first["kernel_names"].isna().all()
+    progress, traced = [], []
+
+    def tracer(fn):
+        traced.append(len(progress))
+        y = fn()  # the real launcher on the regenerated input
+        assert y.shape == (4, 8)
+        return [f"kernel_{len(traced)}"]
+
+    second = run(configs + [make_config("online", "fp32", 4, 8)], methods=["per_call_events"], out=out,
+                 tracer=tracer, progress=lambda *a: progress.append(a))
+    assert traced == [1, 1, 1]  # every trace after the one config timed in this run
+    names = dict(zip(second["variant"], second["kernel_names"], strict=True))
+    assert sorted(names.values()) == ["kernel_1", "kernel_2", "kernel_3"]
+    pd.testing.assert_frame_equal(load_results(out), second)
+    third = run(configs, methods=["per_call_events"], out=out, tracer=tracer)
+    assert len(traced) == 3 and len(third) == 3  # nothing left to name
+
+
+def test_cancelled_sweep_skips_the_trace_pass():
+    traced, checks = [], []
+
+    def cancel() -> bool:  # let the first config run, then stop
+        checks.append(1)
+        return len(checks) > 1
+
+    table = run([make_config("torch", "fp32", 4, 8), make_config("torch", "fp32", 4, 16)],
+                methods=["per_call_events"], tracer=lambda fn: traced.append(1) or ["k"], cancel=cancel)
+    assert traced == [] and len(table) == 1 and table.attrs["sweep"]["cancelled"]

@@ -42,13 +42,15 @@ TUNABLES = {
 
 @triton.jit
 def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, input_row_stride, output_row_stride,
-                                n_rows, n_cols, CHUNK: tl.constexpr, CHUNKS: tl.constexpr, PHASE: tl.constexpr):
+                                n_rows, n_cols, CHUNK: tl.constexpr, CHUNKS: tl.constexpr, CHUNKS_POW2: tl.constexpr,
+                                PHASE: tl.constexpr):
     # read N + write N per row; + 8 bytes of (max, sum) per chunk through L2
     pid = tl.program_id(axis=0)
     chunk = pid % CHUNKS
     cols = chunk * CHUNK + tl.arange(0, CHUNK)
     mask = cols < n_cols
-    partials = tl.arange(0, CHUNKS)
+    partials = tl.arange(0, CHUNKS_POW2)
+    partial_mask = partials < CHUNKS
     for row in tl.range(pid // CHUNKS, n_rows, tl.num_programs(axis=0) // CHUNKS):
         row = tl.cast(row, tl.int64)
         values = tl.load(input_ptr + row * input_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
@@ -64,8 +66,9 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, i
             while tl.atomic_add(counter_ptr + row, 0, sem="acquire", scope="gpu") < CHUNKS:
                 pass
         if PHASE != 1:  # combine the partials and write this chunk
-            maxes = tl.load(stats_ptr + (row * CHUNKS + partials) * 2, volatile=True)
-            sums = tl.load(stats_ptr + (row * CHUNKS + partials) * 2 + 1, volatile=True)
+            maxes = tl.load(stats_ptr + (row * CHUNKS + partials) * 2, mask=partial_mask, other=-float("inf"),
+                            volatile=True)
+            sums = tl.load(stats_ptr + (row * CHUNKS + partials) * 2 + 1, mask=partial_mask, other=0.0, volatile=True)
             row_max = tl.max(maxes, axis=0)
             row_shift = tl.where(row_max == -float("inf"), 0.0, row_max)
             row_sum = tl.sum(sums * tl.exp(maxes - row_shift), axis=0)
@@ -78,7 +81,7 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
     return {"output_ptr": ptr, "input_ptr": ptr, "stats_ptr": "*fp32", "counter_ptr": "*i32",
             "input_row_stride": "i32", "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32",
-            "CHUNK": "constexpr", "CHUNKS": "constexpr", "PHASE": "constexpr"}
+            "CHUNK": "constexpr", "CHUNKS": "constexpr", "CHUNKS_POW2": "constexpr", "PHASE": "constexpr"}
 
 
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
@@ -88,7 +91,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N}")
     chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", max(MIN_CHUNK, min(next_power_of_2(n_cols),
                                                                                    16384))), MIN_CHUNK, MAX_CHUNK)
-    chunks = next_power_of_2(triton.cdiv(n_cols, chunk))  # power of two for tl.arange over the partials
+    chunks = triton.cdiv(n_cols, chunk)
     if chunks > MAX_CHUNKS:
         raise ValueError(f"{NAME}: N={n_cols} needs {chunks} chunks of {chunk}; allowed: at most {MAX_CHUNKS} "
                          "(raise chunk)")
@@ -97,7 +100,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         variant=NAME, kernel_name="row_softmax_splitrow_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
         grid=(min(n_rows, INTERPRETER_ROW_GROUPS) * chunks,), num_warps=num_warps, num_stages=1,
         tile_width=chunk, rows_per_program=1,
-        constexprs={"CHUNK": chunk, "CHUNKS": chunks, "PHASE": 0},
+        constexprs={"CHUNK": chunk, "CHUNKS": chunks, "CHUNKS_POW2": next_power_of_2(chunks), "PHASE": 0},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
         tunables={"num_warps": num_warps, "chunk": chunk}, grid_resolved_at_launch=True,
     )
@@ -137,7 +140,7 @@ def softmax_splitrow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     stats = torch.empty(n_rows * chunks * 2, dtype=torch.float32, device=rows.device)
     counters = torch.zeros(n_rows, dtype=torch.int32, device=rows.device)
     args = (output, rows, stats, counters, rows.stride(0), output.stride(0), n_rows, n_cols)
-    constexprs = {"CHUNK": launch.constexprs["CHUNK"], "CHUNKS": chunks}
+    constexprs = {k: v for k, v in launch.constexprs.items() if k != "PHASE"}
     if interpreting() or rows.device.type != "cuda":
         for phase in (1, 2):  # programs run one after another here: publish all, then combine
             row_softmax_splitrow_kernel[launch.grid](*args, PHASE=phase, **constexprs)

@@ -187,26 +187,47 @@ def _na_compile() -> dict[str, Any]:
     return dict.fromkeys(COMPILE_COLUMNS, None)
 
 
+_COMPILE_CACHE: dict[tuple, dict[str, Any]] = {}  # kernel key -> compile + occupancy facts (successes only)
+
+
+def _live_arch() -> str | None:
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
 def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch: str | None) -> dict[str, Any]:
-    """Compile columns from profiling.compiled / occupancy / lanes; a missing or failing module leaves NA."""
+    """Compile columns from profiling.compiled / occupancy / lanes; a missing or failing module leaves NA.
+
+    `arch` None means the live GPU (inspect compiles or reads the kernel for this device; occupancy gets its
+    'sm_XY'). Compile facts are cached per kernel (variant, dtype, warps, stages, constexprs)."""
     facts = _na_compile()
     if plan is None:
         return facts
     dtype = dtype_from_name(config.dtype)
-    try:
-        from . import compiled
+    key = (plan.variant, config.dtype, plan.num_warps, plan.num_stages, tuple(sorted(plan.constexprs.items())),
+           tuple(sorted(plan.tunables.items())), arch)
+    if key in _COMPILE_CACHE:
+        facts.update(_COMPILE_CACHE[key])
+    else:
+        try:
+            from . import compiled
 
-        info = compiled.inspect(plan.variant, config.n_cols, dtype, arch=arch, n_rows=config.n_rows, **plan.tunables)
-        facts.update(n_regs=info.n_regs, spill_store_bytes=info.spill_store_bytes,
-                     spill_load_bytes=info.spill_load_bytes, shared_bytes=info.shared_bytes,
-                     compile_source=getattr(info, "source", None))
-        from . import occupancy
+            info = compiled.inspect(plan.variant, config.n_cols, dtype, arch=arch, n_rows=config.n_rows,
+                                    **plan.tunables)
+            facts.update(n_regs=info.n_regs, spill_store_bytes=info.spill_store_bytes,
+                         spill_load_bytes=info.spill_load_bytes, shared_bytes=info.shared_bytes,
+                         compile_source=getattr(info, "source", None))
+            from . import occupancy
 
-        result = occupancy.occupancy(getattr(info, "arch", None) or arch, info.n_regs, plan.num_warps,
-                                     info.shared_bytes)
-        facts.update(blocks_per_sm=result.blocks_per_sm, occupancy=result.occupancy, limiter=result.limiter)
-    except Exception:  # compile analysis is evidence, not a requirement: NA columns
-        pass
+            result = occupancy.occupancy(getattr(info, "arch", None) or arch or _live_arch(), info.n_regs,
+                                         plan.num_warps, info.shared_bytes)
+            facts.update(blocks_per_sm=result.blocks_per_sm, occupancy=result.occupancy, limiter=result.limiter)
+        except Exception:  # compile analysis is evidence, not a requirement: NA columns
+            pass
+        if facts["n_regs"] is not None and facts["blocks_per_sm"] is not None:
+            _COMPILE_CACHE[key] = {k: v for k, v in facts.items() if k != "masked_lane_fraction"}
     try:
         from . import lanes
 

@@ -254,9 +254,11 @@ def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
 
     import profiling
 
-    calls = {}
+    calls = {"n_inspect": 0}
+    monkeypatch.setattr(sweep, "_COMPILE_CACHE", {})
 
     def inspect(variant, n_cols, dtype, arch=None, n_rows=None, **tunables):
+        calls["n_inspect"] += 1
         calls["inspect"] = (variant, n_cols, dtype, arch, n_rows, tunables)
         return types.SimpleNamespace(n_regs=38, spill_store_bytes=4, spill_load_bytes=8, shared_bytes=256,
                                      source="offline", arch="sm_90")
@@ -285,6 +287,9 @@ def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
                                                                                "num_stages": 1})
     assert calls["occupancy"] == ("sm_90", 38, 4, 256)
     assert calls["lanes"] == ("online", 3000, 8, {"num_warps": 4, "tile": 1024, "num_stages": 1})
+    wider = make_config("online", "bf16", 8, 3001, tile=1024)  # same kernel (N is a runtime argument)
+    again = sweep.default_compile_facts(wider, sweep.resolve_plan(wider), "sm_90")
+    assert again == facts and calls["n_inspect"] == 1 and calls["lanes"][1] == 3001
 
 
 def test_trace_pass_runs_after_all_timing_and_fills_earlier_rows(tmp_path):

@@ -77,6 +77,21 @@ def require_cuda(command: str) -> None:
 def run_seed(args: argparse.Namespace) -> int:
     """The seed text's script, lines in its format, timed by profiling.timing (+ the other two methods)."""
     require_cuda("seed")
+    import torch
+
+    with torch.inference_mode():
+        for line in seed_report(rounds=args.rounds, warmup=args.warmup, chrome_trace=args.chrome_trace):
+            print(line)
+    return 0
+
+
+def seed_report(*, n_rows: int = 4096, n_cols: int = 1000, device: Any = "cuda", clock: Any = None,
+                tracer: Any = None, rounds: int = 100, warmup: int = 25, graph_calls: int = 10,
+                chrome_trace: str | None = None) -> list[str]:
+    """The seed experiment's output lines (torch.manual_seed(223), [n_rows, n_cols] fp16, teaching kernel).
+
+    The seed's lines first (its median line is per_call_events, the seed's method), then one line per method.
+    `clock` / `tracer` default to CUDA events and torch.profiler; tests inject fakes and a small shape."""
     import platform
 
     import torch
@@ -89,42 +104,48 @@ def run_seed(args: argparse.Namespace) -> int:
     from .trace import kernel_names, trace_kernels
 
     torch.manual_seed(223)
-    device = torch.device("cuda")
-    with torch.inference_mode():
-        n_rows, n_cols = 4096, 1000
-        x = torch.randn(n_rows, n_cols, device=device, dtype=torch.float16)
-        clock = CudaClock(device)
-        reference = torch.softmax(x, dim=-1)
-        outputs: list[Any] = []
-        triton_first_s = first_call_seconds(lambda: outputs.append(softmax_teaching(x)), clock)
-        actual = outputs.pop()
-        torch.testing.assert_close(actual, reference, rtol=2e-3, atol=2e-3)
-        torch.testing.assert_close(actual.float().sum(-1), torch.ones(n_rows, device=device), rtol=2e-3, atol=2e-3)
-        torch_fn = lambda: torch.softmax(x, dim=-1)  # noqa: E731
-        triton_fn = lambda: softmax_teaching(x)  # noqa: E731
-        medians = {}
-        for method in TIMING_METHODS:
-            medians[method] = tuple(benchmark(fn, method, reps=args.rounds, warmup=args.warmup, clock=clock,
-                                              first_call_s=math.nan).median_us for fn in (torch_fn, triton_fn))
-        names = kernel_names(triton_fn)
-        if args.chrome_trace:
-            trace_kernels(triton_fn, export_path=args.chrome_trace)
-        block_size = plan(n_rows, n_cols, torch.float16).tile_width
-        torch_us, triton_us = medians["per_call_events"]
-        print(f"python={platform.python_version()} torch={torch.__version__} triton={triton.__version__}")
-        print(f"device={torch.cuda.get_device_name(0)} capability={torch.cuda.get_device_capability(0)}")
-        print(f"X={tuple(x.shape)} dtype={x.dtype} layout=contiguous row_stride={x.stride(0)}")
-        print(f"grid=({n_rows},) BLOCK_SIZE={block_size} masked_lanes_per_program={block_size - n_cols}")
-        print(f"max_abs_diff={(actual - reference).abs().max():.3e}")
-        print(f"row_sum_max_error={(actual.float().sum(-1) - 1).abs().max():.3e}")
-        print(f"torch_softmax_median_us={torch_us:.3f} triton_softmax_median_us={triton_us:.3f}")
-        print(f"triton_profiler_cuda_kernels={names}")
-        for method, (torch_us, triton_us) in medians.items():
-            print(f"method={method} torch_softmax_median_us={torch_us:.3f} triton_softmax_median_us={triton_us:.3f}")
-        print(f"triton_first_call_s={triton_first_s:.3f} (JIT compile + launch, cold)")
-        if args.chrome_trace:
-            print(f"chrome_trace={args.chrome_trace}")
-    return 0
+    device = torch.device(device)
+    clock = clock if clock is not None else CudaClock(device)
+    tracer = tracer if tracer is not None else kernel_names
+    x = torch.randn(n_rows, n_cols, device=device, dtype=torch.float16)
+    reference = torch.softmax(x, dim=-1)
+    outputs: list[Any] = []
+    triton_first_s = first_call_seconds(lambda: outputs.append(softmax_teaching(x)), clock)
+    actual = outputs.pop()
+    torch.testing.assert_close(actual, reference, rtol=2e-3, atol=2e-3)
+    torch.testing.assert_close(actual.float().sum(-1), torch.ones(n_rows, device=device), rtol=2e-3, atol=2e-3)
+    torch_fn = lambda: torch.softmax(x, dim=-1)  # noqa: E731
+    triton_fn = lambda: softmax_teaching(x)  # noqa: E731
+    medians = {}
+    for method in TIMING_METHODS:
+        medians[method] = tuple(benchmark(fn, method, reps=rounds, warmup=warmup, clock=clock, first_call_s=math.nan,
+                                          graph_calls=graph_calls).median_us for fn in (torch_fn, triton_fn))
+    names = tracer(triton_fn)  # after all timing: the profiler never precedes a timed call
+    if chrome_trace:
+        trace_kernels(triton_fn, export_path=chrome_trace)
+    block_size = plan(n_rows, n_cols, torch.float16).tile_width
+    if device.type == "cuda":
+        name, capability = torch.cuda.get_device_name(device), torch.cuda.get_device_capability(device)
+        device_line = f"device={name} capability={capability}"
+    else:
+        device_line = f"device={device} capability=none"
+    torch_us, triton_us = medians["per_call_events"]
+    lines = [
+        f"python={platform.python_version()} torch={torch.__version__} triton={triton.__version__}",
+        device_line,
+        f"X={tuple(x.shape)} dtype={x.dtype} layout=contiguous row_stride={x.stride(0)}",
+        f"grid=({n_rows},) BLOCK_SIZE={block_size} masked_lanes_per_program={block_size - n_cols}",
+        f"max_abs_diff={(actual - reference).abs().max():.3e}",
+        f"row_sum_max_error={(actual.float().sum(-1) - 1).abs().max():.3e}",
+        f"torch_softmax_median_us={torch_us:.3f} triton_softmax_median_us={triton_us:.3f}",
+        f"triton_profiler_cuda_kernels={names}",
+    ]
+    lines += [f"method={method} torch_softmax_median_us={t:.3f} triton_softmax_median_us={s:.3f}"
+              for method, (t, s) in medians.items()]
+    lines.append(f"triton_first_call_s={triton_first_s:.3f} (JIT compile + launch, cold)")
+    if chrome_trace:
+        lines.append(f"chrome_trace={chrome_trace}")
+    return lines
 
 
 def parse_tunable_axes(items: list[str]) -> dict[str, list[int]]:

@@ -120,3 +120,28 @@ def test_progress_reporter_without_tqdm(monkeypatch, capsys):
     callback(1, 3, make_config("teaching", "fp16", 4096, 1000))
     close()
     assert stream.getvalue() == "[1/3] teaching fp16 R=4096 N=1000\n"
+
+
+def test_seed_report_lines_in_the_seed_format():
+    import re
+
+    from profiling.timing import FakeClock
+
+    clock = FakeClock(tick_us=4.0, wall_tick_s=0.5)
+    lines = cli_measure.seed_report(n_rows=8, n_cols=1000, device="cpu", clock=clock,
+                                    tracer=lambda fn: ["row_softmax_kernel"], rounds=3, warmup=0, graph_calls=2)
+    assert re.fullmatch(r"python=\S+ torch=\S+ triton=\S+", lines[0])
+    assert lines[1] == "device=cpu capability=none"
+    assert lines[2] == "X=(8, 1000) dtype=torch.float16 layout=contiguous row_stride=1000"
+    assert lines[3] == "grid=(8,) BLOCK_SIZE=1024 masked_lanes_per_program=24"
+    diff = float(lines[4].removeprefix("max_abs_diff="))
+    assert lines[4].startswith("max_abs_diff=") and 0 <= diff < 2e-3
+    assert re.fullmatch(r"row_sum_max_error=\d\.\d{3}e[-+]\d\d", lines[5])
+    assert lines[6] == "torch_softmax_median_us=4.000 triton_softmax_median_us=4.000"
+    assert lines[7] == "triton_profiler_cuda_kernels=['row_softmax_kernel']"
+    assert lines[8:11] == [
+        "method=per_call_events torch_softmax_median_us=4.000 triton_softmax_median_us=4.000",
+        "method=back_to_back_flushed torch_softmax_median_us=4.000 triton_softmax_median_us=4.000",
+        "method=cuda_graph torch_softmax_median_us=2.000 triton_softmax_median_us=2.000",
+    ]
+    assert lines[11] == "triton_first_call_s=0.500 (JIT compile + launch, cold)"

@@ -329,3 +329,40 @@ def test_cancelled_sweep_skips_the_trace_pass():
     table = run([make_config("torch", "fp32", 4, 8), make_config("torch", "fp32", 4, 16)],
                 methods=["per_call_events"], tracer=lambda fn: traced.append(1) or ["k"], cancel=cancel)
     assert traced == [] and len(table) == 1 and table.attrs["sweep"]["cancelled"]
+
+
+def _capture_module():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "capture_h200.py"
+    spec = importlib.util.spec_from_file_location("capture_h200", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_capture_parts_and_merge(tmp_path, capsys):
+    capture = _capture_module()
+    part1, part2, part3 = capture.part1_configs(), capture.part2_configs(), capture.part3_configs()
+    assert {c.variant for c in part1} == set(sweep.all_variants()) and {c.dtype for c in part1} == {"fp16", "bf16",
+                                                                                                  "fp32"}
+    assert all(c.tunables == () and c.n_rows == 4096 for c in part1)
+    warps = {dict(c.tunables).get("num_warps") for c in part2 if c.variant == "teaching"}
+    assert warps == {1, 2, 4, 8, 16, 32} and {c.n_cols for c in part2} == {256, 1024, 4096, 16384, 65536}
+    assert {c.variant for c in part3} == {"multirow", "online", "persistent", "splitrow"}
+    assert [p.name for p, _ in capture.plan_part(3, tmp_path)] == ["part1.parquet", "part3.parquet"]
+    assert capture.main(["--part", "2", "--dry-run", "--out", str(tmp_path)]) == 0
+    assert "part2.parquet 298 configs to run" in capsys.readouterr().out
+
+    a = run([make_config("torch", "fp32", 4, 8), make_config("teaching", "fp32", 4, 8)], out=tmp_path / "part1.parquet")
+    b = run([make_config("teaching", "fp32", 4, 8), make_config("teaching", "fp32", 4, 8, num_warps=1)],
+            methods=["per_call_events"], out=tmp_path / "part2.parquet", env={**ENV, "run_id": "part2"})
+    assert len(a) == 6 and len(b) == 2
+    assert [c.label() for c in capture.pending(part1[:1] + [make_config("torch", "fp32", 4, 8)],
+                                              tmp_path / "part1.parquet")] == [part1[0].label()]
+    capture.merge_parts(tmp_path, tmp_path / "merged.parquet")
+    merged = load_results(tmp_path / "merged.parquet")
+    assert len(merged) == 7  # teaching num_warps=4 per_call_events measured by both parts: part 1's row kept
+    assert sorted(merged["run_id"]) == ["part2"] + ["test-run"] * 6
+    assert "source" not in merged.columns

@@ -353,7 +353,7 @@ def test_capture_parts_and_merge(tmp_path, capsys):
     assert {c.variant for c in part3} == {"multirow", "online", "persistent", "splitrow"}
     assert [p.name for p, _ in capture.plan_part(3, tmp_path)] == ["part1.parquet", "part3.parquet"]
     assert capture.main(["--part", "2", "--dry-run", "--out", str(tmp_path)]) == 0
-    assert "part2.parquet 298 configs to run" in capsys.readouterr().out
+    assert "part2.parquet 149 configs to run" in capsys.readouterr().out
 
     a = run([make_config("torch", "fp32", 4, 8), make_config("teaching", "fp32", 4, 8)], out=tmp_path / "part1.parquet")
     b = run([make_config("teaching", "fp32", 4, 8), make_config("teaching", "fp32", 4, 8, num_warps=1)],

@@ -1,0 +1,193 @@
+"""Shared UI for every page: the sidebar data source and filters, the page context, chart + data table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from profiling import dashboard_data as dd
+
+BUNDLED = "Bundled H200 dataset"
+UPLOAD = "Upload results files"
+PATH = "Path on this machine"
+LIVE = "Live sweep results"
+DEMO = "Demo data (synthetic)"
+CONTEXT_KEY = "_blockscope_context"
+LIVE_KEY = "live_results"
+
+
+@dataclass
+class Context:
+    """What the sidebar selected: all loaded rows, the filtered rows (every method) and the chosen method."""
+
+    df: pd.DataFrame | None = None
+    filtered: pd.DataFrame | None = None
+    filters: dd.Filters = field(default_factory=dd.Filters)
+    label: str = ""
+    synthetic: bool = False
+
+    @property
+    def method(self) -> str:
+        return self.filters.method or "per_call_events"
+
+    @property
+    def dtype(self) -> str:
+        return self.filters.dtype or "fp16"
+
+    def timed(self) -> pd.DataFrame:
+        """Filtered rows of the selected timing method."""
+        return self.filtered[self.filtered["method"] == self.method]
+
+
+@st.cache_resource(show_spinner=False)
+def cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@st.cache_data(show_spinner="Loading results…", max_entries=8)
+def _load_path(path: str, mtime: float) -> pd.DataFrame:
+    return dd.load_table(path)
+
+
+@st.cache_data(show_spinner="Loading results…", max_entries=16)
+def _load_bytes(data: bytes, name: str) -> pd.DataFrame:
+    return dd.load_table(data, name=name)
+
+
+@st.cache_data(show_spinner=False)
+def _demo() -> pd.DataFrame:
+    from tests.synthetic import synthetic_results
+
+    return synthetic_results()
+
+
+def load_path(path: str | Path) -> pd.DataFrame:
+    """A results file by path (cached on path + modification time); ResultsError when it is bad."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise dd.ResultsError(f"{path}: no such file; expected a Blockscope results .parquet or .csv")
+    return _load_path(str(path.resolve()), path.stat().st_mtime)
+
+
+def _source_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
+    """The data source radio and its inputs -> (table or None, label, synthetic?)."""
+    choices = [BUNDLED, UPLOAD, PATH, *([LIVE] if cuda_available() else []), DEMO]
+    source = st.sidebar.radio("Data source", choices, key="data_source",
+                              help="Several uploaded files are stacked with a `source` column to compare "
+                                   "GPUs or versions.")
+    if source == BUNDLED:
+        if not dd.BUNDLED_PATH.exists():
+            st.sidebar.warning(f"`data/{dd.BUNDLED_PATH.name}` is not there yet (the H200 sweep has not been "
+                               f"bundled). Pick **{DEMO}** to explore the dashboard, or upload a results file.")
+            return None, "", False
+        return _guard(lambda: load_path(dd.BUNDLED_PATH), f"bundled {dd.BUNDLED_PATH.name}")
+    if source == UPLOAD:
+        files = st.sidebar.file_uploader("Results files (.parquet, .csv)", type=["parquet", "csv"],
+                                         accept_multiple_files=True, key="uploads")
+        return _load_uploads([(f.name, f.getvalue()) for f in files or []])
+    if source == PATH:
+        text = st.sidebar.text_input("Results file path", key="typed_path", placeholder="data/my_sweep.parquet")
+        if not text.strip():
+            return None, "", False
+        return _guard(lambda: load_path(text.strip()), Path(text.strip()).name)
+    if source == LIVE:
+        live = st.session_state.get(LIVE_KEY)
+        if live is None or live.empty:
+            st.sidebar.info("No live results yet: run a sweep on the **Run sweep** page.")
+            return None, "", False
+        return live, "live sweep (this session)", False
+    return _demo(), "demo data (synthetic)", True
+
+
+def _guard(load, label: str) -> tuple[pd.DataFrame | None, str, bool]:
+    try:
+        return load(), label, False
+    except dd.ResultsError as error:
+        st.sidebar.error(f"Could not load results: {error}")
+        return None, "", False
+
+
+def _load_uploads(files: list[tuple[str, bytes]]) -> tuple[pd.DataFrame | None, str, bool]:
+    """Load each uploaded file; bad ones get an error naming the problem, good ones are still used."""
+    loaded: dict[str, pd.DataFrame] = {}
+    for name, data in files:
+        try:
+            loaded[name] = _load_bytes(data, name)
+        except dd.ResultsError as error:
+            st.sidebar.error(f"Skipped {name}: {error}")
+    if not loaded:
+        return None, "", False
+    return dd.load_many(loaded), " + ".join(loaded), False
+
+
+def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
+    opts = dd.options(df)
+    sidebar = st.sidebar
+    sidebar.subheader("Filters")
+    sources: tuple[str, ...] = ()
+    if len(opts["sources"]) > 1:
+        sources = tuple(sidebar.multiselect("Files", opts["sources"], default=opts["sources"], key="f_sources"))
+    variants = sidebar.multiselect("Variants", opts["variants"], default=opts["variants"], key="f_variants")
+    dtype = sidebar.selectbox("dtype", opts["dtypes"], key="f_dtype") if opts["dtypes"] else None
+    n_values = opts["n_values"]
+    n_range = None
+    if len(n_values) > 1:
+        n_range = sidebar.select_slider("N range (columns)", n_values, value=(n_values[0], n_values[-1]),
+                                        key="f_n_range")
+    warps = sidebar.multiselect("num_warps", opts["num_warps"], default=opts["num_warps"], key="f_warps")
+    method = sidebar.selectbox("Timing method", opts["methods"], key="f_method",
+                               help="per_call_events: the seed's events around each call; back_to_back_flushed: "
+                                    "L2 flushed, calls queued; cuda_graph: launch overhead removed.") \
+        if opts["methods"] else None
+    return dd.Filters(variants=tuple(variants), dtype=dtype, n_range=tuple(n_range) if n_range else None,
+                      num_warps=tuple(warps), method=method, sources=sources)
+
+
+def sidebar() -> Context:
+    """Draw the data source and filters (called by app.py before the page runs); stores the Context."""
+    df, label, synthetic = _source_sidebar()
+    context = Context(label=label, synthetic=synthetic)
+    if df is not None and len(df):
+        context.df = df
+        context.filters = _filters_sidebar(df)
+        context.filtered = dd.apply_filters(df, context.filters, method=False)
+    st.session_state[CONTEXT_KEY] = context
+    return context
+
+
+def context(require_data: bool = True) -> Context:
+    """The page's Context; without data (and `require_data`) shows why and stops the page."""
+    found = st.session_state.get(CONTEXT_KEY) or Context()
+    if require_data and found.df is None:
+        st.info(f"No results loaded. The default source is the bundled H200 sweep (`data/"
+                f"{dd.BUNDLED_PATH.name}`); pick **{DEMO}** in the sidebar to see every page on a small "
+                "synthetic table, or upload / type the path of a results file.")
+        st.stop()
+    if found.synthetic:
+        st.caption(":orange-background[demo data (synthetic) — not a measurement]")
+    return found
+
+
+def chart(fig, data: pd.DataFrame, key: str, caption: str | None = None) -> None:
+    """A plotly chart with its caption and its data table one click away."""
+    st.plotly_chart(fig, key=key, config={"displaylogo": False})
+    if caption:
+        st.caption(caption)
+    with st.expander("Data behind this chart"):
+        st.dataframe(_display(data), hide_index=True, key=f"{key}_data")
+
+
+def _display(data: pd.DataFrame) -> pd.DataFrame:
+    """Drop all-NA columns so tables stay readable."""
+    if data is None:
+        return pd.DataFrame()
+    return data.dropna(axis=1, how="all")
+
+
+def empty(what: str) -> None:
+    st.warning(f"Nothing to show: {what}. Widen the sidebar filters or load other data.")

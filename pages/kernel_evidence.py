@@ -1,0 +1,82 @@
+"""Kernel evidence: which CUDA kernels ran, first call vs steady state, PTX/SASS of one config."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _common as ui
+from profiling import dashboard_data as dd
+from profiling import figures
+
+st.title("Kernel evidence")
+ctx = ui.context()
+df = ctx.filtered
+
+st.subheader("Which kernels ran")
+st.caption("CUDA kernel names recorded by torch.profiler (one traced call per config), grouped into N ranges. "
+           "For torch this shows which ATen kernel it dispatched at which N.")
+names = dd.kernel_names_table(df)
+if names.empty:
+    ui.empty("no kernel names in the filtered rows")
+else:
+    torch_names = names[names["variant"] == dd.TORCH]
+    if len(torch_names):
+        st.markdown("**torch.softmax**")
+        st.dataframe(torch_names, hide_index=True, key="ev_torch_names")
+    st.markdown("**Triton variants**")
+    st.dataframe(names[names["variant"] != dd.TORCH], hide_index=True, key="ev_triton_names")
+
+st.subheader("First call vs steady state")
+first = dd.first_call_table(df)
+if first.empty:
+    ui.empty("no first_call_s in the filtered rows")
+else:
+    c = st.columns(3)
+    triton_first = first[first["variant"] != dd.TORCH]["first_call_s"]
+    if len(triton_first):
+        c[0].metric("Triton first call (median)", f"{triton_first.median():.2f} s")
+        c[1].metric("Slowest first call", f"{triton_first.max():.2f} s")
+    c[2].metric("First call / steady (median)", f"{first['first_over_steady'].median():,.0f}x")
+    ui.chart(figures.first_call_figure(first, ctx.df, ctx.method), first[first["method"] == ctx.method],
+             "ev_first", "JIT compile + first launch (wall clock) — paid once per config per process; the "
+             "steady-state median is microseconds.")
+
+errors = df[df["error"].fillna("") != ""]
+if len(errors):
+    with st.expander(f"{errors.drop_duplicates(list(dd.CONFIG_COLUMNS)).shape[0]} config(s) that did not run"):
+        st.dataframe(errors[["variant", "dtype", "n_cols", "num_warps", "tunables", "method", "error"]],
+                     hide_index=True, key="ev_errors")
+
+
+@st.cache_data(show_spinner="Compiling offline (cached on disk after the first time)…", max_entries=16)
+def assembly(variant: str, n_cols: int, dtype: str, arch: str, num_warps: int) -> dict:
+    import kernels
+    from profiling import compiled
+
+    info = compiled.inspect(variant, n_cols, kernels.dtype_from_name(dtype), arch=arch, num_warps=num_warps)
+    return {k: getattr(info, k, None) for k in ("n_regs", "spill_store_bytes", "shared_bytes", "compile_seconds",
+                                                 "source", "ptx", "sass")}
+
+
+st.subheader("PTX / SASS of one config")
+c = st.columns(5)
+variants = [v for v in ("teaching", "multirow", "online", "persistent", "splitrow") if v in set(ctx.df["variant"])]
+variant = c[0].selectbox("Variant", variants or ["teaching"], key="ev_variant")
+n_cols = c[1].number_input("N", 1, 65536, 1024, key="ev_n")
+num_warps = c[2].selectbox("num_warps", (1, 2, 4, 8, 16, 32), index=2, key="ev_warps")
+dtype = c[3].selectbox("dtype", ("fp16", "bf16", "fp32"), key="ev_dtype")
+arch = c[4].selectbox("arch", ("sm_90", "sm_80", "sm_86", "sm_89", "sm_100", "sm_120"), key="ev_arch")
+if st.toggle("Compile and show assembly", False, key="ev_show",
+             help="Offline compile on this machine (a few seconds the first time, then cached on disk)."):
+    try:
+        info = assembly(variant, int(n_cols), dtype, arch, int(num_warps))
+    except ImportError:
+        st.info("profiling.compiled is not available yet in this checkout.")
+    except Exception as error:
+        st.error(f"Compile failed: {error}")
+    else:
+        st.caption(f"{info['n_regs']} registers/thread, {info['spill_store_bytes']} B spilled, "
+                   f"{info['shared_bytes']} B shared; {info['source']} compile in {info['compile_seconds'] or 0:.1f} s")
+        ptx_tab, sass_tab = st.tabs(["PTX", "SASS"])
+        ptx_tab.code(info["ptx"] or "(no PTX)", language="asm", height=420)
+        sass_tab.code(info["sass"] or "(no SASS: needs nvdisasm / cuobjdump)", language="asm", height=420)

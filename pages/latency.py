@@ -1,0 +1,50 @@
+"""Latency: torch vs each Triton variant vs N, spread band, GB/s vs copy bandwidth, speedup, regimes."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _common as ui
+from profiling import dashboard_data as dd
+from profiling import figures
+
+st.title("Latency")
+ctx = ui.context()
+opts = dd.options(ctx.df)
+c = st.columns([2, 1, 1])
+method = c[0].radio("Timing method", opts["methods"], horizontal=True, key="lat_method",
+                    index=opts["methods"].index(ctx.method) if ctx.method in opts["methods"] else 0)
+band = c[1].toggle("p20..p80 band", True, key="lat_band")
+shade = c[2].toggle("Shade regimes", True, key="lat_regimes")
+dtype = ctx.dtype
+part = ctx.filtered[(ctx.filtered["method"] == method) & (ctx.filtered["dtype"] == dtype)]
+if dd.ran(part).empty:
+    ui.empty(f"no timed rows for {dtype} with {method}")
+    st.stop()
+
+regime_table = dd.regimes(part)
+spans = dd.regime_spans(regime_table) if shade else []
+ui.chart(figures.latency_figure(ctx.filtered, method, dtype, spans, band), dd.best_per_n(part), "lat_time",
+         "Fastest config of each variant at each N (hover for its tunables); band: p20..p80 of the samples; "
+         "dotted: powers of two, where BLOCK_SIZE doubles.")
+st.caption(f"Regimes are derived from the data for the fastest Triton variant at each N: **spill-bound** when its "
+           f"compiled kernel spills, **bandwidth-bound** when it reaches ≥ {dd.BANDWIDTH_BOUND_FRACTION:.0%} of "
+           f"the measured copy bandwidth, **launch-bound** when its time is within {dd.LAUNCH_BOUND_FACTOR}x of "
+           "the smallest time measured for this dtype.")
+with st.expander("Regime per variant and N"):
+    st.dataframe(regime_table, hide_index=True, key="lat_regime_table")
+
+left, right = st.columns(2)
+with left:
+    speedups = dd.speedup_vs_torch(part)
+    if speedups.empty:
+        ui.empty("no torch baseline in the filtered rows")
+    else:
+        ui.chart(figures.speedup_figure(speedups, ctx.filtered, method, dtype),
+                 speedups[["variant", "n_cols", "num_warps", "tunables", "median_us", "torch_us", "speedup"]],
+                 "lat_speedup", "Above 1: the Triton variant is faster than torch.softmax at that N.")
+with right:
+    ui.chart(figures.bandwidth_figure(ctx.filtered, method, dtype),
+             dd.best_per_n(part)[["variant", "n_cols", "num_warps", "bytes_moved", "median_us", "gbps",
+                                  "copy_fraction"]],
+             "lat_gbps", "Bytes moved = read x + write y = 2·R·N·element size, over the median time.")

@@ -1,0 +1,156 @@
+"""Occupancy: compiled resources of one config, blocks per SM and its four limits, waves, curves vs N, ncu."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, is_dataclass
+
+import pandas as pd
+import streamlit as st
+
+from pages import _common as ui
+from profiling import dashboard_data as dd
+from profiling import figures
+
+FALLBACK_ARCHS = ("sm_90", "sm_80", "sm_86", "sm_89", "sm_100", "sm_120")
+COMPILE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow")
+
+
+def archs() -> tuple[str, ...]:
+    try:
+        from profiling import occupancy
+
+        return tuple(occupancy.ARCHS)
+    except (ImportError, AttributeError):
+        return FALLBACK_ARCHS
+
+
+@st.cache_data(show_spinner="Compiling offline (cached on disk after the first time)…", max_entries=64)
+def compile_info(variant: str, n_cols: int, dtype: str, arch: str, num_warps: int) -> dict:
+    """compiled.inspect for one config as a plain dict (registers, spills, shared, source, ptx, sass)."""
+    import kernels
+    from profiling import compiled
+
+    info = compiled.inspect(variant, n_cols, kernels.dtype_from_name(dtype), arch=arch, num_warps=num_warps)
+    return asdict(info) if is_dataclass(info) else dict(vars(info))
+
+
+@st.cache_data(show_spinner=False)
+def occupancy_of(arch: str, n_regs: int, num_warps: int, shared_bytes: int) -> dict:
+    from profiling import occupancy
+
+    result = occupancy.occupancy(arch, n_regs, num_warps, shared_bytes)
+    return asdict(result) if is_dataclass(result) else dict(vars(result))
+
+
+def sweep_row(df: pd.DataFrame, variant: str, dtype: str, n_cols: int, num_warps: int) -> pd.Series | None:
+    rows = df[(df["variant"] == variant) & (df["dtype"] == dtype) & (df["n_cols"] == n_cols)
+              & (df["num_warps"] == num_warps) & df["n_regs"].notna()]
+    return rows.iloc[0] if len(rows) else None
+
+
+def grid_programs(variant: str, n_rows: int, n_cols: int, dtype: str, num_warps: int) -> int:
+    import kernels
+
+    plan = kernels.get_variant(variant).plan(n_rows, n_cols, kernels.dtype_from_name(dtype), num_warps=num_warps)
+    return plan.programs
+
+
+st.title("Occupancy")
+st.markdown("What the compiler allocated for one config, how many programs fit on an SM (registers, shared "
+            "memory, warps and the block limit each cap it; the smallest binds) and how many waves a grid takes.")
+ctx = ui.context()
+df = ctx.filtered
+variants_in_data = [v for v in COMPILE_VARIANTS if v in set(ctx.df["variant"])] or list(COMPILE_VARIANTS)
+n_values = sorted(int(n) for n in df["n_cols"].unique()) or [1024]
+sm_default = int(ctx.df["sm_count"].dropna().iloc[0]) if ctx.df["sm_count"].notna().any() else 132
+
+c = st.columns(5)
+arch = c[0].selectbox("GPU arch", archs(), key="occ_arch")
+variant = c[1].selectbox("Variant", variants_in_data, key="occ_variant")
+n_cols = c[2].selectbox("N", n_values, index=min(range(len(n_values)), key=lambda i: abs(n_values[i] - 1000)),
+                        key="occ_n")
+num_warps = c[3].selectbox("num_warps", (1, 2, 4, 8, 16, 32), index=2, key="occ_warps")
+dtype = c[4].selectbox("dtype", ("fp16", "bf16", "fp32"), index=("fp16", "bf16", "fp32").index(ctx.dtype),
+                       key="occ_dtype")
+
+facts: dict | None = None
+occ: dict | None = None
+try:
+    facts = compile_info(variant, int(n_cols), dtype, arch, int(num_warps))
+    source = f"compiled {facts.get('source', 'offline')} for {arch} in {facts.get('compile_seconds', 0):.1f} s"
+except ImportError:
+    source = "profiling.compiled is not available yet: facts from the sweep's compile columns"
+except Exception as error:  # an invalid config or a compile failure: say which
+    st.error(f"Compile failed for {variant} N={n_cols} num_warps={num_warps} {dtype} on {arch}: {error}")
+    source = ""
+row = sweep_row(ctx.df, variant, dtype, int(n_cols), int(num_warps))
+if facts is None and row is not None:
+    facts = {k: (None if pd.isna(row[k]) else int(row[k]))
+             for k in ("n_regs", "spill_store_bytes", "spill_load_bytes", "shared_bytes")}
+if facts is not None:
+    try:
+        occ = occupancy_of(arch, int(facts["n_regs"]), int(num_warps), int(facts["shared_bytes"] or 0))
+    except ImportError:
+        if row is not None and not pd.isna(row["blocks_per_sm"]):
+            occ = {"blocks_per_sm": int(row["blocks_per_sm"]), "occupancy": float(row["occupancy"]),
+                   "limiter": row["limiter"], "limits": {}}
+    except Exception as error:
+        st.error(f"Occupancy calculator failed: {error}")
+
+if facts is None:
+    st.warning("No compile facts for this config (no compile module and no matching sweep row).")
+else:
+    m = st.columns(5)
+    m[0].metric("Registers / thread", facts.get("n_regs"))
+    m[1].metric("Spill stores / thread", f"{facts.get('spill_store_bytes') or 0} B")
+    m[2].metric("Shared memory / program", f"{facts.get('shared_bytes') or 0:,} B")
+    if occ:
+        m[3].metric("Blocks (programs) / SM", occ["blocks_per_sm"])
+        m[4].metric("Occupancy", f"{occ['occupancy']:.0%}", help=f"limited by {occ['limiter']}")
+    st.caption(source)
+    if occ and occ.get("limits"):
+        ui.chart(figures.limits_figure(occ["limits"], occ["limiter"],
+                                       f"{variant} N={n_cols} {dtype} {num_warps} warps on {arch}: "
+                                       f"blocks per SM each resource allows (binding: {occ['limiter']})"),
+                 pd.DataFrame([{"limit": k, "blocks_per_sm": v} for k, v in occ["limits"].items()]), "occ_limits")
+
+st.subheader("Waves")
+w = st.columns(3)
+n_rows = w[0].number_input("R (rows)", 1, 2**22, 4096, key="occ_rows")
+sm_count = w[1].number_input("SMs", 1, 1024, sm_default, key="occ_sms")
+try:
+    programs = grid_programs(variant, int(n_rows), int(n_cols), dtype, int(num_warps))
+    if variant == "persistent" and occ:
+        programs = min(int(n_rows), int(sm_count) * max(1, occ["blocks_per_sm"]))
+except Exception as error:
+    programs = None
+    st.error(str(error))
+if programs and occ and occ["blocks_per_sm"]:
+    count, tail = dd.waves(programs, int(sm_count), int(occ["blocks_per_sm"]))
+    w[2].metric("Grid programs", f"{programs:,}")
+    st.markdown(f"**{count:.2f} waves** of {int(sm_count) * occ['blocks_per_sm']:,} programs "
+                f"({sm_count} SMs x {occ['blocks_per_sm']} per SM); the last wave is **{tail:.0%} full**.")
+    st.progress(min(1.0, tail), text="tail-wave fill")
+
+st.subheader(f"{variant}: registers, spills and occupancy vs N")
+curves = df[(df["variant"] == variant) & (df["dtype"] == dtype)]
+if curves["n_regs"].notna().any():
+    ui.chart(figures.compile_curves_figure(df, variant, dtype), curves.dropna(subset=["n_regs"]).drop_duplicates(
+        ["n_cols", "num_warps", "tunables"])[["n_cols", "num_warps", "n_regs", "spill_store_bytes", "shared_bytes",
+                                            "blocks_per_sm", "occupancy", "limiter"]], "occ_curves",
+             "One line per num_warps, from the results' compile columns (dotted: powers of two).")
+else:
+    ui.empty(f"no compile columns for {variant} {dtype} in the loaded data")
+
+if variant == "persistent":
+    st.subheader("persistent: programs vs SM count")
+    ui.chart(figures.persistent_programs_figure(df, dtype),
+             df[(df["variant"] == "persistent") & (df["dtype"] == dtype)][
+                 ["n_cols", "num_warps", "programs", "blocks_per_sm", "sm_count"]].drop_duplicates(),
+             "occ_persistent", "The persistent kernel launches SMs x blocks/SM programs that loop over rows.")
+
+ncu = dd.load_ncu()
+if ncu is not None and {"theoretical_occupancy_pct", "achieved_occupancy_pct"} <= set(ncu.columns):
+    st.subheader("Nsight Compute validation")
+    ui.chart(figures.ncu_figure(ncu), ncu, "occ_ncu",
+             "Theoretical vs achieved occupancy and DRAM throughput measured by ncu (data/ncu_validation.csv).")

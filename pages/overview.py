@@ -1,0 +1,45 @@
+"""Overview: what is loaded and the headline findings computed from it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from pages import _common as ui
+from profiling import dashboard_data as dd
+
+st.title("Blockscope")
+st.markdown("How Triton row-softmax kernels map an **R x N** tensor onto GPU work units — the seed's teaching "
+            "kernel (one program per row, `BLOCK_SIZE = next_pow2(N)`, masked lanes load `-inf`) against "
+            "`torch.softmax` and the production variants (multirow, online, persistent, ...).")
+ctx = ui.context()
+df = ctx.df
+info = dd.summary(df)
+
+st.subheader(f"Loaded: {ctx.label}")
+cols = st.columns(4)
+cols[0].metric("GPU", ", ".join(info["gpus"]) or "unknown",
+               help=f"SMs: {', '.join(map(str, info['sm_counts'])) or '?'}; driver {', '.join(info['drivers'])}")
+cols[1].metric("Copy bandwidth", " / ".join(f"{v:,.0f}" for v in info["copy_gbps"]) + " GB/s"
+               if info["copy_gbps"] else "n/a", help="device-to-device copy measured in the same run")
+cols[2].metric("Configs", f"{info['configs']:,}", help=f"{info['rows']:,} rows (one per config x timing method)")
+cols[3].metric("Failed rows", f"{info['errors']:,}", help="kept with their error text (Kernel evidence page)")
+cols = st.columns(4)
+cols[0].metric("N range", f"{info['n_min']:,} … {info['n_max']:,}", help=f"{info['n_count']} distinct N")
+cols[1].metric("R (rows)", ", ".join(f"{r:,}" for r in info["rows_r"]))
+cols[2].metric("torch / Triton", f"{', '.join(info['torch_versions'])} / {', '.join(info['triton_versions'])}")
+cols[3].metric("Timing methods", len(info["methods"]), help=", ".join(info["methods"]))
+st.caption(f"Variants: {', '.join(info['variants'])} · dtypes: {', '.join(info['dtypes'])} · num_warps: "
+           f"{', '.join(map(str, info['num_warps']))} · measured {', '.join(info['measured_at'])[:80]}")
+
+st.subheader(f"Findings ({ctx.method})")
+st.caption("Computed from the rows that pass the sidebar filters (all dtypes listed where the filter allows); "
+           "change the timing method in the sidebar to see how the picture moves.")
+scope = dd.apply_filters(df, replace(ctx.filters, dtype=None), method=False)
+for finding in dd.findings(scope, ctx.method):
+    with st.container(border=True):
+        st.markdown(f"**{finding.title}** — {finding.text}")
+        if len(finding.data):
+            with st.expander("Rows behind this finding"):
+                st.dataframe(finding.data, hide_index=True)

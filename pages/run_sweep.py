@@ -1,0 +1,78 @@
+"""Run sweep: configure and run a sweep on this machine's GPU; results feed the other pages and download."""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from pages import _common as ui
+
+st.title("Run sweep")
+VARIANTS = ("torch", "teaching", "multirow", "online", "persistent", "splitrow", "auto")
+
+if not ui.cuda_available():
+    st.warning("Live sweeps are disabled: this machine has no CUDA GPU (torch.cuda.is_available() is False). "
+               "Timing needs CUDA events on a GPU.")
+    st.markdown("What still works here: every other page on the bundled H200 dataset, uploaded or typed results "
+                "files and the synthetic demo; the masked-lane worked example (the teaching kernel runs on the "
+                "CPU Triton interpreter); offline compiles for registers, spills, occupancy and PTX/SASS. "
+                "To measure, run `python -m profiling sweep ...` (or this page) on a GPU machine and load the "
+                "results file here.")
+    st.stop()
+
+import torch  # noqa: E402
+
+st.caption(f"GPU: {torch.cuda.get_device_name()} — results are stored in this session; pick "
+           f"**{ui.LIVE}** as data source to see them on every page.")
+c = st.columns(3)
+variants = c[0].multiselect("Variants", VARIANTS, default=["torch", "teaching", "online"], key="sw_variants")
+dtypes = c[1].multiselect("dtypes", ("fp16", "bf16", "fp32"), default=["fp16"], key="sw_dtypes")
+methods = c[2].multiselect("Timing methods", ("per_call_events", "back_to_back_flushed", "cuda_graph"),
+                           default=["per_call_events"], key="sw_methods")
+c = st.columns(3)
+n_text = c[0].text_input("N values", "256, 1000, 1024, 1025, 4096, 16384", key="sw_n")
+n_rows = c[1].number_input("R (rows)", 1, 2**20, 4096, key="sw_rows")
+warps = c[2].multiselect("num_warps", (1, 2, 4, 8, 16, 32), default=[4, 8], key="sw_warps")
+
+try:
+    n_values = [int(t) for t in n_text.replace(",", " ").split()]
+except ValueError:
+    st.error("N values: type integers separated by commas")
+    st.stop()
+
+from profiling import sweep  # noqa: E402
+
+configs = sweep.build_configs(variants=variants, dtypes=dtypes, n_values=n_values, n_rows=int(n_rows),
+                              num_warps=warps or None)
+st.markdown(f"**{len(configs)} configs** x {len(methods)} method(s).")
+start, stop = st.columns(2)
+if stop.button("Cancel", key="sw_cancel"):
+    st.session_state["sw_cancelled"] = True
+if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs or not methods):
+    st.session_state["sw_cancelled"] = False
+    bar = st.progress(0.0, text="starting…")
+
+    def progress(done: int, total: int, config) -> None:
+        bar.progress(done / max(total, 1), text=f"{done}/{total}: {config.label()}")
+
+    out = Path(tempfile.mkdtemp(prefix="blockscope-sweep-")) / "live.parquet"
+    table = sweep.run_sweep(configs, methods=methods, out=out, progress=progress,
+                            cancel=lambda: bool(st.session_state.get("sw_cancelled")))
+    previous = st.session_state.get(ui.LIVE_KEY)
+    if previous is not None and len(previous):
+        from profiling.results import concat_results
+
+        table = concat_results([previous, table])
+    st.session_state[ui.LIVE_KEY] = table
+    bar.progress(1.0, text=f"done: {len(table)} rows")
+
+live = st.session_state.get(ui.LIVE_KEY)
+if live is not None and len(live):
+    st.dataframe(live, hide_index=True, key="sw_table")
+    buffer = io.BytesIO()
+    live.to_parquet(buffer, index=False)
+    st.download_button("Download results (.parquet)", buffer.getvalue(), "blockscope_live_sweep.parquet",
+                       mime="application/octet-stream", key="sw_download")

@@ -1,0 +1,46 @@
+"""Tradeoffs: N x num_warps heatmaps of latency, occupancy and spills; best num_warps per N."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _common as ui
+from profiling import dashboard_data as dd
+from profiling import figures
+
+st.title("Tradeoffs")
+st.markdown("More warps per program mean fewer lanes (and registers) per thread but fewer programs per SM. "
+            "Each cell is one (N, num_warps) config; other tunables take their fastest value.")
+ctx = ui.context()
+triton = [v for v in dd.options(ctx.filtered)["variants"] if v != dd.TORCH and v != "auto"]
+if not triton:
+    ui.empty("no Triton variant in the filtered rows")
+    st.stop()
+variant = st.segmented_control("Variant", triton, default=triton[0], key="trade_variant") or triton[0]
+dtype, method = ctx.dtype, ctx.method
+part = ctx.filtered[(ctx.filtered["variant"] == variant) & (ctx.filtered["dtype"] == dtype)]
+timed = part[part["method"] == method]
+
+tabs = st.tabs(["Latency", "Occupancy", "Spills", "Best num_warps per N"])
+panels = (("median_us", "median time (µs)", "µs", ".3g", True, timed),
+          ("occupancy", "theoretical occupancy", "occupancy", ".0%", False, part),
+          ("spill_store_bytes", "spill stores per thread (bytes)", "bytes", ".0f", True, part))
+for tab, (value, what, unit, fmt, reverse, rows) in zip(tabs[:3], panels, strict=True):
+    with tab:
+        pivot = dd.warps_pivot(rows, value)
+        if pivot.empty or pivot.isna().all().all():
+            ui.empty(f"no {what} for {variant} {dtype}")
+            continue
+        title = figures.title_for(f"{variant}: {what} by N x num_warps", ctx.filtered, dtype,
+                                  method if value == "median_us" else None)
+        ui.chart(figures.heatmap_figure(pivot, title, unit, fmt, reverse), dd.pivot_display(pivot), f"trade_{value}")
+with tabs[3]:
+    table = dd.best_warps_table(timed)
+    if table.empty:
+        ui.empty("no timed Triton rows")
+    else:
+        st.dataframe(table, hide_index=True, key="trade_best",
+                     column_config={"runner_up_slower_pct": st.column_config.NumberColumn(format="%.1f %%"),
+                                    "median_us": st.column_config.NumberColumn(format="%.2f µs")})
+        st.caption(f"{variant} {dtype}, {method}: the fastest num_warps at each N and how much slower the "
+                   "runner-up is.")

@@ -1,0 +1,474 @@
+"""Non-UI logic behind the dashboard pages: loading, filtering, best configs, regimes and findings.
+
+Everything takes and returns pandas DataFrames in the results schema (profiling/results.py); no streamlit
+and no plotly here. Times are microseconds (`_us`), bandwidth GB/s, sizes bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .results import ResultsError, concat_results, load_results
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLED_PATH = ROOT / "data" / "h200_sweep.parquet"
+NCU_PATH = ROOT / "data" / "ncu_validation.csv"
+TORCH = "torch"
+LAUNCH_BOUND_FACTOR = 1.5  # within 1.5x of the smallest time measured (same dtype, method): launch-bound
+BANDWIDTH_BOUND_FRACTION = 0.6  # at least 60% of the measured copy bandwidth: bandwidth-bound
+CONFIG_COLUMNS = ("variant", "dtype", "n_rows", "n_cols", "num_warps", "tunables")
+
+__all__ = ["BUNDLED_PATH", "NCU_PATH", "Filters", "ResultsError", "load_table", "load_many"]
+
+
+def cache_dir() -> Path:
+    """Where the dashboard caches offline compiles: env BLOCKSCOPE_CACHE_DIR, else ~/.cache/blockscope."""
+    return Path(os.environ.get("BLOCKSCOPE_CACHE_DIR", Path.home() / ".cache" / "blockscope"))
+
+
+def load_table(source: str | Path | bytes, name: str | None = None) -> pd.DataFrame:
+    """One results file (path or bytes) through results.load_results; ResultsError names the problem."""
+    return load_results(source, name=name)
+
+
+def load_many(named: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Several loaded tables stacked with a `source` column (label -> table) when there is more than one."""
+    if len(named) == 1:
+        return next(iter(named.values()))
+    return concat_results(named)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The sidebar's shared filters. Empty tuples mean 'all'; num_warps never drops torch rows (NA)."""
+
+    variants: tuple[str, ...] = ()
+    dtype: str | None = None
+    n_range: tuple[int, int] | None = None
+    num_warps: tuple[int, ...] = ()
+    method: str | None = None
+    sources: tuple[str, ...] = field(default=())
+
+
+def apply_filters(df: pd.DataFrame, filters: Filters, *, method: bool = True) -> pd.DataFrame:
+    """Rows passing `filters` (the timing method only when `method`)."""
+    keep = pd.Series(True, index=df.index)
+    if filters.variants:
+        keep &= df["variant"].isin(filters.variants)
+    if filters.dtype:
+        keep &= df["dtype"] == filters.dtype
+    if filters.n_range:
+        keep &= df["n_cols"].between(*filters.n_range)
+    if filters.num_warps:
+        keep &= df["num_warps"].isin(filters.num_warps).fillna(False) | df["num_warps"].isna()
+    if method and filters.method:
+        keep &= df["method"] == filters.method
+    if filters.sources and "source" in df.columns:
+        keep &= df["source"].isin(filters.sources)
+    return df[keep.fillna(False).astype(bool)]
+
+
+def options(df: pd.DataFrame) -> dict[str, list]:
+    """Distinct values for the filter widgets: variants (torch first), dtypes, n values, num_warps, methods."""
+    variants = sorted(df["variant"].dropna().unique(), key=lambda v: (v != TORCH, v))
+    timed = df.loc[df["method"] != "none", "method"].dropna().unique()
+    order = ("per_call_events", "back_to_back_flushed", "cuda_graph")
+    return {
+        "variants": list(variants),
+        "dtypes": sorted(df["dtype"].dropna().unique(), key=lambda d: ("fp16", "bf16", "fp32").index(d)),
+        "n_values": sorted(int(n) for n in df["n_cols"].dropna().unique()),
+        "num_warps": sorted(int(w) for w in df["num_warps"].dropna().unique()),
+        "methods": sorted(timed, key=lambda m: order.index(m) if m in order else len(order)),
+        "sources": sorted(df["source"].dropna().unique()) if "source" in df.columns else [],
+    }
+
+
+def ran(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows that ran and have a time."""
+    return df[(df["error"].fillna("") == "") & df["median_us"].notna()]
+
+
+def config_label(row: pd.Series | dict) -> str:
+    """'teaching fp16 R=4096 N=1000 {"num_warps": 4}' for hovers and tables."""
+    tunables = row.get("tunables")
+    extra = "" if tunables is None or pd.isna(tunables) or tunables == "{}" else f" {tunables}"
+    rows = f" R={row['n_rows']}" if "n_rows" in row else ""
+    return f"{row['variant']} {row['dtype']}{rows} N={row['n_cols']}{extra}"
+
+
+def best_per_n(df: pd.DataFrame, group: tuple[str, ...] = ("variant", "dtype", "n_cols")) -> pd.DataFrame:
+    """For each (variant, dtype, N[, source]) the fastest config (lowest median_us) of the rows given."""
+    timed = ran(df)
+    keys = [*group, *(["source"] if "source" in timed.columns else [])]
+    if timed.empty:
+        return timed
+    best = timed.loc[timed.groupby(keys, dropna=False)["median_us"].idxmin()]
+    return best.sort_values(keys).reset_index(drop=True)
+
+
+def speedup_vs_torch(df: pd.DataFrame) -> pd.DataFrame:
+    """Best Triton config per (variant, dtype, N) with `torch_us` and `speedup` = torch time / Triton time."""
+    best = best_per_n(df)
+    keys = ["dtype", "n_cols", *(["source"] if "source" in best.columns else [])]
+    torch_rows = best[best["variant"] == TORCH][[*keys, "median_us"]].rename(columns={"median_us": "torch_us"})
+    triton = best[best["variant"] != TORCH]
+    out = triton.merge(torch_rows, on=keys, how="inner")
+    out["speedup"] = (out["torch_us"] / out["median_us"]).astype("Float64")
+    return out
+
+
+def power_of_two_boundaries(n_min: int, n_max: int) -> list[int]:
+    """Powers of two in [n_min, n_max]: where BLOCK_SIZE = next_pow2(N) doubles just after."""
+    if n_min is None or n_max is None or n_max < 1:
+        return []
+    low = max(1, int(n_min))
+    power = 1 << max(0, math.ceil(math.log2(low)))
+    out = []
+    while power <= n_max:
+        out.append(power)
+        power *= 2
+    return out
+
+
+def masked_fraction(n_cols: int, tile_width: int) -> float:
+    """Lanes masked off / lanes spanned when a row of N is covered by whole tiles of `tile_width` lanes."""
+    spanned = math.ceil(n_cols / tile_width) * tile_width
+    return (spanned - n_cols) / spanned
+
+
+def lane_curve(variants: list[str], n_values: list[int], n_rows: int = 4096) -> pd.DataFrame:
+    """variant, n_cols, tile_width, masked_lane_fraction for each variant's default plan.
+
+    Uses profiling.lanes.lane_curve when present; otherwise each variant's LaunchPlan tile width.
+    """
+    try:
+        from . import lanes
+
+        frames = [lanes.lane_curve(v, n_values, n_rows=n_rows).assign(variant=v) for v in variants]
+        table = pd.concat(frames, ignore_index=True)
+        if {"n_cols", "masked_lane_fraction"} <= set(table.columns):
+            return table
+    except Exception:  # module missing or not ready: fall back to the plans' tile widths
+        pass
+    import torch
+
+    import kernels
+
+    rows = []
+    for variant in variants:
+        spec = kernels.get_variant(variant)
+        for n in n_values:
+            if n > spec.max_n:
+                continue
+            try:
+                plan = spec.plan(n_rows, n, torch.float16)
+            except Exception:
+                continue
+            rows.append({"variant": variant, "n_cols": n, "tile_width": plan.tile_width,
+                         "masked_lane_fraction": masked_fraction(n, plan.tile_width)})
+    return pd.DataFrame(rows)
+
+
+def lane_table(values: list[float], dtype: str = "fp32") -> tuple[pd.DataFrame, int]:
+    """The seed's worked example for one row, computed by running kernels.softmax_teaching.
+
+    Returns (table with columns offset, loaded, valid, softmax, stored; BLOCK_SIZE). Lanes >= N load -inf,
+    are not valid and are not stored. Needs CUDA or TRITON_INTERPRET=1 set before triton was imported.
+    """
+    import torch
+
+    import kernels
+
+    if not values:
+        raise ValueError("the row is empty; type at least one number")
+    n = len(values)
+    block = kernels.next_power_of_2(n)
+    if block > 1024:
+        raise ValueError(f"N={n}: keep the worked example under 1024 values")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.tensor([values], dtype=kernels.dtype_from_name(dtype), device=device)
+    probabilities = kernels.softmax_teaching(x)[0].float().cpu().tolist()
+    offsets = list(range(block))
+    table = pd.DataFrame({
+        "offset": offsets,
+        "loaded": [float(values[i]) if i < n else -math.inf for i in offsets],
+        "valid": [i < n for i in offsets],
+        "softmax": [probabilities[i] if i < n else 0.0 for i in offsets],
+        "stored": [i < n for i in offsets],
+    })
+    return table, block
+
+
+def parse_row(text: str) -> list[float]:
+    """'0, 1, 2 3' -> [0.0, 1.0, 2.0, 3.0]; ValueError names the bad token."""
+    tokens = [t for t in text.replace(",", " ").replace("[", " ").replace("]", " ").split() if t]
+    out = []
+    for token in tokens:
+        try:
+            out.append(float(token))
+        except ValueError:
+            raise ValueError(f"{token!r} is not a number; type numbers separated by commas or spaces") from None
+    return out
+
+
+def regimes(df: pd.DataFrame, launch_factor: float = LAUNCH_BOUND_FACTOR,
+            bandwidth_fraction: float = BANDWIDTH_BOUND_FRACTION) -> pd.DataFrame:
+    """Regime of each (variant, dtype, N) best config, derived from the data.
+
+    spill-bound: the best config still spills (spill_store_bytes > 0); bandwidth-bound: copy_fraction >=
+    `bandwidth_fraction`; launch-bound: median_us within `launch_factor` x the smallest time measured for
+    that dtype (the floor a launch costs); otherwise 'in between'. Columns: variant, dtype, n_cols,
+    median_us, copy_fraction, spill_store_bytes, regime.
+    """
+    best = best_per_n(df)
+    if best.empty:
+        return best.assign(regime=pd.Series(dtype="string"))
+    floor = best.groupby("dtype")["median_us"].transform("min")
+    spills = best["spill_store_bytes"].fillna(0) > 0
+    bandwidth = best["copy_fraction"].fillna(0) >= bandwidth_fraction
+    launch = best["median_us"] <= launch_factor * floor
+    regime = pd.Series("in between", index=best.index, dtype="string")
+    regime[launch.fillna(False).astype(bool)] = "launch-bound"
+    regime[bandwidth.fillna(False).astype(bool)] = "bandwidth-bound"
+    regime[spills.fillna(False).astype(bool)] = "spill-bound"
+    columns = ["variant", "dtype", "n_cols", "median_us", "copy_fraction", "spill_store_bytes"]
+    return best[columns].assign(regime=regime.values)
+
+
+def regime_spans(regime_table: pd.DataFrame) -> list[tuple[int, int, str]]:
+    """Contiguous N ranges of one regime over the Triton variants' fastest config per N.
+
+    Returns (n_first, n_last, regime) spans for shading; the regime at each N is that of the fastest
+    Triton variant there.
+    """
+    triton = regime_table[regime_table["variant"] != TORCH]
+    if triton.empty:
+        return []
+    fastest = triton.loc[triton.groupby("n_cols")["median_us"].idxmin()].sort_values("n_cols")
+    spans: list[tuple[int, int, str]] = []
+    for n, regime in zip(fastest["n_cols"], fastest["regime"], strict=True):
+        if spans and spans[-1][2] == regime:
+            spans[-1] = (spans[-1][0], int(n), regime)
+        else:
+            spans.append((int(n), int(n), str(regime)))
+    return spans
+
+
+def summary(df: pd.DataFrame) -> dict[str, Any]:
+    """What is loaded: GPUs, versions, copy bandwidth (GB/s), sweep extent, row and error counts."""
+
+    def distinct(column: str) -> list:
+        return sorted(str(v) for v in df[column].dropna().unique()) if column in df.columns else []
+
+    triton = df[df["variant"] != TORCH]
+    return {
+        "rows": len(df),
+        "configs": len(df.drop_duplicates(list(CONFIG_COLUMNS))),
+        "errors": int((df["error"].fillna("") != "").sum()),
+        "gpus": distinct("gpu_name"),
+        "sm_counts": sorted(int(v) for v in df["sm_count"].dropna().unique()),
+        "torch_versions": distinct("torch_version"),
+        "triton_versions": distinct("triton_version"),
+        "drivers": distinct("driver_version"),
+        "copy_gbps": sorted(float(v) for v in df["copy_gbps"].dropna().unique()),
+        "measured_at": distinct("measured_at"),
+        "variants": options(df)["variants"],
+        "dtypes": distinct("dtype"),
+        "methods": options(df)["methods"],
+        "n_min": int(df["n_cols"].min()) if len(df) else None,
+        "n_max": int(df["n_cols"].max()) if len(df) else None,
+        "n_count": int(df["n_cols"].nunique()),
+        "rows_r": sorted(int(v) for v in df["n_rows"].dropna().unique()),
+        "num_warps": sorted(int(v) for v in triton["num_warps"].dropna().unique()),
+    }
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One headline computed from the data: a title, a sentence, and the rows behind it."""
+
+    title: str
+    text: str
+    data: pd.DataFrame
+
+
+def _n_ranges(values: list[int]) -> str:
+    return ", ".join(str(v) for v in values) if len(values) <= 6 else f"{values[0]}..{values[-1]} ({len(values)} N)"
+
+
+def finding_wins(df: pd.DataFrame, method: str) -> Finding:
+    """Where the fastest Triton variant beats torch.softmax, and by how much."""
+    rows = speedup_vs_torch(df[df["method"] == method])
+    if rows.empty:
+        return Finding("Triton vs torch", f"No Triton/torch pairs measured with {method}.", rows)
+    best = rows.loc[rows.groupby(["dtype", "n_cols"])["speedup"].idxmax()]
+    wins = best[best["speedup"] > 1.0]
+    table = best[["dtype", "n_cols", "variant", "num_warps", "median_us", "torch_us", "speedup"]]
+    if wins.empty:
+        top = best.loc[best["speedup"].idxmax()]
+        text = (f"With {method}, torch.softmax is at least as fast as every Triton variant at every N; the closest "
+                f"is {top['variant']} at N={top['n_cols']} ({top['dtype']}), {float(top['speedup']):.2f}x.")
+    else:
+        top = wins.loc[wins["speedup"].idxmax()]
+        parts = []
+        for dtype, group in wins.groupby("dtype"):
+            parts.append(f"{dtype}: {len(group)} of {int((best['dtype'] == dtype).sum())} N "
+                         f"({_n_ranges(sorted(int(n) for n in group['n_cols']))})")
+        text = (f"With {method}, the best Triton variant beats torch.softmax at " + "; ".join(parts)
+                + f". Largest gain: {top['variant']} {float(top['speedup']):.2f}x at N={top['n_cols']} "
+                f"({top['dtype']}, {float(top['median_us']):.1f} vs {float(top['torch_us']):.1f} µs).")
+    return Finding("Where Triton beats torch", text, table.reset_index(drop=True))
+
+
+def finding_spills(df: pd.DataFrame) -> Finding:
+    """The smallest N at which each (variant, dtype, num_warps) spills registers."""
+    triton = df[(df["variant"] != TORCH) & df["spill_store_bytes"].notna()]
+    if triton.empty:
+        return Finding("Where spills start", "No compile facts (spill bytes) in this data.", triton)
+    spilling = triton[triton["spill_store_bytes"] > 0]
+    if spilling.empty:
+        return Finding("Where spills start", "No configuration spills registers in this data.", spilling)
+    first = (spilling.groupby(["variant", "dtype", "num_warps"])
+             .agg(first_spill_n=("n_cols", "min"), max_spill_bytes=("spill_store_bytes", "max"),
+                  n_regs=("n_regs", "max"))
+             .reset_index().sort_values(["dtype", "variant", "num_warps"]))
+    parts = [f"{r.variant} {r.dtype} {r.num_warps} warps from N={r.first_spill_n}"
+             for r in first.sort_values("first_spill_n").head(4).itertuples()]
+    text = f"Spills start at: {'; '.join(parts)}" + (" ..." if len(first) > 4 else "") + \
+        ". More warps per program move the start to larger N (fewer lanes per thread)."
+    return Finding("Where spills start", text, first.reset_index(drop=True))
+
+
+def finding_rank_flips(df: pd.DataFrame) -> Finding:
+    """(dtype, N) where the fastest variant depends on the timing method."""
+    timed = best_per_n(df[df["method"] != "none"], group=("variant", "dtype", "n_cols", "method"))
+    if timed.empty or timed["method"].nunique() < 2:
+        return Finding("Ranking flips between timing methods", "Only one timing method in this data.", timed)
+    winners = timed.loc[timed.groupby(["dtype", "n_cols", "method"])["median_us"].idxmin()]
+    table = winners.pivot_table(index=["dtype", "n_cols"], columns="method", values="variant", aggfunc="first")
+    flips = table[table.nunique(axis=1) > 1].reset_index()
+    if flips.empty:
+        text = "The fastest variant is the same under every timing method at every (dtype, N)."
+    else:
+        examples = [f"{r['dtype']} N={r['n_cols']} (" + ", ".join(f"{m}: {r[m]}" for m in table.columns) + ")"
+                    for _, r in flips.head(3).iterrows()]
+        text = (f"The fastest variant changes with the timing method at {len(flips)} of {len(table)} "
+                f"(dtype, N) points, e.g. {'; '.join(examples)}.")
+    flips.columns.name = None
+    return Finding("Ranking flips between timing methods", text, flips)
+
+
+def findings(df: pd.DataFrame, method: str) -> list[Finding]:
+    """The Overview headlines, all computed from `df`."""
+    return [finding_wins(df, method), finding_spills(df), finding_rank_flips(df)]
+
+
+def warps_pivot(df: pd.DataFrame, value: str) -> pd.DataFrame:
+    """N (rows) x num_warps (columns) of `value` for one variant/dtype/method slice (best other tunables)."""
+    timed = df[df["num_warps"].notna()]
+    if value in ("median_us", "gbps"):
+        timed = best_per_n(timed, group=("n_cols", "num_warps"))
+    if timed.empty:
+        return pd.DataFrame()
+    pivot = timed.pivot_table(index="n_cols", columns="num_warps", values=value, aggfunc="min")
+    return pivot.astype(float).sort_index()
+
+
+def pivot_display(pivot: pd.DataFrame) -> pd.DataFrame:
+    """A warps_pivot as a flat table: n_cols then one '<w> warps' column per num_warps."""
+    return pivot.rename(columns=lambda w: f"{int(w)} warps").reset_index()
+
+
+def best_warps_table(df: pd.DataFrame) -> pd.DataFrame:
+    """For each (variant, dtype, N): the fastest num_warps, its time and the runner-up's slowdown (%)."""
+    timed = ran(df[(df["variant"] != TORCH) & df["num_warps"].notna()])
+    if timed.empty:
+        return timed
+    per_warps = best_per_n(timed, group=("variant", "dtype", "n_cols", "num_warps"))
+    rows = []
+    for (variant, dtype, n), group in per_warps.groupby(["variant", "dtype", "n_cols"]):
+        ordered = group.sort_values("median_us")
+        first = ordered.iloc[0]
+        second = ordered.iloc[1] if len(ordered) > 1 else None
+        rows.append({"variant": variant, "dtype": dtype, "n_cols": int(n), "best_num_warps": int(first["num_warps"]),
+                     "median_us": float(first["median_us"]),
+                     "runner_up_num_warps": int(second["num_warps"]) if second is not None else None,
+                     "runner_up_slower_pct": (float(second["median_us"] / first["median_us"] - 1) * 100
+                                              if second is not None else None)})
+    return pd.DataFrame(rows)
+
+
+def kernel_names_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Which CUDA kernels ran, per variant and dtype, over which N range (contiguous runs of one name set)."""
+    named = df[df["kernel_names"].notna()].drop_duplicates(["variant", "dtype", "n_cols", "kernel_names"])
+    rows = []
+    for (variant, dtype), group in named.sort_values("n_cols").groupby(["variant", "dtype"]):
+        per_n = group.groupby("n_cols")["kernel_names"].agg(lambda s: "; ".join(sorted(set(s))))
+        start = prev = None
+        name = None
+        for n, names in per_n.items():
+            if names != name:
+                if name is not None:
+                    rows.append({"variant": variant, "dtype": dtype, "n_from": start, "n_to": prev, "kernels": name})
+                start, name = int(n), names
+            prev = int(n)
+        rows.append({"variant": variant, "dtype": dtype, "n_from": start, "n_to": prev, "kernels": name})
+    return pd.DataFrame(rows, columns=["variant", "dtype", "n_from", "n_to", "kernels"])
+
+
+def first_call_table(df: pd.DataFrame) -> pd.DataFrame:
+    """first_call_s (JIT compile + launch, s) next to the steady-state median (µs) per config and method."""
+    timed = ran(df[df["first_call_s"].notna()])
+    columns = ["variant", "dtype", "n_rows", "n_cols", "num_warps", "tunables", "method", "first_call_s", "median_us"]
+    out = timed[columns].copy()
+    out["first_over_steady"] = (out["first_call_s"] * 1e6 / out["median_us"]).astype("Float64")
+    return out.reset_index(drop=True)
+
+
+def waves(grid_programs: int, sm_count: int, blocks_per_sm: int) -> tuple[float, float]:
+    """(waves, tail_wave_fill): grid / (SMs x blocks per SM) and how full the last wave is (0..1].
+
+    Uses profiling.occupancy.waves when present.
+    """
+    try:
+        from . import occupancy
+
+        return occupancy.waves(grid_programs, sm_count, blocks_per_sm)
+    except (ImportError, AttributeError):
+        pass
+    per_wave = max(1, sm_count * blocks_per_sm)
+    count = grid_programs / per_wave
+    full = math.ceil(count)
+    tail = (grid_programs - (full - 1) * per_wave) / per_wave if full else 0.0
+    return count, tail
+
+
+def load_ncu(path: str | Path = NCU_PATH) -> pd.DataFrame | None:
+    """data/ncu_validation.csv with readable column names (percent columns 0..100), or None if absent.
+
+    Adds theoretical_occupancy_pct, achieved_occupancy_pct, dram_pct, gpu_time (ncu's unit) when ncu's
+    metrics are there.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None
+    table = pd.read_csv(path)
+    renames = {
+        "sm__maximum_warps_per_active_cycle_pct": "theoretical_occupancy_pct",
+        "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_pct",
+        "gpu__time_duration.sum": "gpu_time",
+    }
+    table = table.rename(columns={k: v for k, v in renames.items() if k in table.columns})
+    for column in ("theoretical_occupancy_pct", "achieved_occupancy_pct", "dram_pct", "gpu_time"):
+        if column in table.columns:
+            table[column] = pd.to_numeric(table[column].astype(str).str.replace(",", ""), errors="coerce")
+    if "error" in table.columns:
+        table["error"] = table["error"].fillna("")
+    return table

@@ -1,0 +1,427 @@
+"""Plotly figures for the dashboard and the export: pure DataFrame -> Figure functions (no streamlit).
+
+Every figure names its GPU, dtype and timing method in the title where they apply, puts units on the
+axes, hovers with the config, and colours variants the same everywhere (VARIANT_COLORS). Power-of-two
+boundaries (where BLOCK_SIZE = next_pow2(N) doubles) are vertical lines whose shape name starts 'pow2'.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from . import dashboard_data as dd
+
+VARIANT_COLORS: dict[str, str] = {
+    "torch": "#3b3b3b", "teaching": "#1f77b4", "multirow": "#2ca02c", "online": "#ff7f0e",
+    "persistent": "#9467bd", "splitrow": "#8c564b", "auto": "#d62728",
+}
+EXTRA_COLORS = ("#17becf", "#bcbd22", "#e377c2", "#7f7f7f")
+REGIME_COLORS: dict[str, str] = {
+    "launch-bound": "#f2c14e", "bandwidth-bound": "#5fa8d3", "spill-bound": "#e4572e", "in between": "#cccccc",
+}
+LIMIT_LABELS = {"registers": "registers", "shared_memory": "shared memory", "warps": "warps", "blocks": "blocks"}
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+TEMPLATE = "plotly_white"
+
+
+@dataclass
+class FigureSpec:
+    """A named figure and the table it was drawn from (for the export: PNG/SVG/HTML + CSV)."""
+
+    name: str
+    title: str
+    figure: go.Figure
+    data: pd.DataFrame
+
+
+def variant_color(variant: str) -> str:
+    """The variant's colour on every page (unknown variants get a stable extra colour)."""
+    if variant in VARIANT_COLORS:
+        return VARIANT_COLORS[variant]
+    return EXTRA_COLORS[sum(map(ord, variant)) % len(EXTRA_COLORS)]
+
+
+def gpu_label(df: pd.DataFrame) -> str:
+    """'NVIDIA H200' (or 'A vs B' for several GPUs; 'unknown GPU')."""
+    names = sorted(str(v) for v in df["gpu_name"].dropna().unique()) if "gpu_name" in df.columns else []
+    names = [n for n in names if n != "none"]
+    return " vs ".join(names) if names else "unknown GPU"
+
+
+def title_for(what: str, df: pd.DataFrame, dtype: str | None = None, method: str | None = None) -> str:
+    """'<what> — GPU, dtype, timing method'."""
+    parts = [gpu_label(df), *([dtype] if dtype else []), *([f"timing: {method}"] if method else [])]
+    return f"{what} — {', '.join(parts)}"
+
+
+def _pow2_text(n: int) -> str:
+    return f"{n // 1024}K" if n >= 1024 else str(n)
+
+
+def _axis_refs(fig: go.Figure, row: int | None) -> tuple[str, str]:
+    """(xref, yref) of subplot `row` (1 column) for shapes spanning its full height."""
+    if row is None or row == 1 or not fig._has_subplots():
+        return "x", "y domain"
+    return f"x{row}", f"y{row} domain"
+
+
+def add_pow2_lines(fig: go.Figure, n_min: int, n_max: int, row: int | None = None) -> list[int]:
+    """Dotted vertical lines at powers of two in [n_min, n_max] (shape names 'pow2 <n>'), ticks there too.
+
+    Shapes are appended in one layout update (add_vline per line is slow in plotly)."""
+    boundaries = dd.power_of_two_boundaries(n_min, n_max)
+    xref, yref = _axis_refs(fig, row)
+    shapes = [{"type": "line", "x0": n, "x1": n, "y0": 0, "y1": 1, "xref": xref, "yref": yref,
+               "line": {"color": "#9a9a9a", "width": 1, "dash": "dot"}, "layer": "below", "name": f"pow2 {n}"}
+              for n in boundaries]
+    fig.update_layout(shapes=[*fig.layout.shapes, *shapes])
+    fig.update_xaxes(tickvals=boundaries, ticktext=[_pow2_text(n) for n in boundaries])
+    return boundaries
+
+
+def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_x: bool = True,
+            log_y: bool = False, height: int = 440) -> go.Figure:
+    fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
+                      template=TEMPLATE, height=height, margin={"l": 60, "r": 20, "t": 60, "b": 50},
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1, "xanchor": "right"},
+                      hovermode="closest")
+    fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
+    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
+    return fig
+
+
+def _hover(table: pd.DataFrame) -> list[str]:
+    out = []
+    for _, row in table.iterrows():
+        lines = [dd.config_label(row)]
+        for column, unit in (("median_us", "µs"), ("p20_us", "µs"), ("p80_us", "µs"), ("gbps", "GB/s"),
+                             ("speedup", "x"), ("n_regs", "regs/thread"), ("spill_store_bytes", "B spilled"),
+                             ("occupancy", ""), ("programs", "programs")):
+            value = row.get(column)
+            if value is not None and not pd.isna(value):
+                lines.append(f"{column} = {value:.4g} {unit}".rstrip())
+        out.append("<br>".join(lines))
+    return out
+
+
+def _series_groups(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, str]]:
+    """(trace name, variant, rows, dash) per variant (and per source when several files are compared)."""
+    sources = sorted(table["source"].dropna().unique()) if "source" in table.columns else []
+    groups = []
+    for variant in sorted(table["variant"].unique(), key=lambda v: (v != dd.TORCH, v)):
+        rows = table[table["variant"] == variant]
+        if len(sources) > 1:
+            for i, source in enumerate(sources):
+                part = rows[rows["source"] == source]
+                if len(part):
+                    groups.append((f"{variant} · {source}", variant, part, DASHES[i % len(DASHES)]))
+        else:
+            groups.append((variant, variant, rows, "solid"))
+    return groups
+
+
+def masked_lanes_figure(curve: pd.DataFrame) -> go.Figure:
+    """Masked lane fraction (%) vs N per variant (lanes model or plans), power-of-two boundaries drawn."""
+    fig = go.Figure()
+    for variant, rows in curve.groupby("variant", sort=False):
+        rows = rows.sort_values("n_cols")
+        fig.add_trace(go.Scatter(
+            x=rows["n_cols"], y=rows["masked_lane_fraction"] * 100, name=variant, mode="lines",
+            line={"color": variant_color(variant), "width": 2}, legendgroup=variant,
+            customdata=rows[["tile_width"]] if "tile_width" in rows else None,
+            hovertemplate=f"{variant}<br>N=%{{x}}<br>tile=%{{customdata[0]}} lanes<br>"
+                          "masked=%{y:.1f}%<extra></extra>"))
+    _layout(fig, "Wasted (masked) lanes per program vs N — BLOCK_SIZE = next_pow2(N)", "N (columns per row)",
+            "masked lanes (% of lanes spanned)")
+    if len(curve):
+        add_pow2_lines(fig, int(curve["n_cols"].min()), int(curve["n_cols"].max()))
+    fig.update_yaxes(range=[0, 52])
+    return fig
+
+
+def latency_figure(df: pd.DataFrame, method: str, dtype: str, spans: list[tuple[int, int, str]] | None = None,
+                   band: bool = True) -> go.Figure:
+    """Median time per call (µs, log) vs N (log) for torch and each variant's fastest config per N.
+
+    `band` draws the p20..p80 spread; `spans` (from dashboard_data.regime_spans) shade the regimes.
+    """
+    table = dd.best_per_n(df[(df["method"] == method) & (df["dtype"] == dtype)])
+    fig = go.Figure()
+    for name, variant, rows, dash in _series_groups(table):
+        color = variant_color(variant)
+        if band and rows["p20_us"].notna().any():
+            fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["p80_us"], mode="lines", line={"width": 0},
+                                     legendgroup=name, showlegend=False, hoverinfo="skip", name=f"band {name}"))
+            fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["p20_us"], mode="lines", line={"width": 0},
+                                     fill="tonexty", fillcolor=_alpha(color, 0.18), legendgroup=name,
+                                     showlegend=False, hoverinfo="skip", name=f"band {name}"))
+        fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["median_us"], name=name, mode="lines+markers",
+                                 line={"color": color, "width": 2.5 if variant == dd.TORCH else 2, "dash": dash},
+                                 marker={"size": 5}, legendgroup=name, hovertext=_hover(rows), hoverinfo="text"))
+    _layout(fig, title_for("Time per call vs N (fastest config per variant)", df, dtype, method),
+            "N (columns per row)", "median time per call (µs)", log_y=True)
+    if len(table):
+        _shade_regimes(fig, spans or [], sorted(int(n) for n in table["n_cols"].unique()))
+        add_pow2_lines(fig, int(table["n_cols"].min()), int(table["n_cols"].max()))
+    return fig
+
+
+def _alpha(hex_color: str, alpha: float) -> str:
+    hex_color = hex_color.lstrip("#")
+    r, g, b = (int(hex_color[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _shade_regimes(fig: go.Figure, spans: list[tuple[int, int, str]], n_values: list[int]) -> None:
+    """Shaded N ranges per regime, edges at geometric midpoints between measured N; legend entries too."""
+    seen = set()
+    rects: list[dict] = []
+    for first, last, regime in spans:
+        lower = [n for n in n_values if n < first]
+        upper = [n for n in n_values if n > last]
+        x0 = math.sqrt(lower[-1] * first) if lower else first
+        x1 = math.sqrt(last * upper[0]) if upper else last
+        color = REGIME_COLORS.get(regime, "#cccccc")
+        rects.append({"type": "rect", "x0": x0, "x1": x1, "y0": 0, "y1": 1, "xref": "x", "yref": "y domain",
+                      "fillcolor": color, "opacity": 0.16, "line": {"width": 0}, "layer": "below",
+                      "name": f"regime {regime}"})
+        if regime not in seen:
+            seen.add(regime)
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{regime}",
+                                     marker={"symbol": "square", "size": 12, "color": color, "opacity": 0.5},
+                                     legendgroup="regimes", legendgrouptitle_text="regime (fastest Triton)"))
+    fig.update_layout(shapes=[*fig.layout.shapes, *rects])
+
+
+def speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str, dtype: str) -> go.Figure:
+    """torch time / Triton time per variant vs N (> 1: Triton faster), from dashboard_data.speedup_vs_torch."""
+    table = speedups[speedups["dtype"] == dtype]
+    fig = go.Figure()
+    for name, variant, rows, dash in _series_groups(table):
+        fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["speedup"], name=name, mode="lines+markers",
+                                 line={"color": variant_color(variant), "dash": dash}, marker={"size": 5},
+                                 hovertext=_hover(rows), hoverinfo="text"))
+    fig.add_hline(y=1.0, line={"color": VARIANT_COLORS["torch"], "width": 1.5}, name="torch parity",
+                  annotation_text="torch.softmax", annotation_position="bottom right")
+    _layout(fig, title_for("Speedup vs torch.softmax (torch time / Triton time)", df, dtype, method),
+            "N (columns per row)", "speedup vs torch (x, >1 = Triton faster)", log_y=True)
+    if len(table):
+        add_pow2_lines(fig, int(table["n_cols"].min()), int(table["n_cols"].max()))
+    return fig
+
+
+def bandwidth_figure(df: pd.DataFrame, method: str, dtype: str) -> go.Figure:
+    """Achieved GB/s (read x + write y) per variant vs N, with the run's measured copy bandwidth line."""
+    table = dd.best_per_n(df[(df["method"] == method) & (df["dtype"] == dtype)])
+    fig = go.Figure()
+    for name, variant, rows, dash in _series_groups(table):
+        fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["gbps"], name=name, mode="lines+markers",
+                                 line={"color": variant_color(variant), "dash": dash}, marker={"size": 5},
+                                 hovertext=_hover(rows), hoverinfo="text"))
+    for copy in sorted(df["copy_gbps"].dropna().unique()):
+        fig.add_hline(y=float(copy), line={"color": "#d62728", "dash": "dash"}, name="copy bandwidth",
+                      annotation_text=f"measured device copy {float(copy):,.0f} GB/s",
+                      annotation_position="top left")
+    _layout(fig, title_for("Achieved bandwidth vs N against the measured copy bandwidth", df, dtype, method),
+            "N (columns per row)", "achieved bandwidth (GB/s)")
+    if len(table):
+        add_pow2_lines(fig, int(table["n_cols"].min()), int(table["n_cols"].max()))
+    return fig
+
+
+def compile_curves_figure(df: pd.DataFrame, variant: str, dtype: str) -> go.Figure:
+    """Registers/thread, spill bytes/thread and occupancy (%) vs N, one line per num_warps (compile columns)."""
+    table = df[(df["variant"] == variant) & (df["dtype"] == dtype) & df["num_warps"].notna()
+               & df["n_regs"].notna()].drop_duplicates(["n_cols", "num_warps", "tunables"])
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=("registers per thread", "spill stores per thread (bytes)",
+                                        "occupancy (% of max warps per SM)"))
+    warps = sorted(int(w) for w in table["num_warps"].unique())
+    palette = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
+    for i, w in enumerate(warps):
+        rows = table[table["num_warps"] == w].groupby("n_cols", as_index=False).agg(
+            n_regs=("n_regs", "max"), spill=("spill_store_bytes", "max"), occupancy=("occupancy", "min"))
+        color = palette[i % len(palette)]
+        for r, column, scale in ((1, "n_regs", 1), (2, "spill", 1), (3, "occupancy", 100)):
+            fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows[column].astype(float) * scale, mode="lines+markers",
+                                     name=f"{w} warps", legendgroup=f"w{w}", showlegend=r == 1,
+                                     line={"color": color}, marker={"size": 4},
+                                     hovertemplate=f"num_warps={w}<br>N=%{{x}}<br>{column}=%{{y:.4g}}<extra></extra>"),
+                          row=r, col=1)
+    fig.add_hline(y=255, line={"color": "#d62728", "dash": "dash", "width": 1}, row=1, col=1,
+                  name="register cap", annotation_text="255 cap", annotation_position="top left")
+    _layout(fig, title_for(f"{variant}: compiled resources vs N per num_warps", df, dtype), "", "", height=620)
+    fig.update_xaxes(type="log")
+    fig.update_xaxes(title_text="N (columns per row)", row=3, col=1)
+    fig.update_yaxes(title_text="regs/thread", row=1, col=1)
+    fig.update_yaxes(title_text="bytes/thread", row=2, col=1)
+    fig.update_yaxes(title_text="occupancy (%)", row=3, col=1, range=[0, 105])
+    if len(table):
+        for row in (1, 2, 3):
+            add_pow2_lines(fig, int(table["n_cols"].min()), int(table["n_cols"].max()), row=row)
+    return fig
+
+
+def limits_figure(limits: dict[str, int], limiter: str, title: str) -> go.Figure:
+    """Blocks per SM each resource allows (bars); the binding (smallest) one highlighted."""
+    names = list(limits)
+    values = [limits[n] for n in names]
+    colors = ["#e4572e" if n == limiter else "#a9c4de" for n in names]
+    fig = go.Figure(go.Bar(x=values, y=[LIMIT_LABELS.get(n, n) for n in names], orientation="h",
+                           marker_color=colors, text=[f"{v} blocks" for v in values], textposition="outside",
+                           hovertemplate="%{y}: %{x} blocks/SM<extra></extra>", name="blocks per SM limit"))
+    _layout(fig, title, "blocks (programs) per SM allowed", "", log_x=False, height=300)
+    fig.update_layout(showlegend=False)
+    fig.update_xaxes(range=[0, max(values + [1]) * 1.25])
+    return fig
+
+
+def heatmap_figure(pivot: pd.DataFrame, title: str, colorbar: str, fmt: str = ".3g",
+                   reverse: bool = False) -> go.Figure:
+    """N (y, categorical) x num_warps (x) heatmap of a pivot from dashboard_data.warps_pivot."""
+    z = pivot.to_numpy(dtype=float)
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[f"{int(c)}" for c in pivot.columns], y=[str(int(i)) for i in pivot.index],
+        colorscale="Viridis", reversescale=reverse, colorbar={"title": {"text": colorbar}},
+        texttemplate=f"%{{z:{fmt}}}", hovertemplate="N=%{y}<br>num_warps=%{x}<br>%{z:.4g}<extra></extra>"))
+    _layout(fig, title, "num_warps (warps per program)", "N (columns per row)", log_x=False,
+            height=max(320, 26 * len(pivot) + 120))
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(type="category")
+    return fig
+
+
+def persistent_programs_figure(df: pd.DataFrame, dtype: str) -> go.Figure:
+    """Persistent variant: programs launched vs N per num_warps against the SM count (programs = SMs x blocks/SM)."""
+    table = df[(df["variant"] == "persistent") & (df["dtype"] == dtype) & df["programs"].notna()]
+    table = table.drop_duplicates(["n_cols", "num_warps", "tunables"])
+    fig = go.Figure()
+    for i, (w, rows) in enumerate(table.groupby("num_warps")):
+        fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["programs"], name=f"{int(w)} warps", mode="lines+markers",
+                                 line={"color": ("#1b9e77", "#d95f02", "#7570b3", "#e7298a")[i % 4]},
+                                 hovertext=_hover(rows), hoverinfo="text"))
+    for sm in sorted(df["sm_count"].dropna().unique()):
+        fig.add_hline(y=int(sm), line={"color": "#d62728", "dash": "dash"}, name="SM count",
+                      annotation_text=f"{int(sm)} SMs", annotation_position="bottom left")
+    _layout(fig, title_for("persistent: programs launched vs N (SMs x blocks per SM)", df, dtype),
+            "N (columns per row)", "programs launched")
+    if len(table):
+        add_pow2_lines(fig, int(table["n_cols"].min()), int(table["n_cols"].max()))
+    return fig
+
+
+def occupancy_vs_n_figure(df: pd.DataFrame, dtype: str) -> go.Figure:
+    """Theoretical occupancy (%) vs N per variant, one dash per num_warps (compile columns)."""
+    table = df[(df["dtype"] == dtype) & df["occupancy"].notna() & (df["variant"] != dd.TORCH)]
+    table = table.drop_duplicates(["variant", "n_cols", "num_warps", "tunables"])
+    fig = go.Figure()
+    warps = sorted(int(w) for w in table["num_warps"].dropna().unique())
+    for (variant, w), rows in table.groupby(["variant", "num_warps"]):
+        rows = rows.groupby("n_cols", as_index=False)["occupancy"].min()
+        fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["occupancy"] * 100, mode="lines+markers",
+                                 name=f"{variant} {int(w)}w", marker={"size": 4},
+                                 line={"color": variant_color(variant), "dash": DASHES[warps.index(int(w)) % 5]},
+                                 hovertemplate=f"{variant} num_warps={int(w)}<br>N=%{{x}}<br>"
+                                               "occupancy=%{y:.1f}%<extra></extra>"))
+    _layout(fig, title_for("Theoretical occupancy vs N", df, dtype), "N (columns per row)",
+            "occupancy (% of max warps per SM)")
+    fig.update_yaxes(range=[0, 105])
+    if len(table):
+        add_pow2_lines(fig, int(table["n_cols"].min()), int(table["n_cols"].max()))
+    return fig
+
+
+def ncu_figure(ncu: pd.DataFrame) -> go.Figure:
+    """Nsight Compute: theoretical vs achieved occupancy (%) and DRAM throughput (% of peak) per config."""
+    table = ncu.dropna(subset=["theoretical_occupancy_pct", "achieved_occupancy_pct"])
+    labels = [f"{r.variant} {r.dtype} N={r.n_cols} w={getattr(r, 'num_warps', '?')}" for r in table.itertuples()]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("theoretical vs achieved occupancy (%)",
+                                                        "DRAM throughput (% of peak) vs achieved occupancy"))
+    for variant in table["variant"].unique():
+        mask = (table["variant"] == variant).to_numpy()
+        rows = table[mask]
+        text = [t for t, m in zip(labels, mask, strict=True) if m]
+        marker = {"color": variant_color(variant), "size": 9}
+        fig.add_trace(go.Scatter(x=rows["theoretical_occupancy_pct"], y=rows["achieved_occupancy_pct"],
+                                 mode="markers", name=variant, marker=marker, hovertext=text, hoverinfo="text+x+y",
+                                 legendgroup=variant), row=1, col=1)
+        if "dram_pct" in rows:
+            fig.add_trace(go.Scatter(x=rows["achieved_occupancy_pct"], y=rows["dram_pct"], mode="markers",
+                                     name=variant, marker=marker, hovertext=text, hoverinfo="text+x+y",
+                                     legendgroup=variant, showlegend=False), row=1, col=2)
+    fig.add_trace(go.Scatter(x=[0, 100], y=[0, 100], mode="lines", line={"color": "#999", "dash": "dot"},
+                             name="achieved = theoretical", showlegend=False), row=1, col=1)
+    _layout(fig, "Nsight Compute validation: occupancy and DRAM throughput", "", "", log_x=False, height=420)
+    fig.update_xaxes(title_text="theoretical occupancy (%)", row=1, col=1, range=[0, 105])
+    fig.update_yaxes(title_text="achieved occupancy (%)", row=1, col=1, range=[0, 105])
+    fig.update_xaxes(title_text="achieved occupancy (%)", row=1, col=2, range=[0, 105])
+    fig.update_yaxes(title_text="DRAM throughput (% of peak)", row=1, col=2, range=[0, 105])
+    return fig
+
+
+def first_call_figure(table: pd.DataFrame, df: pd.DataFrame, method: str) -> go.Figure:
+    """First call (JIT compile + launch, seconds, log) vs N per variant; hover has the steady-state median."""
+    rows_m = table[table["method"] == method]
+    fig = go.Figure()
+    for variant, rows in rows_m.groupby("variant"):
+        hover = [f"{dd.config_label(r)}<br>first call = {r['first_call_s']:.3g} s<br>steady = "
+                 f"{r['median_us']:.3g} µs<br>ratio = {r['first_over_steady']:,.0f}x" for _, r in rows.iterrows()]
+        fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["first_call_s"], mode="markers", name=variant,
+                                 marker={"color": variant_color(variant), "size": 7, "opacity": 0.8},
+                                 hovertext=hover, hoverinfo="text"))
+    _layout(fig, title_for("First call (JIT compile + launch) vs N", df, method=method), "N (columns per row)",
+            "first call (s)", log_y=True)
+    if len(rows_m):
+        add_pow2_lines(fig, int(rows_m["n_cols"].min()), int(rows_m["n_cols"].max()))
+    return fig
+
+
+def standard_figures(df: pd.DataFrame, method: str | None = None,
+                     dtypes: list[str] | None = None) -> list[FigureSpec]:
+    """The export set: masked lanes, and per dtype latency (with power-of-two boundaries), speedup vs torch,
+    GB/s vs copy bandwidth, occupancy vs N, and per Triton variant a num_warps x N latency heatmap."""
+    opts = dd.options(df)
+    method = method or (opts["methods"][0] if opts["methods"] else "per_call_events")
+    dtypes = dtypes or opts["dtypes"]
+    specs: list[FigureSpec] = []
+    triton = [v for v in opts["variants"] if v != dd.TORCH]
+    if triton:
+        curve = dd.lane_curve([v for v in triton if v != "auto"] or triton, lane_n_values(
+            opts["n_values"][0] if opts["n_values"] else 128, opts["n_values"][-1] if opts["n_values"] else 65536))
+        fig = masked_lanes_figure(curve)
+        specs.append(FigureSpec("masked_lanes", fig.layout.title.text, fig, curve))
+    for dtype in dtypes:
+        part = df[(df["dtype"] == dtype) & (df["method"] == method)]
+        spans = dd.regime_spans(dd.regimes(part))
+        for name, fig, data in (
+            ("latency", latency_figure(df, method, dtype, spans), dd.best_per_n(part)),
+            ("speedup", speedup_figure(dd.speedup_vs_torch(part), df, method, dtype), dd.speedup_vs_torch(part)),
+            ("bandwidth", bandwidth_figure(df, method, dtype), dd.best_per_n(part)),
+            ("occupancy", occupancy_vs_n_figure(df, dtype), part[part["occupancy"].notna()]),
+        ):
+            specs.append(FigureSpec(f"{name}_{dtype}_{method}", fig.layout.title.text, fig, data))
+        for variant in triton:
+            pivot = dd.warps_pivot(part[part["variant"] == variant], "median_us")
+            if pivot.shape[1] > 1:
+                title = title_for(f"{variant}: median time (µs) by N x num_warps", df, dtype, method)
+                specs.append(FigureSpec(f"heatmap_{variant}_{dtype}_{method}", title,
+                                        heatmap_figure(pivot, title, "µs", reverse=True), dd.pivot_display(pivot)))
+    return specs
+
+
+def lane_n_values(n_min: int, n_max: int, per_octave: int = 24) -> list[int]:
+    """A dense N grid (log spaced, plus each power of two and its +1) for sawtooth lane curves."""
+    n_min, n_max = max(1, int(n_min)), max(1, int(n_max))
+    values = {n_min, n_max}
+    k = math.log2(n_min)
+    while 2**k <= n_max:
+        values.add(int(round(2**k)))
+        k += 1 / per_octave
+    for p in dd.power_of_two_boundaries(n_min, n_max):
+        values.update((p, p + 1))
+    return sorted(v for v in values if n_min <= v <= n_max)

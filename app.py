@@ -13,7 +13,7 @@ import streamlit as st  # noqa: E402
 
 from pages import _common as ui  # noqa: E402
 
-st.set_page_config(page_title="Blockscope", page_icon=":material/grid_view:", layout="wide")
+st.set_page_config(page_title="Blockscope", page_icon="🔬", layout="wide")
 
 # One line per page; the Export page will be one more st.Page here. Give each page a url_path unlike its file
 # stem: with a pages/ folder Streamlit first tries its v1 multipage mode, which would run a page whose

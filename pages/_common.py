@@ -119,7 +119,7 @@ def _load_uploads(files: list[tuple[str, bytes]]) -> tuple[pd.DataFrame | None, 
         try:
             loaded[name] = _load_bytes(data, name)
         except dd.ResultsError as error:
-            st.sidebar.error(f"Skipped {name}: {error}")
+            st.sidebar.error(f"Skipped an upload: {error}")
     if not loaded:
         return None, "", False
     return dd.load_many(loaded), " + ".join(loaded), False

@@ -34,17 +34,13 @@ st.caption(f"Regimes are derived from the data for the fastest Triton variant at
 with st.expander("Regime per variant and N"):
     st.dataframe(regime_table, hide_index=True, key="lat_regime_table")
 
-left, right = st.columns(2)
-with left:
-    speedups = dd.speedup_vs_torch(part)
-    if speedups.empty:
-        ui.empty("no torch baseline in the filtered rows")
-    else:
-        ui.chart(figures.speedup_figure(speedups, ctx.filtered, method, dtype),
-                 speedups[["variant", "n_cols", "num_warps", "tunables", "median_us", "torch_us", "speedup"]],
-                 "lat_speedup", "Above 1: the Triton variant is faster than torch.softmax at that N.")
-with right:
-    ui.chart(figures.bandwidth_figure(ctx.filtered, method, dtype),
-             dd.best_per_n(part)[["variant", "n_cols", "num_warps", "bytes_moved", "median_us", "gbps",
-                                  "copy_fraction"]],
-             "lat_gbps", "Bytes moved = read x + write y = 2·R·N·element size, over the median time.")
+speedups = dd.speedup_vs_torch(part)
+if speedups.empty:
+    ui.empty("no torch baseline in the filtered rows")
+else:
+    ui.chart(figures.speedup_figure(speedups, ctx.filtered, method, dtype),
+             speedups[["variant", "n_cols", "num_warps", "tunables", "median_us", "torch_us", "speedup"]],
+             "lat_speedup", "Above 1: the Triton variant is faster than torch.softmax at that N.")
+ui.chart(figures.bandwidth_figure(ctx.filtered, method, dtype),
+         dd.best_per_n(part)[["variant", "n_cols", "num_warps", "bytes_moved", "median_us", "gbps", "copy_fraction"]],
+         "lat_gbps", "Bytes moved = read x + write y = 2·R·N·element size, over the median time.")

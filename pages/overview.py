@@ -18,18 +18,17 @@ df = ctx.df
 info = dd.summary(df)
 
 st.subheader(f"Loaded: {ctx.label}")
-cols = st.columns(4)
-cols[0].metric("GPU", ", ".join(info["gpus"]) or "unknown",
-               help=f"SMs: {', '.join(map(str, info['sm_counts'])) or '?'}; driver {', '.join(info['drivers'])}")
-cols[1].metric("Copy bandwidth", " / ".join(f"{v:,.0f}" for v in info["copy_gbps"]) + " GB/s"
-               if info["copy_gbps"] else "n/a", help="device-to-device copy measured in the same run")
-cols[2].metric("Configs", f"{info['configs']:,}", help=f"{info['rows']:,} rows (one per config x timing method)")
-cols[3].metric("Failed rows", f"{info['errors']:,}", help="kept with their error text (Kernel evidence page)")
-cols = st.columns(4)
-cols[0].metric("N range", f"{info['n_min']:,} … {info['n_max']:,}", help=f"{info['n_count']} distinct N")
-cols[1].metric("R (rows)", ", ".join(f"{r:,}" for r in info["rows_r"]))
-cols[2].metric("torch / Triton", f"{', '.join(info['torch_versions'])} / {', '.join(info['triton_versions'])}")
-cols[3].metric("Timing methods", len(info["methods"]), help=", ".join(info["methods"]))
+st.markdown(f"**GPU:** {', '.join(info['gpus']) or 'unknown'} · **SMs:** "
+            f"{', '.join(map(str, info['sm_counts'])) or '?'} · **driver:** {', '.join(info['drivers']) or '?'} · "
+            f"**torch:** {', '.join(info['torch_versions'])} · **Triton:** {', '.join(info['triton_versions'])}")
+cols = st.columns(6)
+cols[0].metric("Copy bandwidth", " / ".join(f"{v:,.0f}" for v in info["copy_gbps"]) + " GB/s"
+               if info["copy_gbps"] else "n/a", help="device-to-device copy measured in the same run (GB/s)")
+cols[1].metric("Configs", f"{info['configs']:,}", help=f"{info['rows']:,} rows (one per config x timing method)")
+cols[2].metric("Failed rows", f"{info['errors']:,}", help="kept with their error text (Kernel evidence page)")
+cols[3].metric("N range", f"{info['n_min']:,}–{info['n_max']:,}", help=f"{info['n_count']} distinct N")
+cols[4].metric("R (rows)", ", ".join(f"{r:,}" for r in info["rows_r"]))
+cols[5].metric("Timing methods", len(info["methods"]), help=", ".join(info["methods"]))
 st.caption(f"Variants: {', '.join(info['variants'])} · dtypes: {', '.join(info['dtypes'])} · num_warps: "
            f"{', '.join(map(str, info['num_warps']))} · measured {', '.join(info['measured_at'])[:80]}")
 

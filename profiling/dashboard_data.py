@@ -470,5 +470,5 @@ def load_ncu(path: str | Path = NCU_PATH) -> pd.DataFrame | None:
         if column in table.columns:
             table[column] = pd.to_numeric(table[column].astype(str).str.replace(",", ""), errors="coerce")
     if "error" in table.columns:
-        table["error"] = table["error"].fillna("")
+        table["error"] = table["error"].astype("string").fillna("")
     return table

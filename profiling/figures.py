@@ -126,21 +126,33 @@ def _series_groups(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, st
 
 
 def masked_lanes_figure(curve: pd.DataFrame) -> go.Figure:
-    """Masked lane fraction (%) vs N per variant (lanes model or plans), power-of-two boundaries drawn."""
-    fig = go.Figure()
-    for variant, rows in curve.groupby("variant", sort=False):
-        rows = rows.sort_values("n_cols")
+    """Masked lane fraction (%) vs N, one panel per variant (lanes model or plans), powers of two drawn.
+
+    Panels rather than overlaid lines: teaching, multirow and persistent share next_pow2(N) and would hide
+    each other."""
+    variants = list(dict.fromkeys(curve["variant"])) if len(curve) else []
+    fig = make_subplots(rows=max(1, len(variants)), cols=1, shared_xaxes=True, vertical_spacing=0.04,
+                        subplot_titles=variants or None)
+    for i, variant in enumerate(variants, start=1):
+        rows = curve[curve["variant"] == variant].sort_values("n_cols")
+        tiles = rows["tile_width"] if "tile_width" in rows else pd.Series([None] * len(rows))
         fig.add_trace(go.Scatter(
             x=rows["n_cols"], y=rows["masked_lane_fraction"] * 100, name=variant, mode="lines",
-            line={"color": variant_color(variant), "width": 2}, legendgroup=variant,
-            customdata=rows[["tile_width"]] if "tile_width" in rows else None,
+            line={"color": variant_color(variant), "width": 2}, fill="tozeroy", fillcolor=_alpha(
+                variant_color(variant), 0.12), customdata=tiles.to_numpy().reshape(-1, 1),
             hovertemplate=f"{variant}<br>N=%{{x}}<br>tile=%{{customdata[0]}} lanes<br>"
-                          "masked=%{y:.1f}%<extra></extra>"))
-    _layout(fig, "Wasted (masked) lanes per program vs N — BLOCK_SIZE = next_pow2(N)", "N (columns per row)",
-            "masked lanes (% of lanes spanned)")
+                          "masked=%{y:.1f}%<extra></extra>"), row=i, col=1)
+        fig.update_yaxes(range=[0, 55], row=i, col=1, title_text="% masked" if i == (len(variants) + 1) // 2
+                         else None)
+    _layout(fig, "Wasted (masked) lanes per program vs N — BLOCK_SIZE = next_pow2(N)", "",
+            "masked lanes (% of lanes spanned)", height=max(300, 150 * len(variants) + 110))
+    fig.update_layout(showlegend=False)
+    fig.update_xaxes(type="log")
+    fig.update_xaxes(title_text="N (columns per row)", row=max(1, len(variants)), col=1)
+    fig.update_yaxes(title_text="masked lanes (% of lanes spanned)", row=1, col=1)
     if len(curve):
-        add_pow2_lines(fig, int(curve["n_cols"].min()), int(curve["n_cols"].max()))
-    fig.update_yaxes(range=[0, 52])
+        for row in range(1, len(variants) + 1):
+            add_pow2_lines(fig, int(curve["n_cols"].min()), int(curve["n_cols"].max()), row=row)
     return fig
 
 

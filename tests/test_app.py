@@ -1,0 +1,188 @@
+"""The Streamlit app under streamlit.testing.v1.AppTest on a small synthetic results file (and the bundled data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from profiling.dashboard_data import BUNDLED_PATH
+from profiling.results import save_results
+from tests.synthetic import synthetic_results
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ("pages/overview.py", "pages/masked_lanes.py", "pages/occupancy.py", "pages/latency.py",
+         "pages/tradeoffs.py", "pages/kernel_evidence.py", "pages/run_sweep.py")
+TIMEOUT_S = 240  # the Occupancy page may compile a kernel offline on first use
+
+
+@pytest.fixture(autouse=True)
+def _compile_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "compile-cache"))
+
+
+@pytest.fixture(scope="module")
+def results_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small synthetic results parquet (fp16 + fp32, 9 N, 3 timing methods)."""
+    path = tmp_path_factory.mktemp("results") / "synthetic.parquet"
+    save_results(synthetic_results(n_values=(128, 256, 257, 1000, 1024, 1025, 4096, 16384, 65536)), path)
+    return path
+
+
+def new_app() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT_S)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def load_path(at: AppTest, path: Path | str) -> AppTest:
+    at.sidebar.radio(key="data_source").set_value("Path on this machine").run()
+    at.sidebar.text_input(key="typed_path").input(str(path)).run()
+    return at
+
+
+def charts(at: AppTest) -> list[dict]:
+    """The plotly figure specs (JSON) on the current page."""
+    return [json.loads(element.proto.spec) for element in at.get("plotly_chart")]
+
+
+def trace_names(spec: dict) -> set[str]:
+    return {trace.get("name") for trace in spec["data"] if trace.get("name")}
+
+
+def pow2_lines(spec: dict) -> list[float]:
+    return [shape["x0"] for shape in spec["layout"].get("shapes", []) if str(shape.get("name", "")).startswith("pow2")]
+
+
+def assert_page_ok(at: AppTest, page: str) -> None:
+    assert not at.exception, f"{page}: {[e.message for e in at.exception]}"
+    assert at.title, f"{page}: no title"
+
+
+def test_every_page_runs_on_a_synthetic_results_file(results_file: Path) -> None:
+    at = load_path(new_app(), results_file)
+    assert not at.sidebar.error, [e.value for e in at.sidebar.error]
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert_page_ok(at, page)
+        if page not in ("pages/overview.py", "pages/run_sweep.py"):
+            assert charts(at), f"{page}: no chart"
+    at.switch_page("pages/overview.py").run()
+    assert any("Where Triton beats torch" in m.value for m in at.markdown)
+
+
+@pytest.mark.skipif(not BUNDLED_PATH.exists(), reason=f"{BUNDLED_PATH.name} is not bundled yet")
+def test_every_page_runs_on_the_bundled_dataset() -> None:
+    at = new_app()
+    assert at.sidebar.radio(key="data_source").value == "Bundled H200 dataset"
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert_page_ok(at, page)
+
+
+def test_default_source_without_bundled_data_explains_and_offers_demo() -> None:
+    at = new_app()
+    if BUNDLED_PATH.exists():
+        pytest.skip("bundled dataset present")
+    assert any("Demo data (synthetic)" in w.value for w in at.sidebar.warning)
+    at.sidebar.radio(key="data_source").set_value("Demo data (synthetic)").run()
+    assert not at.exception
+    assert any("synthetic" in c.value for c in at.caption)
+
+
+def test_latency_marks_powers_of_two_and_filters_variants(results_file: Path) -> None:
+    at = load_path(new_app(), results_file)
+    at.switch_page("pages/latency.py").run()
+    latency = charts(at)[0]
+    assert {"torch", "teaching", "online"} <= trace_names(latency)
+    assert {256, 1024, 4096, 16384} <= set(pow2_lines(latency))
+    assert "(µs)" in latency["layout"]["yaxis"]["title"]["text"]
+    assert "per_call_events" in latency["layout"]["title"]["text"]
+
+    at.sidebar.multiselect(key="f_variants").unselect("online").run()
+    names = set().union(*(trace_names(spec) for spec in charts(at)))
+    assert "online" not in names and "teaching" in names
+
+    at.radio(key="lat_method").set_value("cuda_graph").run()
+    assert "cuda_graph" in charts(at)[0]["layout"]["title"]["text"]
+
+
+def test_n_range_filter_drops_boundaries_outside(results_file: Path) -> None:
+    at = load_path(new_app(), results_file)
+    at.switch_page("pages/latency.py").run()
+    at.sidebar.select_slider(key="f_n_range").set_value((1000, 16384)).run()
+    lines = set(pow2_lines(charts(at)[0]))
+    assert lines == {1024, 2048, 4096, 8192, 16384}
+
+
+def test_masked_lanes_worked_example_matches_the_seed() -> None:
+    at = new_app()
+    at.switch_page("pages/masked_lanes.py").run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "softmax" in d.value.index)
+    assert list(table.loc["softmax"])[:5] == [".0117", ".0317", ".0861", ".2341", ".6364"]
+    assert list(table.loc["valid"]) == ["✓"] * 5 + ["✗"] * 3
+    assert [m.value for m in at.metric][:2] == ["5", "8"]
+    assert pow2_lines(charts(at)[0])
+
+    at.text_input(key="lanes_row").input("1, 2, x").run()
+    assert any("not a number" in e.value for e in at.error)
+    at.text_input(key="lanes_row").input("1 2 3 4 5 6 7 8 9").run()
+    assert [m.value for m in at.metric][:2] == ["9", "16"]
+
+
+def test_bad_typed_file_shows_an_error_and_the_app_keeps_working(tmp_path: Path, results_file: Path) -> None:
+    bad = tmp_path / "broken.parquet"
+    bad.write_bytes(b"PAR1 this is not parquet")
+    at = load_path(new_app(), bad)
+    assert not at.exception
+    assert any("broken.parquet" in e.value for e in at.sidebar.error)
+    at.sidebar.text_input(key="typed_path").input(str(tmp_path / "missing.csv")).run()
+    assert any("no such file" in e.value for e in at.sidebar.error)
+    at.sidebar.text_input(key="typed_path").input(str(results_file)).run()
+    assert not at.sidebar.error and not at.exception
+    at.switch_page("pages/latency.py").run()
+    assert charts(at)
+
+
+def test_uploads_compare_files_and_skip_bad_ones(results_file: Path) -> None:
+    at = new_app()
+    at.sidebar.radio(key="data_source").set_value("Upload results files").run()
+    other = synthetic_results(seed=1, n_values=(256, 1024, 4096), gpu_name="NVIDIA A100 (synthetic)",
+                              run_id="synthetic-1").to_csv(index=False).encode()
+    at.sidebar.file_uploader(key="uploads").set_value([
+        ("h200.parquet", results_file.read_bytes(), "application/octet-stream"),
+        ("a100.csv", other, "text/csv"),
+        ("notes.csv", b"hello,world\n1,2\n", "text/csv"),
+    ]).run()
+    assert not at.exception
+    assert any("notes.csv" in e.value and "not a Blockscope results file" in e.value for e in at.sidebar.error)
+    assert at.sidebar.multiselect(key="f_sources").value == ["a100.csv", "h200.parquet"]
+    at.switch_page("pages/latency.py").run()
+    latency = charts(at)[0]
+    assert "NVIDIA A100 (synthetic) vs NVIDIA H200 (synthetic)" in latency["layout"]["title"]["text"]
+    assert {"torch · a100.csv", "torch · h200.parquet"} <= trace_names(latency)
+
+
+def test_tradeoffs_heatmaps_follow_the_variant(results_file: Path) -> None:
+    at = load_path(new_app(), results_file)
+    at.switch_page("pages/tradeoffs.py").run()
+    assert not at.exception
+    specs = charts(at)
+    assert specs and all(spec["data"][0]["type"] == "heatmap" for spec in specs)
+    at.segmented_control(key="trade_variant").set_value("online").run()
+    assert all(spec["layout"]["title"]["text"].startswith("online") for spec in charts(at))
+
+
+def test_run_sweep_page_explains_without_a_gpu() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("has a GPU")
+    at = new_app()
+    at.switch_page("pages/run_sweep.py").run()
+    assert any("disabled" in w.value for w in at.warning)
+    assert "Live sweep results" not in at.sidebar.radio(key="data_source").options

@@ -1,0 +1,119 @@
+"""The dashboard in a real browser: Debian Chromium through Playwright against `streamlit run app.py`.
+
+Opens every page (via the sidebar navigation, in one session), waits for the plotly charts, asserts the
+browser console has no errors and saves screenshots to a tmp dir (and docs/screenshot.png when
+BLOCKSCOPE_SCREENSHOT=1). Uses the bundled H200 dataset when present, else the synthetic demo data.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+# (sidebar title, has charts)
+PAGES = (("Overview", False), ("Masked lanes", True), ("Occupancy", True), ("Latency", True),
+         ("Tradeoffs", True), ("Kernel evidence", True), ("Run sweep", False))
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium "
+                                                     "(`make test` installs it: apt-get install chromium)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    """`streamlit run app.py` on a free localhost port; yields its URL, killed afterwards."""
+    port = _free_port()
+    cache = tmp_path_factory.mktemp("compile-cache")
+    env = {**os.environ, "BLOCKSCOPE_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1"}
+    log = (tmp_path_factory.mktemp("streamlit") / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless",
+         "true", "--server.address", "localhost", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://localhost:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                raise RuntimeError(f"streamlit did not start: {Path(log.name).read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def _wait_idle(page, timeout_ms: int = 60000) -> None:
+    """Wait until Streamlit finished running the script (its status widget gone)."""
+    page.wait_for_timeout(400)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+    page.wait_for_timeout(300)
+
+
+def test_every_page_renders_without_console_errors(server: str, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from profiling.dashboard_data import BUNDLED_PATH
+
+    errors: list[str] = []
+    shots: dict[str, Path] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.on("console", lambda m: errors.append(f"console: {m.text} {m.location.get('url', '')}")
+                if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        page.goto(server, wait_until="domcontentloaded")
+        page.wait_for_selector("[data-testid='stSidebarNav']", timeout=60000)
+        _wait_idle(page)
+        if not BUNDLED_PATH.exists():
+            page.get_by_test_id("stRadioGroup").get_by_text("Demo data (synthetic)").click()
+            _wait_idle(page)
+        for title, has_charts in PAGES:
+            page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
+            _wait_idle(page)
+            page.wait_for_selector("h1", timeout=30000)
+            if has_charts:
+                page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+            assert page.locator("[data-testid='stException']").count() == 0, f"{title}: exception shown"
+            shot = tmp_path / f"{title.lower().replace(' ', '_')}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            shots[title] = shot
+        browser.close()
+    assert not errors, "\n".join(errors)
+    assert all(path.stat().st_size > 10_000 for path in shots.values())
+    if os.environ.get("BLOCKSCOPE_SCREENSHOT") == "1":
+        (ROOT / "docs").mkdir(exist_ok=True)
+        shutil.copy(shots["Latency"], ROOT / "docs" / "screenshot.png")

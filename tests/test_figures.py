@@ -1,0 +1,154 @@
+"""Figure functions and dashboard data logic on synthetic results: traces, boundaries, units, findings."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from profiling import dashboard_data as dd
+from profiling import figures
+from profiling.results import validate
+from tests.synthetic import synthetic_results
+
+N_VALUES = (128, 256, 257, 1000, 1024, 1025, 4096, 16384, 65536)
+
+
+@pytest.fixture(scope="module")
+def df() -> pd.DataFrame:
+    return synthetic_results(n_values=N_VALUES)
+
+
+def names(fig) -> set[str]:
+    return {t.name for t in fig.data if t.name and not t.name.startswith("band")}
+
+
+def pow2(fig) -> list[float]:
+    return sorted(s.x0 for s in fig.layout.shapes if (s.name or "").startswith("pow2"))
+
+
+def test_synthetic_table_follows_the_results_schema(df: pd.DataFrame) -> None:
+    validate(df)
+    assert set(df["method"]) == {"per_call_events", "back_to_back_flushed", "cuda_graph"}
+    assert df.loc[df["variant"] == "torch", "num_warps"].isna().all()
+    assert (df["error"] != "").any() and (df["spill_store_bytes"] > 0).any()
+
+
+def test_latency_has_a_trace_per_variant_and_power_of_two_lines(df: pd.DataFrame) -> None:
+    fig = figures.latency_figure(df, "per_call_events", "fp16")
+    assert {"torch", "teaching", "multirow", "online", "persistent"} <= names(fig)
+    assert pow2(fig) == [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert "(µs)" in fig.layout.yaxis.title.text and "N (" in fig.layout.xaxis.title.text
+    assert "fp16" in fig.layout.title.text and "per_call_events" in fig.layout.title.text
+    assert "H200" in fig.layout.title.text
+    colors = {t.name: t.line.color for t in fig.data if t.name in figures.VARIANT_COLORS}
+    assert colors == {v: figures.VARIANT_COLORS[v] for v in colors}
+
+
+def test_latency_shades_regimes_from_data(df: pd.DataFrame) -> None:
+    part = df[(df["dtype"] == "fp16") & (df["method"] == "per_call_events")]
+    spans = dd.regime_spans(dd.regimes(part))
+    assert spans[0][2] == "launch-bound" and spans[-1][2] in ("bandwidth-bound", "spill-bound")
+    fig = figures.latency_figure(df, "per_call_events", "fp16", spans)
+    rects = [s for s in fig.layout.shapes if (s.name or "").startswith("regime")]
+    assert len(rects) == len(spans)
+
+
+def test_regimes_follow_thresholds() -> None:
+    table = synthetic_results(n_values=(128, 65536), variants=("torch", "teaching"), num_warps=(4,),
+                              methods=("per_call_events",), dtypes=("fp16",))
+    regimes = dd.regimes(table).set_index(["variant", "n_cols"])["regime"]
+    assert regimes[("torch", 128)] == "launch-bound"
+    assert regimes[("torch", 65536)] == "bandwidth-bound"
+
+
+def test_filtered_out_variants_are_absent(df: pd.DataFrame) -> None:
+    kept = dd.apply_filters(df, dd.Filters(variants=("torch", "teaching"), num_warps=(4,)), method=False)
+    fig = figures.latency_figure(kept, "cuda_graph", "fp32")
+    assert names(fig) == {"torch", "teaching"}
+    assert kept.loc[kept["variant"] == "teaching", "num_warps"].eq(4).all()
+    assert (kept["variant"] == "torch").any()  # num_warps filter keeps torch (NA)
+
+
+def test_speedup_and_bandwidth_units(df: pd.DataFrame) -> None:
+    part = df[df["method"] == "cuda_graph"]
+    speedups = dd.speedup_vs_torch(part)
+    assert (speedups["variant"] != "torch").all() and speedups["speedup"].gt(0).all()
+    fig = figures.speedup_figure(speedups, df, "cuda_graph", "fp16")
+    assert "x" in fig.layout.yaxis.title.text and pow2(fig)
+    assert any(s.name == "torch parity" and s.y0 == 1.0 for s in fig.layout.shapes)
+    fig = figures.bandwidth_figure(df, "cuda_graph", "fp16")
+    assert "(GB/s)" in fig.layout.yaxis.title.text
+    assert any(s.name == "copy bandwidth" and s.y0 == 4000.0 for s in fig.layout.shapes)
+
+
+def test_masked_lanes_curve_and_figure() -> None:
+    curve = dd.lane_curve(["teaching", "online"], figures.lane_n_values(128, 4096))
+    teaching = curve[curve["variant"] == "teaching"].set_index("n_cols")["masked_lane_fraction"]
+    assert teaching[1024] == 0 and teaching[1025] == pytest.approx(1023 / 2048)
+    fig = figures.masked_lanes_figure(curve)
+    assert names(fig) == {"teaching", "online"}
+    assert {128, 256, 512, 1024, 2048, 4096} <= set(pow2(fig))
+    assert "%" in fig.layout.yaxis.title.text
+
+
+def test_lane_table_runs_the_teaching_kernel() -> None:
+    table, block = dd.lane_table([0, 1, 2, 3, 4])
+    assert block == 8
+    assert [round(v, 4) for v in table["softmax"][:5]] == [0.0117, 0.0317, 0.0861, 0.2341, 0.6364]
+    assert table["valid"].tolist() == [True] * 5 + [False] * 3
+    assert table["loaded"].iloc[5] == float("-inf")
+    with pytest.raises(ValueError, match="not a number"):
+        dd.parse_row("1, two")
+
+
+def test_findings_are_computed_from_the_data(df: pd.DataFrame) -> None:
+    wins, spills, flips = dd.findings(df, "per_call_events")
+    assert "beats torch" in wins.text and len(wins.data)
+    assert "N=16384" in spills.text and set(spills.data["variant"]) >= {"teaching"}
+    assert "timing method" in flips.text
+
+
+def test_heatmap_compile_curves_and_limits(df: pd.DataFrame) -> None:
+    part = df[(df["variant"] == "teaching") & (df["dtype"] == "fp16") & (df["method"] == "per_call_events")]
+    pivot = dd.warps_pivot(part, "median_us")
+    assert list(pivot.columns) == [4, 8] and 1000 in pivot.index
+    fig = figures.heatmap_figure(pivot, "t", "µs")
+    assert fig.layout.xaxis.title.text.startswith("num_warps") and fig.data[0].type == "heatmap"
+    fig = figures.compile_curves_figure(df, "teaching", "fp16")
+    assert {"4 warps", "8 warps"} <= names(fig) and "regs" in fig.layout.yaxis.title.text
+    fig = figures.limits_figure({"registers": 4, "shared_memory": 50, "warps": 16, "blocks": 32}, "registers", "t")
+    assert fig.data[0].marker.color[0] != fig.data[0].marker.color[1]
+
+
+def test_waves_and_tables(df: pd.DataFrame) -> None:
+    count, tail = dd.waves(4096, 132, 8)
+    assert count == pytest.approx(4096 / 1056) and tail == pytest.approx((4096 - 3 * 1056) / 1056)
+    kernels = dd.kernel_names_table(df)
+    torch_fp16 = kernels[(kernels["variant"] == "torch") & (kernels["dtype"] == "fp16")]
+    assert len(torch_fp16) >= 2 and torch_fp16["kernels"].str.contains("softmax_warp_forward").any()
+    best = dd.best_warps_table(df[df["method"] == "cuda_graph"])
+    assert set(best["best_num_warps"]) <= {4, 8}
+
+
+def test_standard_figures_cover_the_export_set(df: pd.DataFrame) -> None:
+    specs = figures.standard_figures(df, method="cuda_graph", dtypes=["fp16"])
+    found = {s.name.split("_")[0] for s in specs}
+    assert {"masked", "latency", "speedup", "bandwidth", "occupancy", "heatmap"} <= found
+    for spec in specs:
+        assert isinstance(spec.data, pd.DataFrame) and spec.title == spec.figure.layout.title.text
+        if spec.name != "masked_lanes":
+            assert "fp16" in spec.title and "H200" in spec.title
+    assert all("cuda_graph" in s.title for s in specs if s.name.startswith(("latency", "speedup", "heatmap")))
+
+
+def test_ncu_table_is_read_when_present(tmp_path) -> None:
+    path = tmp_path / "ncu.csv"
+    path.write_text('variant,dtype,n_cols,num_warps,sm__maximum_warps_per_active_cycle_pct,'
+                    'sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_'
+                    'elapsed,gpu__time_duration.sum,error\nteaching,fp16,1000,4,100,"87.5",61.2,"5,344",\n')
+    table = dd.load_ncu(path)
+    assert table.loc[0, "achieved_occupancy_pct"] == 87.5 and table.loc[0, "gpu_time"] == 5344
+    fig = figures.ncu_figure(table)
+    assert "teaching" in names(fig)
+    assert dd.load_ncu(tmp_path / "absent.csv") is None

@@ -62,10 +62,14 @@ ctx = ui.context()
 df = ctx.filtered
 variants_in_data = [v for v in COMPILE_VARIANTS if v in set(ctx.df["variant"])] or list(COMPILE_VARIANTS)
 n_values = sorted(int(n) for n in df["n_cols"].unique()) or [1024]
-sm_default = int(ctx.df["sm_count"].dropna().iloc[0]) if ctx.df["sm_count"].notna().any() else 132
 
+arch_names = archs()
+capability = ctx.df["compute_capability"].dropna()
+data_arch = "sm_" + str(capability.iloc[0]).replace(".", "") if len(capability) else "sm_90"
 c = st.columns(5)
-arch = c[0].selectbox("GPU arch", archs(), key="occ_arch")
+arch = c[0].selectbox("GPU arch", arch_names, index=arch_names.index(data_arch) if data_arch in arch_names else 0,
+                      key="occ_arch", help="Registers, shared memory and limits of this architecture; the sweep "
+                                           "data's own GPU is preselected.")
 variant = c[1].selectbox("Variant", variants_in_data, key="occ_variant")
 n_cols = c[2].selectbox("N", n_values, index=min(range(len(n_values)), key=lambda i: abs(n_values[i] - 1000)),
                         key="occ_n")
@@ -115,6 +119,14 @@ else:
                  pd.DataFrame([{"limit": k, "blocks_per_sm": v} for k, v in occ["limits"].items()]), "occ_limits")
 
 st.subheader("Waves")
+sm_default = int(ctx.df["sm_count"].dropna().iloc[0]) if ctx.df["sm_count"].notna().any() else 132
+try:
+    from profiling import occupancy as occupancy_module
+
+    if arch != data_arch or not ctx.df["sm_count"].notna().any():
+        sm_default = occupancy_module.ARCHS[arch].sm_count
+except (ImportError, AttributeError, KeyError):
+    pass
 w = st.columns(3)
 n_rows = w[0].number_input("R (rows)", 1, 2**22, 4096, key="occ_rows")
 sm_count = w[1].number_input("SMs", 1, 1024, sm_default, key="occ_sms")

@@ -70,15 +70,18 @@ def _axis_refs(fig: go.Figure, row: int | None) -> tuple[str, str]:
     return f"x{row}", f"y{row} domain"
 
 
-def add_pow2_lines(fig: go.Figure, n_min: int, n_max: int, row: int | None = None) -> list[int]:
+def add_pow2_lines(fig: go.Figure, n_min: int, n_max: int, rows: tuple[int, ...] | None = None) -> list[int]:
     """Dotted vertical lines at powers of two in [n_min, n_max] (shape names 'pow2 <n>'), ticks there too.
 
-    Shapes are appended in one layout update (add_vline per line is slow in plotly)."""
+    `rows`: the subplot rows (one column) to draw in. Shapes go in with one layout update (add_vline per
+    line re-validates every shape and is slow)."""
     boundaries = dd.power_of_two_boundaries(n_min, n_max)
-    xref, yref = _axis_refs(fig, row)
-    shapes = [{"type": "line", "x0": n, "x1": n, "y0": 0, "y1": 1, "xref": xref, "yref": yref,
-               "line": {"color": "#9a9a9a", "width": 1, "dash": "dot"}, "layer": "below", "name": f"pow2 {n}"}
-              for n in boundaries]
+    shapes = []
+    for row in rows or (None,):
+        xref, yref = _axis_refs(fig, row)
+        shapes += [{"type": "line", "x0": n, "x1": n, "y0": 0, "y1": 1, "xref": xref, "yref": yref,
+                    "line": {"color": "#9a9a9a", "width": 1, "dash": "dot"}, "layer": "below", "name": f"pow2 {n}"}
+                   for n in boundaries]
     fig.update_layout(shapes=[*fig.layout.shapes, *shapes])
     fig.update_xaxes(tickvals=boundaries, ticktext=[_pow2_text(n) for n in boundaries])
     return boundaries
@@ -142,17 +145,16 @@ def masked_lanes_figure(curve: pd.DataFrame) -> go.Figure:
                 variant_color(variant), 0.12), customdata=tiles.to_numpy().reshape(-1, 1),
             hovertemplate=f"{variant}<br>N=%{{x}}<br>tile=%{{customdata[0]}} lanes<br>"
                           "masked=%{y:.1f}%<extra></extra>"), row=i, col=1)
-        fig.update_yaxes(range=[0, 55], row=i, col=1, title_text="% masked" if i == (len(variants) + 1) // 2
-                         else None)
     _layout(fig, "Wasted (masked) lanes per program vs N — BLOCK_SIZE = next_pow2(N)", "",
             "masked lanes (% of lanes spanned)", height=max(300, 150 * len(variants) + 110))
     fig.update_layout(showlegend=False)
     fig.update_xaxes(type="log")
+    fig.update_yaxes(range=[0, 55])
     fig.update_xaxes(title_text="N (columns per row)", row=max(1, len(variants)), col=1)
     fig.update_yaxes(title_text="masked lanes (% of lanes spanned)", row=1, col=1)
     if len(curve):
-        for row in range(1, len(variants) + 1):
-            add_pow2_lines(fig, int(curve["n_cols"].min()), int(curve["n_cols"].max()), row=row)
+        add_pow2_lines(fig, int(curve["n_cols"].min()), int(curve["n_cols"].max()),
+                       rows=tuple(range(1, len(variants) + 1)))
     return fig
 
 
@@ -274,8 +276,7 @@ def compile_curves_figure(df: pd.DataFrame, variant: str, dtype: str) -> go.Figu
     fig.update_yaxes(title_text="bytes/thread", row=2, col=1)
     fig.update_yaxes(title_text="occupancy (%)", row=3, col=1, range=[0, 105])
     if len(table):
-        for row in (1, 2, 3):
-            add_pow2_lines(fig, int(table["n_cols"].min()), int(table["n_cols"].max()), row=row)
+        add_pow2_lines(fig, int(table["n_cols"].min()), int(table["n_cols"].max()), rows=(1, 2, 3))
     return fig
 
 
@@ -289,6 +290,7 @@ def limits_figure(limits: dict[str, int], limiter: str, title: str) -> go.Figure
                            hovertemplate="%{y}: %{x} blocks/SM<extra></extra>", name="blocks per SM limit"))
     _layout(fig, title, "blocks (programs) per SM allowed", "", log_x=False, height=300)
     fig.update_layout(showlegend=False)
+    fig.update_yaxes(type="category", autorange="reversed")
     fig.update_xaxes(range=[0, max(values + [1]) * 1.25])
     return fig
 

@@ -22,9 +22,11 @@ else:
     torch_names = names[names["variant"] == dd.TORCH]
     if len(torch_names):
         st.markdown("**torch.softmax**")
-        st.dataframe(torch_names, hide_index=True, key="ev_torch_names")
+        st.dataframe(torch_names, hide_index=True, key="ev_torch_names",
+                     column_config={"kernels": st.column_config.TextColumn(width="large")})
     st.markdown("**Triton variants**")
-    st.dataframe(names[names["variant"] != dd.TORCH], hide_index=True, key="ev_triton_names")
+    st.dataframe(names[names["variant"] != dd.TORCH], hide_index=True, key="ev_triton_names",
+                 column_config={"kernels": st.column_config.TextColumn(width="large")})
 
 st.subheader("First call vs steady state")
 first = dd.first_call_table(df)

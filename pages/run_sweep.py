@@ -49,25 +49,31 @@ configs = sweep.build_configs(variants=variants, dtypes=dtypes, n_values=n_value
                               num_warps=warps or None)
 st.markdown(f"**{len(configs)} configs** x {len(methods)} method(s).")
 start, stop = st.columns(2)
+# Cancel: the click reruns this script, which interrupts the running sweep at its next progress update;
+# run_sweep saves what it measured to its output file on the way out, and that file is loaded below.
 if stop.button("Cancel", key="sw_cancel"):
     st.session_state["sw_cancelled"] = True
 if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs or not methods):
     st.session_state["sw_cancelled"] = False
+    out = Path(st.session_state.get("sw_out") or Path(tempfile.mkdtemp(prefix="blockscope-sweep-")) / "live.parquet")
+    st.session_state["sw_out"] = str(out)  # a rerun of the same configs resumes from this file
     bar = st.progress(0.0, text="starting…")
 
     def progress(done: int, total: int, config) -> None:
         bar.progress(done / max(total, 1), text=f"{done}/{total}: {config.label()}")
 
-    out = Path(tempfile.mkdtemp(prefix="blockscope-sweep-")) / "live.parquet"
     table = sweep.run_sweep(configs, methods=methods, out=out, progress=progress,
                             cancel=lambda: bool(st.session_state.get("sw_cancelled")))
-    previous = st.session_state.get(ui.LIVE_KEY)
-    if previous is not None and len(previous):
-        from profiling.results import concat_results
-
-        table = concat_results([previous, table])
-    st.session_state[ui.LIVE_KEY] = table
     bar.progress(1.0, text=f"done: {len(table)} rows")
+
+out_path = st.session_state.get("sw_out")
+if out_path and Path(out_path).exists():
+    from profiling.results import ResultsError, load_results
+
+    try:
+        st.session_state[ui.LIVE_KEY] = load_results(out_path)
+    except ResultsError as error:
+        st.error(f"Could not read the live results: {error}")
 
 live = st.session_state.get(ui.LIVE_KEY)
 if live is not None and len(live):

@@ -186,3 +186,20 @@ def test_run_sweep_page_explains_without_a_gpu() -> None:
     at.switch_page("pages/run_sweep.py").run()
     assert any("disabled" in w.value for w in at.warning)
     assert "Live sweep results" not in at.sidebar.radio(key="data_source").options
+
+
+def test_occupancy_page_compiles_and_highlights_the_binding_limit(results_file: Path) -> None:
+    at = load_path(new_app(), results_file)
+    at.switch_page("pages/occupancy.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.selectbox(key="occ_arch").value == "sm_90"
+    titles = [spec["layout"]["title"]["text"] for spec in charts(at)]
+    assert any("registers, spills and occupancy" in t or "compiled resources" in t for t in titles)
+    limits = [spec for spec in charts(at) if "blocks per SM each resource allows" in spec["layout"]["title"]["text"]]
+    if limits:  # profiling.compiled + occupancy present: one bar per limit, the binding one in its own colour
+        bar = limits[0]["data"][0]
+        assert len(bar["y"]) == 4 and len(set(bar["marker"]["color"])) == 2
+        at.selectbox(key="occ_warps").set_value(8).run()
+        assert not at.exception
+        assert any("8 warps" in spec["layout"]["title"]["text"] for spec in charts(at))
+    assert any("waves" in m.value for m in at.markdown)

@@ -74,12 +74,17 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         log.close()
 
 
-def _wait_idle(page, timeout_ms: int = 60000) -> None:
-    """Wait until Streamlit finished running the script (its status widget gone)."""
-    page.wait_for_timeout(400)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+def _wait_idle(page, timeout_ms: int = 90000) -> None:
+    """Wait until Streamlit has finished the script run: its running indicator absent for 1 s in a row."""
+    running = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    deadline = time.monotonic() + timeout_ms / 1000
     page.wait_for_timeout(300)
+    quiet = 0
+    while quiet < 4:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the app kept running")
+        quiet = quiet + 1 if page.evaluate(running) else 0
+        page.wait_for_timeout(250)
 
 
 def test_every_page_renders_without_console_errors(server: str, tmp_path: Path) -> None:

@@ -1,0 +1,123 @@
+"""`occupancy` (calculator) and `inspect` (compile facts of one config + its occupancy) commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .cli import CLIError, positive_int
+
+MAX_SHARED_ARG = 1 << 30  # bytes; anything larger is a typo
+MAX_REGS_ARG = 255
+
+
+def _bounded_int(low: int, high: int, unit: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: {low} to {high} {unit}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range; allowed: {low} to {high} {unit}")
+        return value
+
+    return parse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    occupancy = subparsers.add_parser(
+        "occupancy", help="blocks per SM from registers, warps and shared memory (no GPU needed)",
+        description="Occupancy calculator (cuda_occupancy.h logic): resident programs per SM and which resource "
+                    "limits them.")
+    occupancy.add_argument("--arch", default="sm_90", help="sm_80, sm_86, sm_89, sm_90, sm_100 or sm_120 "
+                           "(default sm_90)")
+    occupancy.add_argument("--regs", type=_bounded_int(0, MAX_REGS_ARG, "registers/thread"), required=True,
+                           help="registers per thread")
+    occupancy.add_argument("--num-warps", type=_bounded_int(1, 32, "warps"), required=True,
+                           help="warps per program")
+    occupancy.add_argument("--shared-bytes", type=_bounded_int(0, MAX_SHARED_ARG, "bytes"), default=0,
+                           help="shared memory per program, bytes (default 0)")
+    occupancy.add_argument("--json", action="store_true", help="print JSON")
+    occupancy.set_defaults(handler=run_occupancy)
+
+    inspect = subparsers.add_parser(
+        "inspect", help="registers, spills, shared memory and occupancy of one compiled config",
+        description="Compile one variant config (live on this GPU, else offline for --arch) and report its "
+                    "resources and occupancy.")
+    inspect.add_argument("--variant", default="teaching", help="registered variant (default teaching)")
+    inspect.add_argument("--n", type=positive_int, required=True, help="N, the softmax width")
+    inspect.add_argument("--rows", type=positive_int, default=4096, help="R, rows (default 4096)")
+    inspect.add_argument("--dtype", default="fp16", help="fp16, bf16 or fp32 (default fp16)")
+    inspect.add_argument("--arch", help="target arch (default: this GPU live, else sm_90 offline)")
+    inspect.add_argument("--num-warps", type=positive_int, help="warps per program (default: the variant's)")
+    inspect.add_argument("--num-stages", type=positive_int, help="pipelining stages (online, persistent)")
+    inspect.add_argument("--tile", type=positive_int, help="online: lanes per loop step")
+    inspect.add_argument("--rows-per-program", type=positive_int, help="multirow: rows per program")
+    inspect.add_argument("--chunk", type=positive_int, help="splitrow: columns per program")
+    inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.add_argument("--ptx", action="store_true", help="also print the PTX")
+    inspect.add_argument("--sass", action="store_true", help="also print the SASS")
+    inspect.set_defaults(handler=run_inspect)
+
+
+def run_occupancy(args: argparse.Namespace) -> int:
+    from . import occupancy
+
+    try:
+        result = occupancy.occupancy(args.arch, args.regs, args.num_warps, args.shared_bytes)
+    except ValueError as error:
+        raise CLIError(str(error)) from None
+    out = {k: getattr(result, k) for k in ("arch", "blocks_per_sm", "warps_per_sm", "occupancy", "limiter", "limits")}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{result.arch}: {args.regs} regs/thread, {args.num_warps} warps, {args.shared_bytes} B shared per program")
+    print(_limits_table(result))
+    return 0
+
+
+def _limits_table(result) -> str:
+    lines = [f"{'resource':<15}{'blocks/SM it allows':>20}"]
+    for name, blocks in result.limits.items():
+        mark = "  <- limiter" if name == result.limiter else ""
+        lines.append(f"{name:<15}{blocks:>20}{mark}")
+    lines.append(f"blocks/SM {result.blocks_per_sm}, warps/SM {result.warps_per_sm}, "
+                 f"occupancy {result.occupancy:.1%}")
+    return "\n".join(lines)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    from . import compiled, occupancy
+
+    tunables = {name: value for name, value in (
+        ("num_warps", args.num_warps), ("num_stages", args.num_stages), ("tile", args.tile),
+        ("rows_per_program", args.rows_per_program), ("chunk", args.chunk)) if value is not None}
+    try:
+        if args.arch is not None:
+            occupancy.arch_from_name(args.arch)
+        info = compiled.inspect(args.variant, args.n, args.dtype, arch=args.arch, n_rows=args.rows, **tunables)
+        result = occupancy.occupancy(info.arch, info.n_regs, info.num_warps, info.shared_bytes)
+    except (ValueError, TypeError) as error:
+        raise CLIError(str(error).splitlines()[0]) from None
+    except RuntimeError as error:
+        raise CLIError(f"compile failed: {str(error).strip().splitlines()[-1][:300]}") from None
+    out = {**info.to_dict(), "blocks_per_sm": result.blocks_per_sm, "warps_per_sm": result.warps_per_sm,
+           "occupancy": result.occupancy, "limiter": result.limiter, "limits": result.limits}
+    if args.json:
+        if args.ptx:
+            out["ptx"] = info.ptx
+        if args.sass:
+            out["sass"] = info.sass
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{info.variant} N={info.n_cols} {info.dtype} on {info.arch} ({info.source}"
+          f"{', cached' if info.cached else ''}, {info.compile_seconds:.2f} s): "
+          f"num_warps={info.num_warps} num_stages={info.num_stages} tunables={json.dumps(info.tunables)}")
+    print(f"registers/thread {info.n_regs}, spill stores {info.spill_store_bytes} B, spill loads "
+          f"{info.spill_load_bytes} B, stack {info.stack_bytes} B, shared/program {info.shared_bytes} B")
+    print(_limits_table(result))
+    for flag, label, text in ((args.ptx, "PTX", info.ptx), (args.sass, "SASS", info.sass)):
+        if flag:
+            sys.stdout.write(f"\n--- {label} ---\n{text}\n")
+    return 0

@@ -1,0 +1,522 @@
+"""Compile facts of a variant's kernel: registers/thread, spills, stack, shared bytes, PTX and SASS.
+
+* offline: `triton.compile` for any arch (no GPU), then the wheel's own `ptxas -v` and `cuobjdump`; results
+  are cached as JSON under $BLOCKSCOPE_CACHE_DIR/compiled (default ~/.cache/blockscope/compiled), keyed by
+  the kernel source, arch, dtype, constexprs, specialization, warps, stages and Triton version.
+* live: on a CUDA GPU, the real JIT (`kernel.warmup`) and the loaded function's attributes.
+
+Offline compiles specialize arguments as a live launch would: pointers 16-byte aligned, integer arguments
+divisible by 16 marked so, integers equal to 1 turned into constants. Under TRITON_INTERPRET=1 Triton's own
+helpers (tl.max, ...) are interpreter functions and cannot be compiled in that process, so the compile runs
+in a worker process without it (`python -m profiling.compiled --worker`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect as pyinspect
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import kernels
+from kernels import DTYPE_NAMES, dtype_from_name, interpreting
+
+from . import occupancy as occ
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CACHE_FORMAT = 1
+DEFAULT_ARCH = "sm_90"
+WORKER_TIMEOUT_S = 120.0  # per config in a worker process
+
+
+@dataclass
+class CompileInfo:
+    """Compile facts of one kernel specialization (registers per thread, bytes per thread / per block)."""
+
+    variant: str  # the variant whose kernel was compiled ('auto' resolves to its choice)
+    arch: str  # 'sm_90'
+    dtype: str  # 'fp16' | 'bf16' | 'fp32'
+    n_cols: int
+    n_rows: int
+    tunables: dict[str, int]
+    num_warps: int
+    num_stages: int
+    n_regs: int  # registers per thread
+    spill_store_bytes: int | None  # per thread (ptxas -v)
+    spill_load_bytes: int | None
+    stack_bytes: int | None  # stack frame per thread (ptxas -v; live: local memory per thread)
+    shared_bytes: int  # Triton shared memory per program (metadata.shared), bytes
+    compile_seconds: float  # wall time of the compile that produced these facts
+    source: str  # 'offline' | 'live'
+    cached: bool  # served from the on-disk cache (offline) without compiling
+    ptx: str = field(default="", repr=False)
+    sass: str = field(default="", repr=False)
+    triton_version: str = ""
+    kernel_name: str = ""
+    constexprs: dict[str, int] = field(default_factory=dict)
+    warm_seconds: float | None = None  # live: a second warmup (JIT cache hit)
+    function_handle: int | None = field(default=None, repr=False)  # live: CUfunction for the occupancy API
+
+    def to_dict(self) -> dict[str, Any]:
+        """Facts without the PTX/SASS text and the function handle."""
+        out = asdict(self)
+        for key in ("ptx", "sass", "function_handle"):
+            out.pop(key)
+        return out
+
+
+# ---------------------------------------------------------------- requests
+
+
+def _resolve(variant: str, n_cols: int, dtype: str | torch.dtype, n_rows: int, tunables: Mapping[str, int]):
+    """(spec, plan, dtype) with the kernels' own validation; ValueError names what is allowed."""
+    spec = kernels.get_variant(variant)
+    try:
+        torch_dtype = dtype_from_name(dtype)
+    except TypeError as error:
+        raise ValueError(str(error)) from None
+    for label, value in (("n_cols", n_cols), ("n_rows", n_rows)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{label}={value!r}; allowed: a positive integer")
+    if n_cols > spec.max_n:
+        raise ValueError(f"{variant}: N={n_cols} is over this variant's limit; allowed: 1 <= N <= {spec.max_n}")
+    plan = spec.plan(n_rows, n_cols, torch_dtype, **dict(tunables))
+    if plan.variant != spec.name:  # auto: compile the variant it runs
+        spec = kernels.get_variant(plan.variant)
+    if torch_dtype not in spec.dtypes:
+        raise ValueError(f"{spec.name}: dtype {dtype} not supported; allowed: "
+                         f"{', '.join(DTYPE_NAMES[d] for d in spec.dtypes)}")
+    return spec, plan, torch_dtype
+
+
+def _specialization(spec, plan, torch_dtype) -> tuple[dict[str, str], dict[str, int], dict[tuple, list]]:
+    """(signature, constexprs, attrs) for ASTSource, as a live launch on contiguous rows specializes."""
+    arg_names = list(pyinspect.signature(spec.kernel_function).parameters)
+    declared = spec.signature(torch_dtype)
+    signature: dict[str, str] = {}
+    constexprs = dict(plan.constexprs)
+    attrs: dict[tuple, list] = {}
+    for index, name in enumerate(arg_names):
+        kind = declared[name]
+        if kind == "constexpr":
+            signature[name] = "constexpr"
+            continue
+        if kind.startswith("*"):
+            attrs[(index,)] = [["tt.divisibility", 16]]  # torch allocations are >= 16-byte aligned
+        else:
+            value = plan.scalar_args.get(name)
+            if value == 1:  # Triton turns integer arguments equal to 1 into constants
+                signature[name] = "constexpr"
+                constexprs[name] = 1
+                continue
+            if value is not None and value % 16 == 0:
+                attrs[(index,)] = [["tt.divisibility", 16]]
+        signature[name] = kind
+    return signature, constexprs, attrs
+
+
+def _source_hash(spec) -> str:
+    return hashlib.sha256(pyinspect.getsource(spec.kernel_function).encode()).hexdigest()[:16]
+
+
+def _triton_version() -> str:
+    import triton
+
+    return triton.__version__
+
+
+def cache_dir() -> Path:
+    """$BLOCKSCOPE_CACHE_DIR/compiled, default ~/.cache/blockscope/compiled."""
+    base = os.environ.get("BLOCKSCOPE_CACHE_DIR") or Path.home() / ".cache" / "blockscope"
+    return Path(base) / "compiled"
+
+
+def _cache_key(spec, plan, dtype_name: str, arch: str, signature, constexprs, attrs) -> str:
+    material = {
+        "format": CACHE_FORMAT, "kernel": spec.name, "source": _source_hash(spec), "arch": arch, "dtype": dtype_name,
+        "signature": signature, "constexprs": sorted(constexprs.items()),
+        "attrs": sorted((list(k), v) for k, v in attrs.items()), "num_warps": plan.num_warps,
+        "num_stages": plan.num_stages, "triton": _triton_version(),
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
+
+
+# ---------------------------------------------------------------- offline
+
+
+def _nvidia_bin(tool: str) -> str:
+    import triton
+
+    path = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / tool
+    if not path.exists():
+        raise RuntimeError(f"{tool} not found in the Triton wheel ({path})")
+    return str(path)
+
+
+def _ptxas_for(capability: int) -> str:
+    return _nvidia_bin("ptxas-blackwell" if capability >= 100 and
+                       (Path(_nvidia_bin("ptxas")).parent / "ptxas-blackwell").exists() else "ptxas")
+
+
+def _gpu_name(capability: int) -> str:
+    return f"sm_{capability}{'a' if capability >= 90 else ''}"  # as Triton's sm_arch_from_capability
+
+
+def _ptxas_flags() -> list[str]:
+    from triton.backends.nvidia import compiler as nvidia_compiler
+
+    flags = ["-lineinfo", "-v"]
+    if "regAllocOptLevel" in pyinspect.getsource(nvidia_compiler):  # Triton 3.7 adds it (ptxas 13 workaround)
+        flags.append("--regAllocOptLevel=2")
+    return flags
+
+
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_REGS = re.compile(r"Used (\d+) registers")
+
+
+def ptxas_usage(ptx: str, capability: int) -> dict[str, int]:
+    """Registers/thread, stack, spill store/load bytes per thread from the wheel's `ptxas -v` on `ptx`."""
+    with tempfile.TemporaryDirectory(prefix="blockscope-ptxas-") as tmp:
+        source = Path(tmp) / "kernel.ptx"
+        source.write_text(ptx)
+        done = subprocess.run([_ptxas_for(capability), *_ptxas_flags(), f"--gpu-name={_gpu_name(capability)}",
+                               str(source), "-o", str(Path(tmp) / "kernel.cubin")],
+                              capture_output=True, text=True, timeout=300)
+    log = done.stdout + done.stderr
+    if done.returncode != 0:
+        raise RuntimeError(f"ptxas failed ({done.returncode}): {log.strip()[-500:]}")
+    frame, regs = _PTXAS_FRAME.search(log), _PTXAS_REGS.search(log)
+    if not frame or not regs:
+        raise RuntimeError(f"could not read ptxas -v output: {log.strip()[-500:]}")
+    return {"n_regs": int(regs.group(1)), "stack_bytes": int(frame.group(1)),
+            "spill_store_bytes": int(frame.group(2)), "spill_load_bytes": int(frame.group(3))}
+
+
+def cubin_registers(cubin: bytes) -> int | None:
+    """REG of the cubin's (single) kernel from `cuobjdump -res-usage`, or None if unreadable."""
+    with tempfile.TemporaryDirectory(prefix="blockscope-cubin-") as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        done = subprocess.run([_nvidia_bin("cuobjdump"), "-res-usage", str(path)], capture_output=True, text=True,
+                              timeout=120)
+    found = re.search(r"REG:(\d+)", done.stdout)
+    return int(found.group(1)) if found else None
+
+
+def cubin_sass(cubin: bytes) -> str:
+    """SASS of a cubin (`cuobjdump -sass`) without the encoding-only comment lines."""
+    with tempfile.TemporaryDirectory(prefix="blockscope-cubin-") as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        done = subprocess.run([_nvidia_bin("cuobjdump"), "-sass", str(path)], capture_output=True, text=True,
+                              timeout=120)
+    if done.returncode != 0:
+        return f"(cuobjdump -sass failed: {done.stderr.strip()[-300:]})"
+    lines = [re.sub(r"\s*/\* 0x[0-9a-f]+ \*/\s*$", "", line) for line in done.stdout.splitlines()]
+    return "\n".join(line for line in lines if line.strip())
+
+
+_JIT_FUNCTIONS: dict[str, Any] = {}
+
+
+def _jit_function(spec):
+    """A JITFunction of the variant's raw kernel function (works whatever TRITON_INTERPRET was at import)."""
+    if spec.name not in _JIT_FUNCTIONS:
+        from triton.runtime.jit import JITFunction
+
+        kernel = spec.kernel
+        _JIT_FUNCTIONS[spec.name] = kernel if type(kernel) is JITFunction else JITFunction(spec.kernel_function)
+    return _JIT_FUNCTIONS[spec.name]
+
+
+def _compile_facts(spec, plan, torch_dtype, arch: occ.ArchLimits) -> dict[str, Any]:
+    """Compile in this process (TRITON_INTERPRET must be off) and measure; facts as a JSON-able dict."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    major, minor = arch.compute_capability
+    capability = major * 10 + minor
+    signature, constexprs, attrs = _specialization(spec, plan, torch_dtype)
+    start = time.perf_counter()
+    source = ASTSource(_jit_function(spec), signature, constexprs=constexprs, attrs=attrs)
+    compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32),
+                              options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
+    ptx = compiled.asm["ptx"]
+    usage = ptxas_usage(ptx, capability)
+    regs = cubin_registers(compiled.asm["cubin"])
+    seconds = time.perf_counter() - start
+    return {
+        "n_regs": regs if regs is not None else usage["n_regs"], "spill_store_bytes": usage["spill_store_bytes"],
+        "spill_load_bytes": usage["spill_load_bytes"], "stack_bytes": usage["stack_bytes"],
+        "shared_bytes": int(compiled.metadata.shared), "compile_seconds": seconds, "ptx": ptx,
+        "sass": cubin_sass(compiled.asm["cubin"]), "triton_version": triton.__version__,
+        "kernel_name": compiled.metadata.name, "constexprs": constexprs,
+    }
+
+
+def _read_cache(path: Path) -> dict | None:
+    try:
+        with open(path) as handle:
+            entry = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return entry if isinstance(entry, dict) and entry.get("format") == CACHE_FORMAT else None
+
+
+def _write_cache(path: Path, facts: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps({"format": CACHE_FORMAT, **facts}))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # an unwritable cache only costs a recompile
+
+
+def _info(facts: dict, variant: str, arch: str, dtype_name: str, n_cols: int, n_rows: int, plan, source: str,
+          cached: bool) -> CompileInfo:
+    known = {f.name for f in fields(CompileInfo)}
+    return CompileInfo(**{
+        **{k: v for k, v in facts.items() if k in known},
+        "variant": variant, "arch": arch, "dtype": dtype_name, "n_cols": n_cols, "n_rows": n_rows,
+        "tunables": dict(plan.tunables), "num_warps": plan.num_warps, "num_stages": plan.num_stages,
+        "source": source, "cached": cached,
+    })
+
+
+def _prepare(variant, n_cols, dtype, arch, n_rows, tunables, cache_root: Path | None):
+    spec_arch = occ.arch_from_name(arch)
+    spec, plan, torch_dtype = _resolve(variant, n_cols, dtype, n_rows, tunables)
+    dtype_name = DTYPE_NAMES[torch_dtype]
+    signature, constexprs, attrs = _specialization(spec, plan, torch_dtype)
+    key = _cache_key(spec, plan, dtype_name, spec_arch.name, signature, constexprs, attrs)
+    path = (cache_root or cache_dir()) / f"{spec.name}-{dtype_name}-{spec_arch.name}-{key}.json"
+    return spec_arch, spec, plan, torch_dtype, dtype_name, path
+
+
+def inspect_offline(variant: str, n_cols: int, dtype: str | torch.dtype, arch: str = DEFAULT_ARCH,
+                    n_rows: int = 4096, *, cache: bool = True, cache_root: str | Path | None = None,
+                    **tunables: int) -> CompileInfo:
+    """Compile `variant` for `arch` without a GPU and read its resources (ptxas -v, cuobjdump); disk-cached."""
+    root = Path(cache_root) if cache_root else None
+    spec_arch, spec, plan, torch_dtype, dtype_name, path = _prepare(variant, n_cols, dtype, arch, n_rows, tunables,
+                                                                     root)
+    if cache:
+        entry = _read_cache(path)
+        if entry is not None:
+            return _info(entry, spec.name, spec_arch.name, dtype_name, n_cols, n_rows, plan, "offline", True)
+    if interpreting():
+        result = _run_workers([_request(variant, n_cols, dtype_name, spec_arch.name, n_rows, tunables, root, cache)],
+                              workers=1)[0]
+        if isinstance(result, CompileInfo):
+            return result
+        raise RuntimeError(f"offline compile failed: {result['error']}")
+    facts = _compile_facts(spec, plan, torch_dtype, spec_arch)
+    if cache:
+        _write_cache(path, facts)
+    return _info(facts, spec.name, spec_arch.name, dtype_name, n_cols, n_rows, plan, "offline", False)
+
+
+# ---------------------------------------------------------------- many, in worker processes
+
+
+def _request(variant, n_cols, dtype_name, arch, n_rows, tunables, root, cache) -> dict:
+    return {"variant": variant, "n_cols": n_cols, "dtype": dtype_name, "arch": arch, "n_rows": n_rows,
+            "tunables": dict(tunables), "cache_root": str(root) if root else None, "cache": cache}
+
+
+def _config_request(config: Mapping[str, Any], cache_root: Path | None, cache: bool) -> dict:
+    extra = set(config) - {"variant", "n_cols", "dtype", "arch", "n_rows", "tunables"}
+    tunables = {**dict(config.get("tunables") or {}), **{k: config[k] for k in extra}}
+    dtype = config.get("dtype", "fp16")
+    dtype_name = DTYPE_NAMES[dtype] if isinstance(dtype, torch.dtype) else str(dtype)
+    return _request(config["variant"], config["n_cols"], dtype_name, config.get("arch") or DEFAULT_ARCH,
+                    config.get("n_rows", 4096), tunables, cache_root, cache)
+
+
+def _worker_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _run_chunk(requests: list[dict], results: dict[int, Any], indices: list[int]) -> None:
+    """One worker process compiles `requests` in order, one JSON line each; a crash fails the rest only."""
+    pending = list(zip(indices, requests, strict=True))
+    while pending:
+        try:
+            done = subprocess.run([sys.executable, "-m", "profiling.compiled", "--worker"],
+                                  input=json.dumps([r for _, r in pending]), capture_output=True, text=True,
+                                  cwd=REPO_ROOT, env=_worker_env(), timeout=60 + WORKER_TIMEOUT_S * len(pending))
+            lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+            failure = f"worker exited {done.returncode}: {done.stderr.strip()[-300:]}"
+        except subprocess.TimeoutExpired as error:
+            lines = [json.loads(line) for line in (error.stdout or b"").decode(errors="replace").splitlines()
+                     if line.startswith("{")]
+            failure = "worker timed out"
+        for (index, _), line in zip(pending, lines, strict=False):
+            results[index] = line
+        if len(lines) >= len(pending):
+            return
+        index, request = pending[len(lines)]
+        results[index] = {"error": f"{failure} (while compiling this config)", "config": request}
+        pending = pending[len(lines) + 1:]  # the configs after the one that crashed get a fresh worker
+
+
+def _from_line(line: dict) -> CompileInfo | dict:
+    if "error" in line:
+        return line
+    return CompileInfo(**{k: v for k, v in line.items() if k in {f.name for f in fields(CompileInfo)}})
+
+
+def _run_workers(requests: list[dict], workers: int) -> list[CompileInfo | dict]:
+    results: dict[int, Any] = {}
+    workers = max(1, min(workers, len(requests)))
+    chunks = [list(range(i, len(requests), workers)) for i in range(workers)]
+    threads = [threading.Thread(target=_run_chunk, args=([requests[i] for i in chunk], results, chunk))
+               for chunk in chunks if chunk]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [_from_line(results.get(i, {"error": "no result from the worker", "config": requests[i]}))
+            for i in range(len(requests))]
+
+
+def inspect_many(configs: Iterable[Mapping[str, Any]], workers: int = 2, *, cache: bool = True,
+                 cache_root: str | Path | None = None) -> list[CompileInfo | dict]:
+    """Offline-inspect many configs in `workers` processes; per config a CompileInfo or {'error', 'config'}.
+
+    A config is a dict with variant, n_cols, dtype, arch (default sm_90), n_rows (default 4096) and its
+    tunables (inline or under 'tunables'). Invalid configs and compile failures never stop the others.
+    """
+    root = Path(cache_root) if cache_root else None
+    requests = [_config_request(c, root, cache) for c in configs]
+    out: list[CompileInfo | dict | None] = [None] * len(requests)
+    todo: list[int] = []
+    for i, request in enumerate(requests):
+        try:  # validate and serve cache hits here; compile the rest in workers
+            _, spec, plan, _, dtype_name, path = _prepare(request["variant"], request["n_cols"], request["dtype"],
+                                                          request["arch"], request["n_rows"], request["tunables"],
+                                                          root)
+            entry = _read_cache(path) if cache else None
+            if entry is not None:
+                out[i] = _info(entry, spec.name, occ.arch_from_name(request["arch"]).name, dtype_name,
+                               request["n_cols"], request["n_rows"], plan, "offline", True)
+            else:
+                todo.append(i)
+        except Exception as error:
+            out[i] = {"error": f"{type(error).__name__}: {error}", "config": request}
+    if todo:
+        for i, result in zip(todo, _run_workers([requests[i] for i in todo], workers), strict=True):
+            out[i] = result
+    return out  # type: ignore[return-value]
+
+
+def _worker_main() -> None:
+    """Read a JSON list of requests on stdin; print one JSON line per request (facts or error)."""
+    for request in json.loads(sys.stdin.read()):
+        try:
+            info = inspect_offline(request["variant"], request["n_cols"], request["dtype"], request["arch"],
+                                   request["n_rows"], cache=request.get("cache", True),
+                                   cache_root=request.get("cache_root"), **request["tunables"])
+            line = asdict(info)
+        except Exception as error:
+            line = {"error": f"{type(error).__name__}: {str(error).strip()[:500]}", "config": request}
+        print(json.dumps(line), flush=True)
+
+
+# ---------------------------------------------------------------- live
+
+
+def live_arch() -> str | None:
+    """'sm_XY' of the current CUDA device, or None without one."""
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def _live_args(spec, plan, torch_dtype, device) -> list:
+    declared = spec.signature(torch_dtype)
+    args = []
+    for name in pyinspect.signature(spec.kernel_function).parameters:
+        kind = declared[name]
+        if kind == "constexpr":
+            continue
+        if kind.startswith("*"):
+            element = {"*fp16": torch.float16, "*bf16": torch.bfloat16, "*fp32": torch.float32,
+                       "*i32": torch.int32}[kind]
+            args.append(torch.empty(64, dtype=element, device=device))  # only dtype and alignment specialize
+        else:
+            args.append(plan.scalar_args[name])
+    return args
+
+
+def inspect_live(variant: str, n_cols: int, dtype: str | torch.dtype, n_rows: int = 4096,
+                 **tunables: int) -> CompileInfo:
+    """JIT the real kernel on the current CUDA GPU and read n_regs, local bytes, shared bytes and the handle."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("inspect_live needs a CUDA GPU; use inspect_offline")
+    spec, plan, torch_dtype = _resolve(variant, n_cols, dtype, n_rows, tunables)
+    arch = live_arch() or DEFAULT_ARCH
+    kernel = _jit_function(spec)
+    args = _live_args(spec, plan, torch_dtype, torch.device("cuda"))
+    options = {"num_warps": plan.num_warps, "num_stages": plan.num_stages, "grid": (1,), **plan.constexprs}
+    start = time.perf_counter()
+    compiled = kernel.warmup(*args, **options)
+    compiled._init_handles()
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    kernel.warmup(*args, **options)
+    warm = time.perf_counter() - start
+    ptx = compiled.asm.get("ptx", "")
+    usage: dict[str, int | None] = {"spill_store_bytes": None, "spill_load_bytes": None}
+    try:
+        major, minor = torch.cuda.get_device_capability()
+        usage.update(ptxas_usage(ptx, major * 10 + minor))
+    except Exception:  # spill bytes are best effort: the loaded function's facts below are what counts
+        pass
+    try:
+        sass = cubin_sass(compiled.asm["cubin"])
+    except Exception as error:
+        sass = f"(no SASS: {error})"
+    return CompileInfo(
+        variant=spec.name, arch=arch, dtype=DTYPE_NAMES[torch_dtype], n_cols=n_cols, n_rows=n_rows,
+        tunables=dict(plan.tunables), num_warps=plan.num_warps, num_stages=plan.num_stages,
+        n_regs=int(compiled.n_regs), spill_store_bytes=usage["spill_store_bytes"],
+        spill_load_bytes=usage["spill_load_bytes"], stack_bytes=int(compiled.n_spills),
+        shared_bytes=int(compiled.metadata.shared), compile_seconds=cold, source="live", cached=False, ptx=ptx,
+        sass=sass, triton_version=_triton_version(), kernel_name=compiled.metadata.name,
+        constexprs=dict(plan.constexprs), warm_seconds=warm, function_handle=int(compiled.function),
+    )
+
+
+def inspect(variant: str, n_cols: int, dtype: str | torch.dtype, arch: str | None = None, n_rows: int = 4096,
+            **tunables: int) -> CompileInfo:
+    """Live on the CUDA GPU when `arch` is None or names it (and not interpreting), else offline (default sm_90)."""
+    here = None if interpreting() else live_arch()
+    if here is not None and (arch is None or occ.arch_from_name(arch).name == here):
+        return inspect_live(variant, n_cols, dtype, n_rows=n_rows, **tunables)
+    return inspect_offline(variant, n_cols, dtype, arch or DEFAULT_ARCH, n_rows=n_rows, **tunables)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--worker"]:
+        _worker_main()
+    else:
+        sys.exit("usage: python -m profiling.compiled --worker  (reads JSON requests on stdin)")

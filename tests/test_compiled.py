@@ -1,0 +1,132 @@
+"""Offline compile facts with the wheel's real ptxas (sm_80, sm_90, sm_120), the JSON cache and specialization.
+
+One inspect_many call compiles everything in two worker processes (about 20 s on 2 cores, most of it the
+65536-lane fp32 kernel); its cache lives in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import kernels
+from profiling import compiled
+from profiling.compiled import CompileInfo, inspect, inspect_many, inspect_offline
+
+CONFIGS = [
+    {"variant": "teaching", "n_cols": 65536, "dtype": "fp32", "arch": "sm_90", "num_warps": 4},
+    {"variant": "teaching", "n_cols": 1024, "dtype": "fp32", "arch": "sm_90", "num_warps": 4},
+    {"variant": "teaching", "n_cols": 1000, "dtype": "fp16", "arch": "sm_80", "num_warps": 4},
+    {"variant": "teaching", "n_cols": 1000, "dtype": "fp16", "arch": "sm_120", "num_warps": 4},
+    {"variant": "teaching", "n_cols": 70000, "dtype": "fp16", "arch": "sm_90"},  # over the limit: error entry
+    {"variant": "persistent", "n_cols": 8192, "dtype": "fp32", "arch": "sm_90", "tunables": {"num_warps": 8,
+                                                                                            "num_stages": 3}},
+]
+
+
+@pytest.fixture(scope="module")
+def cache_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("compiled-cache")
+
+
+@pytest.fixture(scope="module")
+def results(cache_root):
+    return inspect_many(CONFIGS, workers=2, cache_root=cache_root)
+
+
+def test_big_block_spills_small_does_not(results):
+    big, small = results[0], results[1]
+    assert isinstance(big, CompileInfo) and isinstance(small, CompileInfo)
+    # BLOCK 65536 fp32 on 128 threads: 512 values per thread cannot stay in registers
+    assert big.spill_store_bytes > 0 and big.spill_load_bytes > 0 and big.stack_bytes > 0
+    assert small.spill_store_bytes == small.spill_load_bytes == small.stack_bytes == 0
+    assert 16 <= small.n_regs <= 64 and 1 <= big.n_regs <= 255
+    assert (big.source, big.cached, big.arch, big.dtype) == ("offline", False, "sm_90", "fp32")
+    assert big.constexprs == {"n_cols": 65536, "BLOCK_SIZE": 65536} and big.num_stages == 3
+    assert big.shared_bytes == small.shared_bytes == 16  # the cross-warp reduction scratch (4 warps x 4 B)
+
+
+def test_each_arch_gets_its_own_code(results):
+    sm90, sm80, sm120 = results[1], results[2], results[3]
+    assert ".target sm_90a" in sm90.ptx and "sm_90a" in sm90.sass
+    assert ".target sm_80" in sm80.ptx and "code for sm_80" in sm80.sass
+    assert ".target sm_120a" in sm120.ptx and "sm_120" in sm120.sass
+    for info in (sm80, sm120):
+        assert info.spill_store_bytes == 0 and 8 <= info.n_regs <= 64 and info.shared_bytes == 16
+        assert "row_softmax_kernel" in info.sass and "EXIT" in info.sass
+    assert "ptx" not in sm80.to_dict() and sm80.to_dict()["n_regs"] == sm80.n_regs
+
+
+def test_error_entry_keeps_the_others(results):
+    assert len(results) == len(CONFIGS)
+    assert results[4]["error"] == "ValueError: teaching: N=70000 is over this variant's limit; allowed: 1 <= N <= 65536"
+    assert results[4]["config"]["n_cols"] == 70000
+    assert all(isinstance(r, CompileInfo) for i, r in enumerate(results) if i != 4)
+
+
+def test_pipelined_persistent_matches_h200_shared_bytes(results):
+    info = results[5]
+    # 3 stages of a 8192-lane fp32 row in shared memory + reduction scratch: the H200 ncu capture's 65568 B
+    assert info.shared_bytes == 65568 and info.num_stages == 3 and info.num_warps == 8
+    assert info.tunables == {"num_warps": 8, "num_stages": 3}
+
+
+def test_second_call_is_a_cache_hit(results, cache_root):
+    again = inspect_offline("teaching", 65536, "fp32", "sm_90", cache_root=cache_root, num_warps=4)
+    first = results[0]
+    assert again.cached and again.source == "offline"
+    assert (again.n_regs, again.spill_store_bytes, again.shared_bytes) == (
+        first.n_regs, first.spill_store_bytes, first.shared_bytes)
+    assert again.ptx == first.ptx
+    files = list(cache_root.glob("teaching-fp32-sm_90-*.json"))
+    assert len(files) == 2 and all(json.loads(f.read_text())["format"] == compiled.CACHE_FORMAT for f in files)
+    # n_rows is not a compile input of the teaching kernel: same cache entry, the request's own n_rows
+    other_rows = inspect_offline("teaching", 1024, torch.float32, "9.0", n_rows=48, cache_root=cache_root,
+                                 num_warps=4)
+    assert other_rows.cached and other_rows.n_rows == 48 and other_rows.n_regs == results[1].n_regs
+
+
+def test_env_cache_dir_and_inspect_default_arch(results, cache_root, monkeypatch):
+    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(cache_root.parent))
+    assert compiled.cache_dir() == cache_root.parent / "compiled"
+    monkeypatch.setattr(compiled, "cache_dir", lambda: cache_root)
+    info = inspect("teaching", 1024, "fp32", num_warps=4)  # no GPU here: offline for sm_90
+    assert (info.source, info.arch, info.cached, info.n_regs) == ("offline", "sm_90", True, results[1].n_regs)
+
+
+def test_corrupt_cache_entry_is_ignored(cache_root):
+    path = next(cache_root.glob("teaching-fp16-sm_80-*.json"))
+    path.write_text("{not json")
+    assert compiled._read_cache(path) is None
+
+
+def test_specialization_matches_a_live_launch():
+    spec = kernels.get_variant("persistent")
+    plan = spec.plan(4096, 1000, torch.float16)
+    signature, constexprs, attrs = compiled._specialization(spec, plan, torch.float16)
+    divisible = [["tt.divisibility", 16]]
+    # pointers aligned; n_rows 4096 divisible by 16; strides and n_cols 1000 are not
+    assert attrs == {(0,): divisible, (1,): divisible, (4,): divisible}
+    assert signature["n_cols"] == "i32" and signature["BLOCK_SIZE"] == "constexpr"
+    one_row = spec.plan(1, 1024, torch.float16)
+    signature, constexprs, attrs = compiled._specialization(spec, one_row, torch.float16)
+    assert signature["n_rows"] == "constexpr" and constexprs["n_rows"] == 1  # Triton specializes 1
+    assert attrs[(2,)] == attrs[(5,)] == divisible  # stride 1024 and n_cols 1024
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: inspect_offline("teaching", 1024, "fp16", "sm_75"), "allowed: sm_80, sm_86"),
+    (lambda: inspect_offline("nope", 1024, "fp16"), "allowed: teaching, multirow"),
+    (lambda: inspect_offline("teaching", 1024, "fp8"), "allowed: fp16, bf16, fp32"),
+    (lambda: inspect_offline("teaching", 1024, torch.float64), "allowed: fp16, bf16, fp32"),
+    (lambda: inspect_offline("teaching", 65537, "fp16"), "allowed: 1 <= N <= 65536"),
+    (lambda: inspect_offline("multirow", 20000, "fp16"), "allowed: 1 <= N <= 16384"),
+    (lambda: inspect_offline("teaching", 0, "fp16"), "allowed: a positive integer"),
+    (lambda: inspect_offline("teaching", 1024, "fp16", tile=64), "unknown tunable.*allowed: num_warps"),
+    (lambda: inspect_offline("online", 1024, "fp16", tile=8), "allowed: a power of two from 16"),
+])
+def test_errors_name_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

@@ -8,6 +8,7 @@ import streamlit as st
 
 from pages import _common as ui
 from profiling import dashboard_data as dd
+from profiling import figures
 
 st.title("Blockscope")
 st.markdown("How Triton row-softmax kernels map an **R x N** tensor onto GPU work units — the seed's teaching "
@@ -32,10 +33,22 @@ cols[5].metric("Timing methods", len(info["methods"]), help=", ".join(info["meth
 st.caption(f"Variants: {', '.join(info['variants'])} · dtypes: {', '.join(info['dtypes'])} · num_warps: "
            f"{', '.join(map(str, info['num_warps']))} · measured {', '.join(info['measured_at'])[:80]}")
 
+with st.expander("Sweep extent: configs per variant and dtype"):
+    extent = (df.drop_duplicates(list(dd.CONFIG_COLUMNS)).groupby(["variant", "dtype"])
+              .agg(configs=("n_cols", "size"), n_min=("n_cols", "min"), n_max=("n_cols", "max"),
+                   n_count=("n_cols", "nunique"), failed=("error", lambda e: int((e.fillna("") != "").sum())))
+              .reset_index())
+    st.dataframe(extent, hide_index=True, key="ov_extent")
+
 st.subheader(f"Findings ({ctx.method})")
 st.caption("Computed from the rows that pass the sidebar filters (all dtypes listed where the filter allows); "
            "change the timing method in the sidebar to see how the picture moves.")
 scope = dd.apply_filters(df, replace(ctx.filters, dtype=None), method=False)
+speedups = dd.speedup_vs_torch(scope[scope["method"] == ctx.method])
+if len(speedups):
+    ui.chart(figures.best_speedup_figure(speedups, df, ctx.method),
+             speedups[["dtype", "n_cols", "variant", "num_warps", "median_us", "torch_us", "speedup"]], "ov_speedup",
+             "At each N, the fastest Triton variant (any tunables) against torch.softmax; above 1 Triton wins.")
 for finding in dd.findings(scope, ctx.method):
     with st.container(border=True):
         st.markdown(f"**{finding.title}** — {finding.text}")

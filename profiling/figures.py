@@ -90,8 +90,9 @@ def add_pow2_lines(fig: go.Figure, n_min: int, n_max: int, rows: tuple[int, ...]
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_x: bool = True,
             log_y: bool = False, height: int = 440) -> go.Figure:
     fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
-                      template=TEMPLATE, height=height, margin={"l": 60, "r": 20, "t": 60, "b": 50},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1, "xanchor": "right"},
+                      template=TEMPLATE, height=height, margin={"l": 60, "r": 20, "t": 50, "b": 50},
+                      legend={"orientation": "v", "yanchor": "top", "y": 1.0, "x": 1.01, "xanchor": "left",
+                              "groupclick": "toggleitem"},
                       hovermode="closest")
     fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
     fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
@@ -226,6 +227,25 @@ def speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str, dtype:
             "N (columns per row)", "speedup vs torch (x, >1 = Triton faster)", log_y=True)
     if len(table):
         add_pow2_lines(fig, int(table["n_cols"].min()), int(table["n_cols"].max()))
+    return fig
+
+
+def best_speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str) -> go.Figure:
+    """Best Triton variant's speedup vs torch per N, one line per dtype (hover names the variant)."""
+    fig = go.Figure()
+    dtype_colors = {"fp16": "#1f77b4", "bf16": "#2ca02c", "fp32": "#d62728"}
+    if len(speedups):
+        best = speedups.loc[speedups.groupby(["dtype", "n_cols"])["speedup"].idxmax()].sort_values("n_cols")
+        for dtype, rows in best.groupby("dtype"):
+            fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["speedup"], name=dtype, mode="lines+markers",
+                                     line={"color": dtype_colors.get(dtype, "#7f7f7f")}, marker={"size": 5},
+                                     hovertext=_hover(rows), hoverinfo="text"))
+    fig.add_hline(y=1.0, line={"color": VARIANT_COLORS["torch"], "width": 1.5}, name="torch parity",
+                  annotation_text="torch.softmax", annotation_position="bottom right")
+    _layout(fig, title_for("Best Triton variant vs torch.softmax", df, method=method), "N (columns per row)",
+            "speedup vs torch (x, >1 = Triton faster)", log_y=True, height=360)
+    if len(speedups):
+        add_pow2_lines(fig, int(speedups["n_cols"].min()), int(speedups["n_cols"].max()))
     return fig
 
 

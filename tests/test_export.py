@@ -1,0 +1,263 @@
+"""Export for design reviews: PNG (2x) / SVG / CSV per standard figure and the offline HTML report.
+
+Exports the bundled H200 dataset when present, else the synthetic table, once per module (one Chromium
+session); checks image sizes, SVG/CSV round trips, the report in Debian Chromium with the network off,
+and the one-line errors (missing/corrupt file, unwritable dir, no Chromium, CLI exit 2).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from PIL import Image
+
+from profiling import __main__ as cli_main
+from profiling import dashboard_data as dd
+from profiling import export
+from profiling.figures import standard_figures
+from profiling.results import save_results
+from tests.synthetic import synthetic_results
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium "
+                                                                  "(apt-get install chromium)")
+
+
+def _source() -> Path | pd.DataFrame:
+    return dd.BUNDLED_PATH if dd.BUNDLED_PATH.exists() else synthetic_results()
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory):
+    """(out dir, written paths, FigureSpecs, progress calls) of one full export."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian chromium at /usr/bin/chromium (apt-get install chromium)")
+    source = _source()
+    table = dd.load_table(source) if isinstance(source, Path) else source
+    out = tmp_path_factory.mktemp("export")
+    calls: list[tuple[int, int, str]] = []
+    written = export.export_all(source, out, progress=lambda d, t, n: calls.append((d, t, n)))
+    method = dd.options(table)["methods"][0]
+    return out, written, standard_figures(table, method=method), calls
+
+
+@pytest.mark.browser
+def test_every_figure_is_written_in_every_format(exported) -> None:
+    out, written, specs, calls = exported
+    expected = {f"{s.name}.{fmt}" for s in specs for fmt in ("png", "svg", "csv")} | {export.REPORT_NAME}
+    assert {p.name for p in written} == expected
+    assert all(p.parent == out and p.stat().st_size > 0 for p in written)
+    assert [d for d, _, _ in calls] == list(range(1, len(expected) + 1))
+    assert {t for _, t, _ in calls} == {len(expected)}
+
+
+@pytest.mark.browser
+def test_png_is_twice_the_layout_size(exported) -> None:
+    out, _, specs, _ = exported
+    for spec in specs:
+        width, height = export.figure_size(spec.figure)
+        assert height == spec.figure.layout.height  # figures.py sets the height; the export sets the width
+        with Image.open(out / f"{spec.name}.png") as image:
+            assert image.format == "PNG"
+            assert image.size == (2 * width, 2 * height), spec.name
+
+
+@pytest.mark.browser
+def test_svg_parses_at_layout_size(exported) -> None:
+    out, _, specs, _ = exported
+    for spec in specs:
+        root = ET.parse(out / f"{spec.name}.svg").getroot()
+        assert root.tag.endswith("svg")
+        width, height = export.figure_size(spec.figure)
+        assert (float(root.get("width")), float(root.get("height"))) == (width, height), spec.name
+
+
+def _assert_same(read: pd.DataFrame, data: pd.DataFrame, name: str) -> None:
+    assert list(read.columns) == [str(c) for c in data.columns], name
+    assert len(read) == len(data), name
+    for column in data.columns:
+        want, got = data[column], read[str(column)]
+        if pd.api.types.is_numeric_dtype(want) and not pd.api.types.is_bool_dtype(want):
+            assert np.allclose(want.astype(float).to_numpy(), got.astype(float).to_numpy(), equal_nan=True,
+                               rtol=1e-12), f"{name}.{column}"
+        else:
+            assert (want.astype("string").fillna("").tolist() == got.astype("string").fillna("").tolist()), \
+                f"{name}.{column}"
+
+
+@pytest.mark.browser
+def test_csv_round_trips(exported) -> None:
+    out, _, specs, _ = exported
+    for spec in specs:
+        _assert_same(pd.read_csv(out / f"{spec.name}.csv"), spec.data, spec.name)
+
+
+@pytest.mark.browser
+def test_html_has_one_plotly_div_per_figure_and_plotly_inline(exported) -> None:
+    out, _, specs, _ = exported
+    text = (out / export.REPORT_NAME).read_text(encoding="utf-8")
+    assert text.count('class="plotly-graph-div"') == len(specs)
+    for spec in specs:
+        assert f'id="fig-{spec.name}"' in text
+    assert "<script src=" not in text.replace(" ", "") and 'src="http' not in text
+    assert text.count("Plotly.newPlot") == len(specs)
+    for label in ("GPU", "CC", "SMs", "driver", "torch", "Triton", "copy GB/s", "date (UTC)", "Findings"):
+        assert f">{label}<" in text
+
+
+@pytest.mark.browser
+def test_html_renders_offline_in_chromium(exported) -> None:
+    from playwright.sync_api import sync_playwright
+
+    out, _, specs, _ = exported
+    errors: list[str] = []
+    blocked: list[str] = []
+
+    def route(r) -> None:
+        if r.request.url.startswith(("file:", "data:", "blob:")):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.set_offline(True)
+            context.route("**/*", route)
+            page = context.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto((out / export.REPORT_NAME).as_uri(), wait_until="load")
+            page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {len(specs)}",
+                                   timeout=60_000)
+            plots = page.eval_on_selector_all(
+                ".js-plotly-plot", "els => els.map(e => e.querySelectorAll('.main-svg').length)")
+        finally:
+            browser.close()
+    assert len(plots) == len(specs)
+    assert all(n >= 1 for n in plots)
+    assert errors == [] and blocked == []
+
+
+def test_several_files_stack_with_source(tmp_path: Path) -> None:
+    first = tmp_path / "h200.parquet"
+    second = tmp_path / "other.csv"
+    small = {"n_values": (256, 1024, 4096), "dtypes": ("fp16",), "variants": ("torch", "teaching", "multirow")}
+    save_results(synthetic_results(**small), first)
+    save_results(synthetic_results(seed=1, gpu_name="NVIDIA H100 (synthetic)", run_id="s-1", **small), second)
+    written = export.export_all([first, second], tmp_path / "out", formats=("html", "csv"))
+    names = {p.name for p in written}
+    assert export.REPORT_NAME in names and not any(n.endswith((".png", ".svg")) for n in names)
+    latency = pd.read_csv(tmp_path / "out" / "latency_fp16_per_call_events.csv")
+    assert set(latency["source"]) == {"h200.parquet", "other.csv"}
+    html = (tmp_path / "out" / export.REPORT_NAME).read_text(encoding="utf-8")
+    assert "NVIDIA H100 (synthetic)" in html and "NVIDIA H200 (synthetic)" in html
+
+
+def _small() -> pd.DataFrame:
+    return synthetic_results(n_values=(256, 1024), dtypes=("fp16",), variants=("torch", "teaching"))
+
+
+def test_missing_and_corrupt_files_raise_export_error(tmp_path: Path) -> None:
+    with pytest.raises(export.ExportError, match="does not exist"):
+        export.export_all(tmp_path / "nope.parquet", tmp_path / "out")
+    corrupt = tmp_path / "corrupt.parquet"
+    corrupt.write_bytes(b"PAR1 this is not parquet PAR1")
+    with pytest.raises(export.ExportError, match="corrupt.parquet.*corrupt parquet") as info:
+        export.export_all(corrupt, tmp_path / "out")
+    assert isinstance(info.value, ValueError) and "\n" not in str(info.value)
+    garbage = tmp_path / "notes.csv"
+    garbage.write_text("hello,world\n1,2\n")
+    with pytest.raises(export.ExportError, match="notes.csv: not a Blockscope results file: CSV header lacks column"):
+        export.export_all(garbage, tmp_path / "out")
+
+
+def test_bad_options_raise_export_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    with pytest.raises(export.ExportError, match="cannot write to output directory"):
+        export.export_all(_small(), blocker / "out", formats=("csv",))
+    with pytest.raises(export.ExportError, match="unknown export format.*pdf.*allowed: png, svg, html, csv"):
+        export.export_all(_small(), tmp_path / "out", formats=("pdf",))
+    with pytest.raises(export.ExportError, match="timing method 'nope' is not in the results"):
+        export.export_all(_small(), tmp_path / "out", formats=("csv",), method="nope")
+
+
+def test_without_chromium_html_and_csv_are_still_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium"))
+    out = tmp_path / "out"
+    with pytest.raises(export.ChromiumMissing) as info:
+        export.export_all(_small(), out)
+    message = str(info.value)
+    assert "PNG/SVG skipped" in message and "no Chromium found" in message
+    assert "apt-get install chromium" in message and "\n" not in message
+    names = {p.name for p in info.value.written}
+    assert export.REPORT_NAME in names and any(n.endswith(".csv") for n in names)
+    assert not list(out.glob("*.png")) and not list(out.glob("*.svg"))
+    with pytest.raises(export.ChromiumMissing, match="apt-get install chromium"):
+        export.figure_to_png(go.Figure())
+
+
+@needs_chromium
+@pytest.mark.browser
+def test_single_figure_png_and_svg() -> None:
+    fig = go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2]))
+    fig.update_layout(width=400, height=300)
+    import io
+
+    with export.ImageSession() as session:
+        png = export.figure_to_png(fig, session=session)
+        svg = export.figure_to_svg(fig, session=session)
+    with Image.open(io.BytesIO(png)) as image:
+        assert image.size == (800, 600)
+    assert ET.fromstring(svg).get("width") == "400"
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch):
+    """profiling.__main__.main with only the command modules that exist in this checkout."""
+    present = tuple(m for m in cli_main.COMMAND_MODULES if importlib.util.find_spec(m) is not None)
+    monkeypatch.setattr(cli_main, "COMMAND_MODULES", present)
+    return cli_main.main
+
+
+def _one_line_error(capsys: pytest.CaptureFixture) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    err = [line for line in err if line.strip()]
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_cli_errors_exit_2_with_one_line(tmp_path: Path, cli, capsys: pytest.CaptureFixture) -> None:
+    assert cli(["export", "--results", str(tmp_path / "missing.parquet"), "--out", str(tmp_path / "o")]) == 2
+    assert "does not exist" in _one_line_error(capsys)
+    results = tmp_path / "r.csv"
+    save_results(_small(), results)
+    assert cli(["export", "--results", str(results), "--out", str(tmp_path / "o"), "--format", "png,gif"]) == 2
+    assert "unknown export format(s) gif" in _one_line_error(capsys)
+    with pytest.raises(SystemExit) as info:
+        cli(["export", "--results", str(results), "--out", str(tmp_path / "o"), "--method", "bogus"])
+    assert info.value.code == 2
+    assert "--method" in _one_line_error(capsys)
+
+
+def test_cli_exports_html_and_csv(tmp_path: Path, cli, capsys: pytest.CaptureFixture) -> None:
+    results = tmp_path / "r.parquet"
+    save_results(_small(), results)
+    out = tmp_path / "o"
+    code = cli(["export", "--results", str(results), "--out", str(out), "--format", "html,csv",
+                "--method", "cuda_graph"])
+    assert code == 0
+    assert "wrote" in capsys.readouterr().out
+    assert (out / export.REPORT_NAME).exists()
+    assert (out / "latency_fp16_cuda_graph.csv").exists()

@@ -94,6 +94,8 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_x: bo
                       legend={"orientation": "v", "yanchor": "top", "y": 1.0, "x": 1.01, "xanchor": "left",
                               "groupclick": "toggleitem"},
                       hovermode="closest")
+    if getattr(fig, "_grid_ref", None):  # subplots: room for the panel titles under the figure title
+        fig.update_layout(margin={"t": 85})
     fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
     fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
     return fig
@@ -150,9 +152,8 @@ def masked_lanes_figure(curve: pd.DataFrame) -> go.Figure:
             "masked lanes (% of lanes spanned)", height=max(300, 150 * len(variants) + 110))
     fig.update_layout(showlegend=False)
     fig.update_xaxes(type="log")
-    fig.update_yaxes(range=[0, 55])
+    fig.update_yaxes(range=[0, 55], title_text="% masked", title_font={"size": 11})
     fig.update_xaxes(title_text="N (columns per row)", row=max(1, len(variants)), col=1)
-    fig.update_yaxes(title_text="masked lanes (% of lanes spanned)", row=1, col=1)
     if len(curve):
         add_pow2_lines(fig, int(curve["n_cols"].min()), int(curve["n_cols"].max()),
                        rows=tuple(range(1, len(variants) + 1)))

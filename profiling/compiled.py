@@ -13,6 +13,7 @@ in a worker process without it (`python -m profiling.compiled --worker`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect as pyinspect
 import json
@@ -354,27 +355,44 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
+RESULT_PREFIX = "@blockscope-compiled "  # marks the worker's result lines among anything else it prints
+
+
+def _result_lines(text: str | bytes | None) -> list[dict]:
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    lines = []
+    for line in (text or "").splitlines():
+        if line.startswith(RESULT_PREFIX):
+            try:
+                lines.append(json.loads(line[len(RESULT_PREFIX):]))
+            except ValueError:
+                break  # a torn last line: that config counts as failed
+    return lines
+
+
 def _run_chunk(requests: list[dict], results: dict[int, Any], indices: list[int]) -> None:
-    """One worker process compiles `requests` in order, one JSON line each; a crash fails the rest only."""
+    """One worker process compiles `requests` in order, one result line each; a crash fails that config only."""
     pending = list(zip(indices, requests, strict=True))
     while pending:
         try:
             done = subprocess.run([sys.executable, "-m", "profiling.compiled", "--worker"],
                                   input=json.dumps([r for _, r in pending]), capture_output=True, text=True,
                                   cwd=REPO_ROOT, env=_worker_env(), timeout=60 + WORKER_TIMEOUT_S * len(pending))
-            lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+            lines = _result_lines(done.stdout)
             failure = f"worker exited {done.returncode}: {done.stderr.strip()[-300:]}"
         except subprocess.TimeoutExpired as error:
-            lines = [json.loads(line) for line in (error.stdout or b"").decode(errors="replace").splitlines()
-                     if line.startswith("{")]
+            lines = _result_lines(error.stdout)
             failure = "worker timed out"
+        except OSError as error:
+            lines, failure = [], f"could not start a worker: {error}"
         for (index, _), line in zip(pending, lines, strict=False):
             results[index] = line
         if len(lines) >= len(pending):
             return
         index, request = pending[len(lines)]
         results[index] = {"error": f"{failure} (while compiling this config)", "config": request}
-        pending = pending[len(lines) + 1:]  # the configs after the one that crashed get a fresh worker
+        pending = pending[len(lines) + 1:]  # the configs after the one that failed get a fresh worker
 
 
 def _from_line(line: dict) -> CompileInfo | dict:
@@ -428,16 +446,19 @@ def inspect_many(configs: Iterable[Mapping[str, Any]], workers: int = 2, *, cach
 
 
 def _worker_main() -> None:
-    """Read a JSON list of requests on stdin; print one JSON line per request (facts or error)."""
+    """Read a JSON list of requests on stdin; write one result line per request (facts or error) to stdout."""
+    results = sys.stdout
     for request in json.loads(sys.stdin.read()):
         try:
-            info = inspect_offline(request["variant"], request["n_cols"], request["dtype"], request["arch"],
-                                   request["n_rows"], cache=request.get("cache", True),
-                                   cache_root=request.get("cache_root"), **request["tunables"])
+            with contextlib.redirect_stdout(sys.stderr):  # Triton prints PTX on ptxas errors
+                info = inspect_offline(request["variant"], request["n_cols"], request["dtype"], request["arch"],
+                                       request["n_rows"], cache=request.get("cache", True),
+                                       cache_root=request.get("cache_root"), **request["tunables"])
             line = asdict(info)
         except Exception as error:
             line = {"error": f"{type(error).__name__}: {str(error).strip()[:500]}", "config": request}
-        print(json.dumps(line), flush=True)
+        results.write(RESULT_PREFIX + json.dumps(line) + "\n")
+        results.flush()
 
 
 # ---------------------------------------------------------------- live

@@ -91,10 +91,11 @@ def driver_blocks_per_sm(function_handle: int, num_warps: int, shared_bytes: int
         if status != driver.CUresult.CUDA_SUCCESS:
             raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor: {status}")
         return int(blocks), "cuda.bindings"
-    except ImportError:
+    except Exception as error:  # no cuda-python, or an API difference: the same driver call through ctypes
         from kernels._common import driver_blocks_per_sm as ctypes_blocks
 
-        return ctypes_blocks(function_handle, num_warps, shared_bytes), "ctypes libcuda"
+        reason = "no cuda.bindings" if isinstance(error, ImportError) else f"cuda.bindings: {type(error).__name__}"
+        return ctypes_blocks(function_handle, num_warps, shared_bytes), f"ctypes libcuda ({reason})"
 
 
 def measure(config: tuple[str, str, int, dict], inspect: Callable, driver: Callable, occupancy: Callable) -> dict:

@@ -7,6 +7,7 @@ One inspect_many call compiles everything in two worker processes (about 20 s on
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 import torch
@@ -23,6 +24,7 @@ CONFIGS = [
     {"variant": "teaching", "n_cols": 70000, "dtype": "fp16", "arch": "sm_90"},  # over the limit: error entry
     {"variant": "persistent", "n_cols": 8192, "dtype": "fp32", "arch": "sm_90", "tunables": {"num_warps": 8,
                                                                                             "num_stages": 3}},
+    {"variant": "teaching", "n_cols": 16384, "dtype": "fp16", "arch": "sm_90", "num_warps": 4},
 ]
 
 
@@ -64,6 +66,7 @@ def test_error_entry_keeps_the_others(results):
     assert results[4]["error"] == "ValueError: teaching: N=70000 is over this variant's limit; allowed: 1 <= N <= 65536"
     assert results[4]["config"]["n_cols"] == 70000
     assert all(isinstance(r, CompileInfo) for i, r in enumerate(results) if i != 4)
+    assert results[6].n_cols == 16384 and results[6].tunables == {"num_warps": 4}
 
 
 def test_pipelined_persistent_matches_h200_shared_bytes(results):
@@ -71,6 +74,12 @@ def test_pipelined_persistent_matches_h200_shared_bytes(results):
     # 3 stages of a 8192-lane fp32 row in shared memory + reduction scratch: the H200 ncu capture's 65568 B
     assert info.shared_bytes == 65568 and info.num_stages == 3 and info.num_warps == 8
     assert info.tunables == {"num_warps": 8, "num_stages": 3}
+
+
+def test_offline_matches_live_h200_compile(results):
+    """data/ncu_validation.csv recorded this kernel's live H200 compile: 148 registers/thread, 16 B shared."""
+    info = results[6]
+    assert (info.n_regs, info.shared_bytes, info.spill_store_bytes) == (148, 16, 0)
 
 
 def test_second_call_is_a_cache_hit(results, cache_root):
@@ -130,3 +139,44 @@ def test_specialization_matches_a_live_launch():
 def test_errors_name_what_is_allowed(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_a_crashing_worker_fails_only_its_config(monkeypatch):
+    """Worker 1 answers config 0 then dies on config 1; config 2 goes to a fresh worker."""
+    calls = []
+
+    def fake_run(command, input, **kwargs):
+        requests = json.loads(input)
+        calls.append([r["n_cols"] for r in requests])
+        line = compiled.RESULT_PREFIX + json.dumps({"error": "fake", "config": requests[0]})
+        noise = "{\n.visible .entry row_softmax_kernel(\n"  # PTX printed by Triton never counts as a result
+        if len(calls) == 1:
+            return subprocess.CompletedProcess(command, -11, noise + line + "\n", "Segmentation fault")
+        return subprocess.CompletedProcess(command, 0, line + "\n", "")
+
+    monkeypatch.setattr(compiled.subprocess, "run", fake_run)
+    requests = [{"n_cols": n} for n in (10, 20, 30)]
+    out = compiled._run_workers(requests, workers=1)
+    assert calls == [[10, 20, 30], [30]]
+    assert out[0]["config"] == {"n_cols": 10} and out[2]["config"] == {"n_cols": 30}
+    assert out[1]["error"] == "worker exited -11: Segmentation fault (while compiling this config)"
+
+
+def test_result_lines_skip_noise_and_torn_lines():
+    prefix = compiled.RESULT_PREFIX
+    text = f"{{\nptxas info\n{prefix}{{\"a\": 1}}\n{prefix}{{\"b\": 2}}\n{prefix}{{\"c\""
+    assert compiled._result_lines(text) == [{"a": 1}, {"b": 2}]
+    assert compiled._result_lines(text.encode()) == [{"a": 1}, {"b": 2}]
+    assert compiled._result_lines(None) == []
+
+
+@pytest.mark.gpu
+def test_live_inspect_matches_the_driver():
+    from kernels._common import driver_blocks_per_sm
+    from profiling.occupancy import occupancy
+
+    info = inspect("teaching", 1000, "fp16", num_warps=4)
+    assert info.source == "live" and info.arch == compiled.live_arch() and info.function_handle
+    assert 8 <= info.n_regs <= 255 and info.shared_bytes == 16 and info.warm_seconds < info.compile_seconds + 1
+    expected = occupancy(info.arch, info.n_regs, 4, info.shared_bytes).blocks_per_sm
+    assert driver_blocks_per_sm(info.function_handle, 4, info.shared_bytes) == expected

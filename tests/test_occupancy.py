@@ -201,3 +201,35 @@ def test_validation_rows_and_replay(tmp_path):
     assert header[:6] == ["variant", "dtype", "n_cols", "n_rows", "num_warps", "num_stages"]
     bad = replay(out)  # 2 warps: the calculator says 32 (warp limit), the fake driver 5
     assert [(b["n_cols"], b["num_warps"], b["replayed"]) for b in bad] == [("1000", "2", 32)]
+
+
+def test_validation_main_writes_the_capture(tmp_path, monkeypatch):
+    """The script's main() end to end with a fake GPU, compile and driver: CSV rows the replay accepts."""
+    import torch
+
+    from profiling import compiled
+
+    def fake_live(variant, n_cols, dtype, n_rows, **tunables):
+        regs = {128: 16, 8192: 80}[n_cols]
+        return SimpleNamespace(num_warps=tunables["num_warps"], num_stages=3, arch="sm_90", n_regs=regs,
+                               shared_bytes=16, spill_store_bytes=0, stack_bytes=0, compile_seconds=0.25,
+                               function_handle=7)
+
+    def fake_driver(handle, num_warps, shared):  # what H200's driver answered for these two kernels
+        return {1: 32, 4: 6}[num_warps], "fake"
+
+    monkeypatch.setattr(validation, "CONFIGS", (("teaching", "fp16", 128, {"num_warps": 1}),
+                                                ("teaching", "fp32", 8192, {"num_warps": 4}),
+                                                ("teaching", "fp32", 8192, {"num_warps": 3})))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(compiled, "inspect_live", fake_live)
+    monkeypatch.setattr(validation, "driver_blocks_per_sm", fake_driver)
+    out = tmp_path / "occupancy.csv"
+    assert validation.main(["--out", str(out)]) == 0
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["calculator_blocks_per_sm"], r["calculator_limiter"], r["gpu_name"]) for r in rows[:2]] == [
+        ("32", "blocks", "NVIDIA H200"), ("6", "registers", "NVIDIA H200")]
+    assert rows[2]["error"].startswith("KeyError")  # fake_driver knows no 3-warp kernel: recorded, not fatal
+    assert replay(out) == []

@@ -174,12 +174,17 @@ def context(require_data: bool = True) -> Context:
 
 
 def chart(fig, data: pd.DataFrame, key: str, caption: str | None = None) -> None:
-    """A plotly chart with its caption and its data table one click away."""
+    """A plotly chart with its caption; its data table (and PNG/SVG/CSV downloads) one click away."""
     st.plotly_chart(fig, key=key, config={"displaylogo": False})
     if caption:
         st.caption(caption)
     with st.expander("Data behind this chart"):
         st.dataframe(_display(data), hide_index=True, key=f"{key}_data")
+        try:
+            from pages._exports import export_buttons
+        except ImportError:  # the export feature is optional
+            return
+        export_buttons(fig, _display(data), key.removeprefix("_"), key=f"{key}_export")
 
 
 def _display(data: pd.DataFrame) -> pd.DataFrame:

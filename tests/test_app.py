@@ -14,7 +14,7 @@ from tests.synthetic import synthetic_results
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("pages/overview.py", "pages/masked_lanes.py", "pages/occupancy.py", "pages/latency.py",
-         "pages/tradeoffs.py", "pages/kernel_evidence.py", "pages/run_sweep.py")
+         "pages/tradeoffs.py", "pages/kernel_evidence.py", "pages/run_sweep.py", "pages/export.py")
 TIMEOUT_S = 240  # the Occupancy page may compile a kernel offline on first use
 
 
@@ -68,7 +68,7 @@ def test_every_page_runs_on_a_synthetic_results_file(results_file: Path) -> None
     for page in PAGES:
         at.switch_page(page).run()
         assert_page_ok(at, page)
-        if page not in ("pages/overview.py", "pages/run_sweep.py"):
+        if page not in ("pages/overview.py", "pages/run_sweep.py", "pages/export.py"):
             assert charts(at), f"{page}: no chart"
     at.switch_page("pages/overview.py").run()
     assert any("Where Triton beats torch" in m.value for m in at.markdown)

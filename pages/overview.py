@@ -10,6 +10,12 @@ from pages import _common as ui
 from profiling import dashboard_data as dd
 from profiling import figures
 
+
+def compact(n: int) -> str:
+    """65536 -> '64K', 1000 -> '1,000'."""
+    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else f"{n:,}"
+
+
 st.title("Blockscope")
 st.markdown("How Triton row-softmax kernels map an **R x N** tensor onto GPU work units — the seed's teaching "
             "kernel (one program per row, `BLOCK_SIZE = next_pow2(N)`, masked lanes load `-inf`) against "
@@ -27,7 +33,8 @@ cols[0].metric("Copy bandwidth", " / ".join(f"{v:,.0f}" for v in info["copy_gbps
                if info["copy_gbps"] else "n/a", help="device-to-device copy measured in the same run (GB/s)")
 cols[1].metric("Configs", f"{info['configs']:,}", help=f"{info['rows']:,} rows (one per config x timing method)")
 cols[2].metric("Failed rows", f"{info['errors']:,}", help="kept with their error text (Kernel evidence page)")
-cols[3].metric("N range", f"{info['n_min']:,}–{info['n_max']:,}", help=f"{info['n_count']} distinct N")
+cols[3].metric("N range", f"{compact(info['n_min'])}–{compact(info['n_max'])}",
+               help=f"{info['n_min']:,} to {info['n_max']:,}: {info['n_count']} distinct N")
 cols[4].metric("R (rows)", ", ".join(f"{r:,}" for r in info["rows_r"]))
 cols[5].metric("Timing methods", len(info["methods"]), help=", ".join(info["methods"]))
 st.caption(f"Variants: {', '.join(info['variants'])} · dtypes: {', '.join(info['dtypes'])} · num_warps: "

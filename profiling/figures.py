@@ -214,6 +214,13 @@ def _shade_regimes(fig: go.Figure, spans: list[tuple[int, int, str]], n_values: 
     fig.update_layout(shapes=[*fig.layout.shapes, *rects])
 
 
+def _torch_parity(fig: go.Figure) -> None:
+    """The speedup = 1 line (torch.softmax); its label placed in log10 units, as plotly wants on a log axis."""
+    fig.add_hline(y=1.0, line={"color": VARIANT_COLORS["torch"], "width": 1.5}, name="torch parity")
+    fig.add_annotation(x=1, xref="x domain", y=0, yref="y", text="torch.softmax = 1", showarrow=False,
+                       xanchor="right", yanchor="bottom", font={"size": 11, "color": VARIANT_COLORS["torch"]})
+
+
 def speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str, dtype: str) -> go.Figure:
     """torch time / Triton time per variant vs N (> 1: Triton faster), from dashboard_data.speedup_vs_torch."""
     table = speedups[speedups["dtype"] == dtype]
@@ -222,8 +229,7 @@ def speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str, dtype:
         fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["speedup"], name=name, mode="lines+markers",
                                  line={"color": variant_color(variant), "dash": dash}, marker={"size": 5},
                                  hovertext=_hover(rows), hoverinfo="text"))
-    fig.add_hline(y=1.0, line={"color": VARIANT_COLORS["torch"], "width": 1.5}, name="torch parity",
-                  annotation_text="torch.softmax", annotation_position="bottom right")
+    _torch_parity(fig)
     _layout(fig, title_for("Speedup vs torch.softmax (torch time / Triton time)", df, dtype, method),
             "N (columns per row)", "speedup vs torch (x, >1 = Triton faster)", log_y=True)
     if len(table):
@@ -241,8 +247,7 @@ def best_speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str) -
             fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["speedup"], name=dtype, mode="lines+markers",
                                      line={"color": dtype_colors.get(dtype, "#7f7f7f")}, marker={"size": 5},
                                      hovertext=_hover(rows), hoverinfo="text"))
-    fig.add_hline(y=1.0, line={"color": VARIANT_COLORS["torch"], "width": 1.5}, name="torch parity",
-                  annotation_text="torch.softmax", annotation_position="bottom right")
+    _torch_parity(fig)
     _layout(fig, title_for("Best Triton variant vs torch.softmax", df, method=method), "N (columns per row)",
             "speedup vs torch (x, >1 = Triton faster)", log_y=True, height=360)
     if len(speedups):

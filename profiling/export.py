@@ -14,6 +14,7 @@ skipped, why, and how to install Chromium. No streamlit here.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tempfile
@@ -37,6 +38,7 @@ from .results import ResultsError, concat_results, load_results
 FORMATS: tuple[str, ...] = ("png", "svg", "html", "csv")
 IMAGE_FORMATS = ("png", "svg")
 PNG_SCALE = 2
+IMAGE_TABS = 1  # kaleido tabs rendering in parallel (2 cores: one tab; see scripts/bench_export.py)
 REPORT_NAME = "report.html"
 Progress = Callable[[int, int, str], None]
 Source = pd.DataFrame | str | os.PathLike
@@ -138,44 +140,54 @@ def export_all(frames_or_paths: Source | Sequence[Source] | Mapping[str, pd.Data
     if method is not None and method not in methods:
         raise ExportError(f"timing method {method!r} is not in the results; allowed: {', '.join(methods)}")
     method = method or methods[0]
-    specs = standard_figures(df, method=method, dtypes=dtypes)
     images = [f for f in IMAGE_FORMATS if f in formats]
     problem = chromium_problem() if images else None
-    total = len(specs) * (("csv" in formats) + (0 if problem else len(images))) + ("html" in formats)
-    written: list[Path] = []
+    session_or_none = ImageSession(tabs=IMAGE_TABS) if images and not problem else None
+    with contextlib.closing(session_or_none) if session_or_none else contextlib.nullcontext() as session:
+        if session is not None:
+            session.start()  # Chromium launches while the figures are drawn
+        specs = standard_figures(df, method=method, dtypes=dtypes)
+        total = len(specs) * (("csv" in formats) + (0 if problem else len(images))) + ("html" in formats)
+        written: list[Path] = []
 
-    def done(path: Path) -> None:
-        written.append(path)
-        if progress:
-            progress(len(written), total, path.name)
+        def done(path: Path) -> None:
+            written.append(path)
+            if progress:
+                progress(len(written), total, path.name)
 
-    if "csv" in formats:
-        for spec in specs:
-            done(_write(out / f"{spec.name}.csv", spec.data.to_csv(index=False)))
-    if "html" in formats:
-        from .report import report_html
+        if "csv" in formats:
+            for spec in specs:
+                done(_write(out / f"{spec.name}.csv", spec.data.to_csv(index=False)))
+        if "html" in formats:
+            from .report import report_html
 
-        done(_write(out / REPORT_NAME, report_html(df, specs, method, sources=sources)))
-    if images and not problem:
-        try:
-            with ImageSession() as session:
-                jobs = [((spec.name, fmt), spec.figure, fmt, PNG_SCALE if fmt == "png" else 1)
-                        for spec in specs for fmt in images]
-                for (name, fmt), data in session.render_many(jobs):
-                    done(_write(out / f"{name}.{fmt}", data))
-        except ChromiumMissing as error:
-            problem = str(error)
-        except (OSError, RuntimeError, TimeoutError, ValueError) as error:
-            if isinstance(error, ExportError):
-                raise
-            first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-            raise ExportError(f"rendering PNG/SVG through kaleido failed ({type(error).__name__}: {first}); "
-                              f"{len(written)} files written to {out}") from None
+            done(_write(out / REPORT_NAME, report_html(df, specs, method, sources=sources)))
+        if session is not None:
+            problem = _render_images(session, specs, images, out, done)
     if problem:
         kept = ", ".join(f for f in formats if f not in IMAGE_FORMATS) or "nothing else"
         raise ChromiumMissing(f"PNG/SVG skipped: {problem}; {kept} written to {out} ({len(written)} files)",
                               written)
     return written
+
+
+def _render_images(session: ImageSession, specs: list, images: list[str], out: Path,
+                   done: Callable[[Path], None]) -> str | None:
+    """Render every spec in `images` formats through `session`; the reason when Chromium is unusable."""
+    try:
+        session.wait_ready()
+        jobs = [((spec.name, fmt), spec.figure, fmt, PNG_SCALE if fmt == "png" else 1)
+                for spec in specs for fmt in images]
+        for (name, fmt), data in session.render_many(jobs):
+            done(_write(out / f"{name}.{fmt}", data))
+    except ChromiumMissing as error:
+        return str(error)
+    except ExportError:
+        raise
+    except (OSError, RuntimeError, TimeoutError, ValueError) as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise ExportError(f"rendering PNG/SVG through kaleido failed ({type(error).__name__}: {first})") from None
+    return None
 
 
 def zip_files(paths: Sequence[Path], root: Path | None = None) -> bytes:

@@ -109,7 +109,8 @@ def _kaleido_class() -> type:
 class ImageSession:
     """One kaleido Chromium for many renders. Use as a context manager; `tabs` renders run in parallel.
 
-    Raises ChromiumMissing on entry when there is no Chromium or it does not start.
+    Entering (or `start()` then `wait_ready()`, to launch Chromium while other work runs) raises
+    ChromiumMissing when there is no Chromium or it does not start.
     """
 
     def __init__(self, tabs: int = 1, browser: str | None = None, timeout_s: float = RENDER_TIMEOUT_S) -> None:
@@ -119,32 +120,63 @@ class ImageSession:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._kaleido: Any = None
+        self._opening: Future | None = None
+        self._path: str | None = None
 
     def __enter__(self) -> ImageSession:
-        browser = self.browser or find_chromium()
-        if browser is None:
+        self.start()
+        try:
+            return self.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def start(self) -> ImageSession:
+        """Launch Chromium in the background (returns at once); ChromiumMissing if there is none."""
+        if self._loop is not None:
+            return self
+        self._path = self.browser or find_chromium()
+        if self._path is None:
             raise ChromiumMissing(chromium_problem() or f"no Chromium found; {INSTALL_HINT}")
         kaleido_class = _kaleido_class()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="kaleido-session", daemon=True)
         self._thread.start()
 
-        async def start() -> Any:
+        async def open_browser() -> Any:
             # mathjax=False: no CDN fetch (the export works offline); plotly.js comes from the plotly package
-            k = kaleido_class(path=browser, n=self.tabs, mathjax=False, timeout=self.timeout_s)
+            k = kaleido_class(path=self._path, n=self.tabs, mathjax=False, timeout=self.timeout_s)
             await k.open()
             return k
 
+        self._opening = asyncio.run_coroutine_threadsafe(open_browser(), self._loop)
+        return self
+
+    def wait_ready(self) -> ImageSession:
+        """Wait (at most OPEN_TIMEOUT_S) for the browser `start()` launched; ChromiumMissing if it failed."""
+        if self._kaleido is not None:
+            return self
+        if self._opening is None:
+            self.start()
         try:
-            self._kaleido = self._call(start(), OPEN_TIMEOUT_S)
+            self._kaleido = self._opening.result(OPEN_TIMEOUT_S)
         except Exception as error:
-            self._stop_loop()
             first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-            raise ChromiumMissing(f"Chromium at {browser} did not start through kaleido ({first}); "
+            raise ChromiumMissing(f"Chromium at {self._path} did not start through kaleido ({first}); "
                                   f"{INSTALL_HINT}") from None
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close Chromium and the loop thread (safe to call twice)."""
+        if self._kaleido is None and self._opening is not None:
+            try:  # still launching (an error elsewhere): let it finish so its Chromium is closed too
+                self._kaleido = self._opening.result(OPEN_TIMEOUT_S)
+            except Exception:  # it never started: nothing to close
+                pass
+        self._opening = None
         if self._kaleido is not None:
             try:
                 self._call(self._kaleido.close(), 30)

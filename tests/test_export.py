@@ -261,3 +261,82 @@ def test_cli_exports_html_and_csv(tmp_path: Path, cli, capsys: pytest.CaptureFix
     assert "wrote" in capsys.readouterr().out
     assert (out / export.REPORT_NAME).exists()
     assert (out / "latency_fp16_cuda_graph.csv").exists()
+
+
+def _page_app(formats: list[str]):
+    """pages/export.py under AppTest with a loaded small synthetic table in the shared Context."""
+    from streamlit.testing.v1 import AppTest
+
+    from pages import _common as ui
+
+    df = _small()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "export.py"), default_timeout=120)
+    at.session_state[ui.CONTEXT_KEY] = ui.Context(df=df, filtered=df, label="small synthetic")
+    at.run()
+    assert not at.exception, at.exception
+    at.multiselect(key="exp_formats").set_value(formats).run()
+    return at
+
+
+def _download_labels(at) -> list[str]:
+    return [element.proto.label for element in at.get("download_button")]
+
+
+def test_export_page_offers_zip_and_html(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _page_app(["html", "csv"])
+    assert _download_labels(at) == []
+    at.button(key="exp_run").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert any("Exported" in s.value for s in at.success)
+    assert _download_labels(at) == ["Download all (zip)", "Download HTML report"]
+
+
+def test_export_page_without_chromium_warns_and_still_exports(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium"))
+    at = _page_app(["png", "html"])
+    assert any("apt-get install chromium" in w.value for w in at.warning)
+    at.button(key="exp_run").click().run()
+    assert not at.exception, at.exception
+    assert any("PNG/SVG skipped" in w.value for w in at.warning)
+    assert "Download HTML report" in _download_labels(at)
+
+
+def _buttons_script() -> None:
+    import plotly.graph_objects as go
+
+    from pages._exports import export_buttons
+    from tests.synthetic import synthetic_results
+
+    export_buttons(go.Figure(go.Bar(x=[1, 2], y=[3, 4])), synthetic_results(n_values=(256,)).head(3), "bars", "b")
+
+
+def test_export_buttons(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_buttons_script, default_timeout=60)
+    if CHROMIUM.exists():
+        at.run()
+        assert not at.exception, at.exception
+        assert _download_labels(at) == ["PNG (2x)", "SVG", "CSV"]
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium"))
+    at = AppTest.from_function(_buttons_script, default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert _download_labels(at) == ["CSV"]
+    assert any("apt-get install chromium" in c.value for c in at.caption)
+
+
+@needs_chromium
+@pytest.mark.browser
+def test_export_buttons_image_bytes_are_cached() -> None:
+    from pages import _exports
+
+    fig = go.Figure(go.Bar(x=[1, 2], y=[3, 4]))
+    fig.update_layout(width=300, height=200)
+    png = _exports._image(fig.to_json(), "png")
+    assert _exports._image(fig.to_json(), "png") is png  # second click: cached, no Chromium
+    import io
+
+    with Image.open(io.BytesIO(png)) as image:
+        assert image.size == (600, 400)

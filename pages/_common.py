@@ -129,7 +129,7 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
     opts = dd.options(df)
     sidebar = st.sidebar
     sidebar.subheader("Filters")
-    sources: tuple[str, ...] = ()
+    sources: tuple[str, ...] | None = None
     if len(opts["sources"]) > 1:
         sources = tuple(sidebar.multiselect("Files", opts["sources"], default=opts["sources"], key="f_sources"))
     variants = sidebar.multiselect("Variants", opts["variants"], default=opts["variants"], key="f_variants")

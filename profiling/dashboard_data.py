@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,30 +46,31 @@ def load_many(named: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Filters:
-    """The sidebar's shared filters. Empty tuples mean 'all'; num_warps never drops torch rows (NA)."""
+    """The sidebar's shared filters. None means 'all' (an empty tuple: none); num_warps never drops torch rows
+    (NA num_warps)."""
 
-    variants: tuple[str, ...] = ()
+    variants: tuple[str, ...] | None = None
     dtype: str | None = None
     n_range: tuple[int, int] | None = None
-    num_warps: tuple[int, ...] = ()
+    num_warps: tuple[int, ...] | None = None
     method: str | None = None
-    sources: tuple[str, ...] = field(default=())
+    sources: tuple[str, ...] | None = None
 
 
 def apply_filters(df: pd.DataFrame, filters: Filters, *, method: bool = True) -> pd.DataFrame:
     """Rows passing `filters` (the timing method only when `method`)."""
     keep = pd.Series(True, index=df.index)
-    if filters.variants:
+    if filters.variants is not None:
         keep &= df["variant"].isin(filters.variants)
     if filters.dtype:
         keep &= df["dtype"] == filters.dtype
     if filters.n_range:
         keep &= df["n_cols"].between(*filters.n_range)
-    if filters.num_warps:
+    if filters.num_warps is not None:
         keep &= df["num_warps"].isin(filters.num_warps).fillna(False) | df["num_warps"].isna()
     if method and filters.method:
         keep &= df["method"] == filters.method
-    if filters.sources and "source" in df.columns:
+    if filters.sources is not None and "source" in df.columns:
         keep &= df["source"].isin(filters.sources)
     return df[keep.fillna(False).astype(bool)]
 

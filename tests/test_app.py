@@ -203,3 +203,33 @@ def test_occupancy_page_compiles_and_highlights_the_binding_limit(results_file: 
         assert not at.exception
         assert any("8 warps" in spec["layout"]["title"]["text"] for spec in charts(at))
     assert any("waves" in m.value for m in at.markdown)
+
+
+def test_pages_survive_partial_data(tmp_path: Path) -> None:
+    """'auto' rows, compile-only rows (method 'none'), missing kernel names / compile columns, one dtype only."""
+    import pandas as pd
+
+    table = synthetic_results(n_values=(256, 1000, 4096), dtypes=("bf16",))
+    auto = table[table["variant"] == "teaching"].assign(variant="auto", tunables="{}")
+    compile_only = table[table["method"] == "cuda_graph"].head(3).assign(method="none", median_us=pd.NA,
+                                                                           p20_us=pd.NA, p80_us=pd.NA)
+    table = pd.concat([table, auto, compile_only], ignore_index=True)
+    table.loc[table.index % 3 == 0, ["kernel_names", "n_regs", "occupancy", "first_call_s"]] = pd.NA
+    path = tmp_path / "partial.csv"
+    save_results(table, path)
+    at = load_path(new_app(), path)
+    assert not at.sidebar.error, [e.value for e in at.sidebar.error]
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert_page_ok(at, page)
+
+
+def test_pages_survive_filters_that_leave_nothing(results_file: Path) -> None:
+    at = load_path(new_app(), results_file)
+    at.sidebar.multiselect(key="f_variants").set_value([]).run()
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert_page_ok(at, page)
+        if page in ("pages/latency.py", "pages/tradeoffs.py"):
+            assert any("Nothing to show" in w.value for w in at.warning), page
+            assert not charts(at)

@@ -233,3 +233,17 @@ def test_pages_survive_filters_that_leave_nothing(results_file: Path) -> None:
         if page in ("pages/latency.py", "pages/tradeoffs.py"):
             assert any("Nothing to show" in w.value for w in at.warning), page
             assert not charts(at)
+
+
+def test_kernel_evidence_shows_names_first_calls_and_ptx(results_file: Path) -> None:
+    at = load_path(new_app(), results_file)
+    at.switch_page("pages/kernel_evidence.py").run()
+    assert not at.exception
+    tables = [d.value for d in at.dataframe if "kernels" in d.value.columns]
+    assert any(t["kernels"].str.contains("softmax_warp_forward").any() for t in tables)
+    assert charts(at) and "First call" in charts(at)[0]["layout"]["title"]["text"]
+    at.number_input(key="ev_n").set_value(256)
+    at.toggle(key="ev_show").set_value(True).run()
+    assert not at.exception, [e.message for e in at.exception]
+    if not any("not available" in i.value for i in at.info):
+        assert any(".entry" in c.value or ".version" in c.value for c in at.code), "no PTX shown"

@@ -58,7 +58,7 @@ def load_inputs(frames_or_paths: Source | Sequence[Source] | Mapping[str, pd.Dat
     else:
         many = isinstance(frames_or_paths, Sequence) and not isinstance(frames_or_paths, str)
         inputs = list(frames_or_paths) if many else [frames_or_paths]
-        items = [(_label(item, i), item) for i, item in enumerate(inputs)]
+        items = [(_label(item, i, len(inputs)), item) for i, item in enumerate(inputs)]
     if not items:
         raise ExportError("nothing to export: no results given; expected a results .parquet/.csv or a DataFrame")
     loaded: dict[str, pd.DataFrame] = {}
@@ -76,8 +76,10 @@ def load_inputs(frames_or_paths: Source | Sequence[Source] | Mapping[str, pd.Dat
         raise ExportError(f"cannot stack the results tables: {error}") from None
 
 
-def _label(item: Source, index: int) -> str:
-    return Path(item).name if not isinstance(item, pd.DataFrame) else f"table {index + 1}"
+def _label(item: Source, index: int, count: int) -> str:
+    if isinstance(item, pd.DataFrame):
+        return "results table" if count == 1 else f"results table {index + 1}"
+    return Path(item).name
 
 
 def _load_file(path: Path) -> pd.DataFrame:

@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 PAGES = (("Overview", "pages/overview.py"), ("Masked lanes", "pages/masked_lanes.py"),
          ("Occupancy", "pages/occupancy.py"), ("Latency", "pages/latency.py"), ("Tradeoffs", "pages/tradeoffs.py"),
-         ("Kernel evidence", "pages/kernel_evidence.py"), ("Run sweep", "pages/run_sweep.py"))
+         ("Kernel evidence", "pages/kernel_evidence.py"), ("Run sweep", "pages/run_sweep.py"),
+         ("Export", "pages/export.py"))
 
 
 def main() -> int:
@@ -56,6 +57,8 @@ def main() -> int:
         return 1
     rows = []
     for title, path in PAGES:
+        if not (ROOT / path).exists():
+            continue
         at.switch_page(path)
         started = time.perf_counter()
         at.run()

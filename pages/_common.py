@@ -139,13 +139,17 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
     if len(n_values) > 1:
         n_range = sidebar.select_slider("N range (columns)", n_values, value=(n_values[0], n_values[-1]),
                                         key="f_n_range")
+    n_rows = None
+    if len(opts["n_rows"]) > 1:  # curves pick the fastest config per N: never mix row counts
+        common = int(df["n_rows"].mode().iloc[0])
+        n_rows = sidebar.selectbox("R (rows)", opts["n_rows"], index=opts["n_rows"].index(common), key="f_rows")
     warps = sidebar.multiselect("num_warps", opts["num_warps"], default=opts["num_warps"], key="f_warps")
     method = sidebar.selectbox("Timing method", opts["methods"], key="f_method",
                                help="per_call_events: the seed's events around each call; back_to_back_flushed: "
                                     "L2 flushed, calls queued; cuda_graph: launch overhead removed.") \
         if opts["methods"] else None
     return dd.Filters(variants=tuple(variants), dtype=dtype, n_range=tuple(n_range) if n_range else None,
-                      num_warps=tuple(warps), method=method, sources=sources)
+                      num_warps=tuple(warps), method=method, sources=sources, n_rows=n_rows)
 
 
 def sidebar() -> Context:

@@ -55,6 +55,7 @@ class Filters:
     num_warps: tuple[int, ...] | None = None
     method: str | None = None
     sources: tuple[str, ...] | None = None
+    n_rows: int | None = None
 
 
 def apply_filters(df: pd.DataFrame, filters: Filters, *, method: bool = True) -> pd.DataFrame:
@@ -66,6 +67,8 @@ def apply_filters(df: pd.DataFrame, filters: Filters, *, method: bool = True) ->
         keep &= df["dtype"] == filters.dtype
     if filters.n_range:
         keep &= df["n_cols"].between(*filters.n_range)
+    if filters.n_rows is not None:
+        keep &= df["n_rows"] == filters.n_rows
     if filters.num_warps is not None:
         keep &= df["num_warps"].isin(filters.num_warps).fillna(False) | df["num_warps"].isna()
     if method and filters.method:
@@ -84,6 +87,7 @@ def options(df: pd.DataFrame) -> dict[str, list]:
         "variants": list(variants),
         "dtypes": sorted(df["dtype"].dropna().unique(), key=lambda d: ("fp16", "bf16", "fp32").index(d)),
         "n_values": sorted(int(n) for n in df["n_cols"].dropna().unique()),
+        "n_rows": sorted(int(r) for r in df["n_rows"].dropna().unique()),
         "num_warps": sorted(int(w) for w in df["num_warps"].dropna().unique()),
         "methods": sorted(timed, key=lambda m: order.index(m) if m in order else len(order)),
         "sources": sorted(df["source"].dropna().unique()) if "source" in df.columns else [],

@@ -152,3 +152,11 @@ def test_ncu_table_is_read_when_present(tmp_path) -> None:
     fig = figures.ncu_figure(table)
     assert "teaching" in names(fig)
     assert dd.load_ncu(tmp_path / "absent.csv") is None
+
+
+def test_row_count_filter_keeps_one_r() -> None:
+    table = pd.concat([synthetic_results(n_values=(1024,)),
+                       synthetic_results(n_values=(1024,)).assign(n_rows=8192)], ignore_index=True)
+    assert dd.options(table)["n_rows"] == [4096, 8192]
+    kept = dd.apply_filters(table, dd.Filters(n_rows=8192), method=False)
+    assert set(kept["n_rows"]) == {8192} and len(kept) == len(table) // 2

@@ -67,7 +67,9 @@ variant = c[0].selectbox("Variant", variants or ["teaching"], key="ev_variant")
 n_cols = c[1].number_input("N", 1, 65536, 1024, key="ev_n")
 num_warps = c[2].selectbox("num_warps", (1, 2, 4, 8, 16, 32), index=2, key="ev_warps")
 dtype = c[3].selectbox("dtype", ("fp16", "bf16", "fp32"), key="ev_dtype")
-arch = c[4].selectbox("arch", ("sm_90", "sm_80", "sm_86", "sm_89", "sm_100", "sm_120"), key="ev_arch")
+arch_names = dd.arch_names()
+arch = c[4].selectbox("arch", arch_names, key="ev_arch", index=arch_names.index(dd.data_arch(ctx.df))
+                      if dd.data_arch(ctx.df) in arch_names else 0)
 if st.toggle("Compile and show assembly", False, key="ev_show",
              help="Offline compile on this machine (a few seconds the first time, then cached on disk)."):
     try:

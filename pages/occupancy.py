@@ -11,17 +11,7 @@ from pages import _common as ui
 from profiling import dashboard_data as dd
 from profiling import figures
 
-FALLBACK_ARCHS = ("sm_90", "sm_80", "sm_86", "sm_89", "sm_100", "sm_120")
 COMPILE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow")
-
-
-def archs() -> tuple[str, ...]:
-    try:
-        from profiling import occupancy
-
-        return tuple(occupancy.ARCHS)
-    except (ImportError, AttributeError):
-        return FALLBACK_ARCHS
 
 
 @st.cache_data(show_spinner="Compiling offline (cached on disk after the first time)…", max_entries=64)
@@ -63,9 +53,8 @@ df = ctx.filtered
 variants_in_data = [v for v in COMPILE_VARIANTS if v in set(ctx.df["variant"])] or list(COMPILE_VARIANTS)
 n_values = sorted(int(n) for n in df["n_cols"].unique()) or [1024]
 
-arch_names = archs()
-capability = ctx.df["compute_capability"].dropna()
-data_arch = "sm_" + str(capability.iloc[0]).replace(".", "") if len(capability) else "sm_90"
+arch_names = dd.arch_names()
+data_arch = dd.data_arch(ctx.df)
 c = st.columns(5)
 arch = c[0].selectbox("GPU arch", arch_names, index=arch_names.index(data_arch) if data_arch in arch_names else 0,
                       key="occ_arch", help="Registers, shared memory and limits of this architecture; the sweep "

@@ -436,6 +436,26 @@ def first_call_table(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+FALLBACK_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+
+
+def arch_names() -> tuple[str, ...]:
+    """GPU architectures the occupancy calculator knows (profiling.occupancy.ARCHS when present)."""
+    try:
+        from . import occupancy
+
+        return tuple(occupancy.ARCHS)
+    except (ImportError, AttributeError):
+        return FALLBACK_ARCHS
+
+
+def data_arch(df: pd.DataFrame, default: str = "sm_90") -> str:
+    """'sm_90' from the table's compute_capability ('9.0'); `default` when absent."""
+    capability = df["compute_capability"].dropna() if "compute_capability" in df.columns else []
+    capability = [c for c in capability if c and c != "none"]
+    return "sm_" + str(capability[0]).replace(".", "") if capability else default
+
+
 def waves(grid_programs: int, sm_count: int, blocks_per_sm: int) -> tuple[float, float]:
     """(waves, tail_wave_fill): grid / (SMs x blocks per SM) and how full the last wave is (0..1].
 

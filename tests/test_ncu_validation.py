@@ -31,7 +31,7 @@ def test_capture_covers_every_limiter_and_variant():
     binding = set()
     for r in captured:
         limits = {name: _number(r[column]) for name, column in LIMITS.items()}
-        binding.add(min(limits, key=limits.get))
+        binding |= {name for name, value in limits.items() if value == min(limits.values())}  # ties: all bind
     assert binding == set(LIMITS), binding
 
 
@@ -41,7 +41,12 @@ def test_calculator_matches_ncu(row):
     assert regs == int(_number(row["launch__registers_per_thread"]))  # the compile facts describe this launch
     result = occupancy("sm_90", regs, int(row["num_warps"]), int(row["shared_bytes"]))
     for name, column in LIMITS.items():
-        assert result.limits[name] == int(_number(row[column])), (name, result)
+        if name == "shared_memory":
+            # the driver picks the shared-memory carveout per launch (and weighs kernels already resident), so
+            # ncu may report a larger carveout's limit; it is never below the calculator's
+            assert int(_number(row[column])) >= result.limits[name], (name, result)
+        else:
+            assert result.limits[name] == int(_number(row[column])), (name, result)
     theoretical = _number(row["sm__maximum_warps_per_active_cycle_pct"]) / 100
     assert result.occupancy == pytest.approx(theoretical, abs=1e-3)
     achieved = _number(row["sm__warps_active.avg.pct_of_peak_sustained_active"]) / 100

@@ -30,7 +30,7 @@ ui.chart(figures.latency_figure(ctx.filtered, method, dtype, spans, band), dd.be
 st.caption(f"Regimes are derived from the data for the fastest Triton variant at each N: **spill-bound** when its "
            f"compiled kernel spills, **bandwidth-bound** when it reaches ≥ {dd.BANDWIDTH_BOUND_FRACTION:.0%} of "
            f"the measured copy bandwidth, **launch-bound** when its time is within {dd.LAUNCH_BOUND_FACTOR}x of "
-           "the smallest time measured for this dtype.")
+           "the smallest time that variant measured for this dtype (the flat part of its curve).")
 with st.expander("Regime per variant and N"):
     st.dataframe(regime_table, hide_index=True, key="lat_regime_table")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import replace
 
 import streamlit as st
@@ -29,8 +30,11 @@ st.markdown(f"**GPU:** {', '.join(info['gpus']) or 'unknown'} · **SMs:** "
             f"{', '.join(map(str, info['sm_counts'])) or '?'} · **driver:** {', '.join(info['drivers']) or '?'} · "
             f"**torch:** {', '.join(info['torch_versions'])} · **Triton:** {', '.join(info['triton_versions'])}")
 cols = st.columns(6)
-cols[0].metric("Copy bandwidth", " / ".join(f"{v:,.0f}" for v in info["copy_gbps"]) + " GB/s"
-               if info["copy_gbps"] else "n/a", help="device-to-device copy measured in the same run (GB/s)")
+copies = info["copy_gbps"]
+cols[0].metric("Copy bandwidth", f"{statistics.median(copies):,.0f} GB/s" if copies else "n/a",
+               help="device-to-device copy measured in the same run (GB/s)"
+                    + (f"; median of {len(copies)} runs: " + ", ".join(f"{v:,.0f}" for v in copies) if len(copies) > 1
+                       else ""))
 cols[1].metric("Configs", f"{info['configs']:,}", help=f"{info['rows']:,} rows (one per config x timing method)")
 cols[2].metric("Failed rows", f"{info['errors']:,}", help="kept with their error text (Kernel evidence page)")
 cols[3].metric("N range", f"{compact(info['n_min'])}–{compact(info['n_max'])}",

@@ -227,14 +227,15 @@ def regimes(df: pd.DataFrame, launch_factor: float = LAUNCH_BOUND_FACTOR,
     """Regime of each (variant, dtype, N) best config, derived from the data.
 
     spill-bound: the best config still spills (spill_store_bytes > 0); bandwidth-bound: copy_fraction >=
-    `bandwidth_fraction`; launch-bound: median_us within `launch_factor` x the smallest time measured for
-    that dtype (the floor a launch costs); otherwise 'in between'. Columns: variant, dtype, n_cols,
+    `bandwidth_fraction`; launch-bound: median_us within `launch_factor` x the smallest time that variant
+    measured for that dtype (its flat, launch-cost floor); otherwise 'in between'. Columns: variant, dtype, n_cols,
     median_us, copy_fraction, spill_store_bytes, regime.
     """
     best = best_per_n(df)
     if best.empty:
         return best.assign(regime=pd.Series(dtype="string"))
-    floor = best.groupby("dtype")["median_us"].transform("min")
+    keys = ["variant", "dtype", *(["source"] if "source" in best.columns else [])]
+    floor = best.groupby(keys, dropna=False)["median_us"].transform("min")
     spills = best["spill_store_bytes"].fillna(0) > 0
     bandwidth = best["copy_fraction"].fillna(0) >= bandwidth_fraction
     launch = best["median_us"] <= launch_factor * floor

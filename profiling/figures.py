@@ -267,9 +267,12 @@ def bandwidth_figure(df: pd.DataFrame, method: str, dtype: str) -> go.Figure:
         fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["gbps"], name=name, mode="lines+markers",
                                  line={"color": variant_color(variant), "dash": dash}, marker={"size": 5},
                                  hovertext=_hover(rows), hoverinfo="text"))
-    for copy in sorted(df["copy_gbps"].dropna().unique()):
-        fig.add_hline(y=float(copy), line={"color": "#d62728", "dash": "dash"}, name="copy bandwidth",
-                      annotation_text=f"measured device copy {float(copy):,.0f} GB/s",
+    copies = df.dropna(subset=["copy_gbps"]).groupby("gpu_name")["copy_gbps"].agg(["median", "count", "nunique"])
+    for gpu, row in copies.iterrows():  # one line per GPU: the median of its runs' copy measurements
+        runs = f", median of {int(row['nunique'])} runs" if row["nunique"] > 1 else ""
+        label = f"{gpu}: " if len(copies) > 1 else ""
+        fig.add_hline(y=float(row["median"]), line={"color": "#d62728", "dash": "dash"}, name="copy bandwidth",
+                      annotation_text=f"{label}measured device copy {float(row['median']):,.0f} GB/s{runs}",
                       annotation_position="top left")
     _layout(fig, title_for("Achieved bandwidth vs N against the measured copy bandwidth", df, dtype, method),
             "N (columns per row)", "achieved bandwidth (GB/s)")

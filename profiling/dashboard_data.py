@@ -304,8 +304,16 @@ class Finding:
     data: pd.DataFrame
 
 
-def _n_ranges(values: list[int]) -> str:
-    return ", ".join(str(v) for v in values) if len(values) <= 6 else f"{values[0]}..{values[-1]} ({len(values)} N)"
+def n_runs(selected: list[int], all_n: list[int]) -> str:
+    """'255–256, 2047–262144': runs of `selected` that are consecutive in the measured N list `all_n`."""
+    position = {n: i for i, n in enumerate(sorted(all_n))}
+    runs: list[list[int]] = []
+    for n in sorted(selected):
+        if runs and position.get(n, -2) == position.get(runs[-1][-1], -10) + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
 
 
 def finding_wins(df: pd.DataFrame, method: str) -> Finding:
@@ -324,8 +332,9 @@ def finding_wins(df: pd.DataFrame, method: str) -> Finding:
         top = wins.loc[wins["speedup"].idxmax()]
         parts = []
         for dtype, group in wins.groupby("dtype"):
-            parts.append(f"{dtype}: {len(group)} of {int((best['dtype'] == dtype).sum())} N "
-                         f"({_n_ranges(sorted(int(n) for n in group['n_cols']))})")
+            measured = [int(n) for n in best.loc[best["dtype"] == dtype, "n_cols"]]
+            parts.append(f"{dtype}: {len(group)} of {len(measured)} N "
+                         f"({n_runs([int(n) for n in group['n_cols']], measured)})")
         text = (f"With {method}, the best Triton variant beats torch.softmax at " + "; ".join(parts)
                 + f". Largest gain: {top['variant']} {float(top['speedup']):.2f}x at N={top['n_cols']} "
                 f"({top['dtype']}, {float(top['median_us']):.1f} vs {float(top['torch_us']):.1f} µs).")

@@ -21,6 +21,8 @@ dtype, method = ctx.dtype, ctx.method
 part = ctx.filtered[(ctx.filtered["variant"] == variant) & (ctx.filtered["dtype"] == dtype)]
 timed = part[part["method"] == method]
 
+dense = st.toggle("Only N measured at two or more num_warps", True, key="trade_dense",
+                  help="The sweep may time every num_warps only at some N; the other N have one default column.")
 tabs = st.tabs(["Latency", "Occupancy", "Spills", "Best num_warps per N"])
 panels = (("median_us", "median time (µs)", "µs", ".3g", True, timed),
           ("occupancy", "theoretical occupancy", "occupancy", ".0%", False, part),
@@ -28,6 +30,8 @@ panels = (("median_us", "median time (µs)", "µs", ".3g", True, timed),
 for tab, (value, what, unit, fmt, reverse, rows) in zip(tabs[:3], panels, strict=True):
     with tab:
         pivot = dd.warps_pivot(rows, value)
+        if dense and len(pivot):
+            pivot = pivot[pivot.notna().sum(axis=1) >= 2]
         if pivot.empty or pivot.isna().all().all():
             ui.empty(f"no {what} for {variant} {dtype}")
             continue

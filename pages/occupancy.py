@@ -150,6 +150,17 @@ if variant == "persistent":
                  ["n_cols", "num_warps", "programs", "blocks_per_sm", "sm_count"]].drop_duplicates(),
              "occ_persistent", "The persistent kernel launches SMs x blocks/SM programs that loop over rows.")
 
+driver = dd.load_driver_occupancy()
+if driver is not None and "agrees" in driver.columns:
+    st.subheader("Calculator vs the CUDA driver")
+    ok = driver[driver["error"] == ""] if "error" in driver.columns else driver
+    st.metric("Configs where blocks/SM agree", f"{int(ok['agrees'].sum())} of {len(ok)}",
+              help="cuOccupancyMaxActiveBlocksPerMultiprocessor on the compiled kernel vs profiling.occupancy")
+    columns = [c for c in ("variant", "dtype", "n_cols", "num_warps", "n_regs", "shared_bytes", "calculator_limiter",
+                           "calculator_blocks_per_sm", "driver_blocks_per_sm", "agrees") if c in ok.columns]
+    with st.expander("Data: every validated config (data/occupancy_h200.csv)"):
+        st.dataframe(ok[columns], hide_index=True, key="occ_driver")
+
 ncu = dd.load_ncu()
 if ncu is not None and {"theoretical_occupancy_pct", "achieved_occupancy_pct"} <= set(ncu.columns):
     st.subheader("Nsight Compute validation")

@@ -19,6 +19,7 @@ from .results import ResultsError, concat_results, load_results
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_PATH = ROOT / "data" / "h200_sweep.parquet"
 NCU_PATH = ROOT / "data" / "ncu_validation.csv"
+DRIVER_OCCUPANCY_PATH = ROOT / "data" / "occupancy_h200.csv"
 TORCH = "torch"
 LAUNCH_BOUND_FACTOR = 1.5  # within 1.5x of the smallest time measured (same dtype, method): launch-bound
 BANDWIDTH_BOUND_FRACTION = 0.6  # at least 60% of the measured copy bandwidth: bandwidth-bound
@@ -504,6 +505,22 @@ def load_ncu(path: str | Path = NCU_PATH) -> pd.DataFrame | None:
     for column in ("theoretical_occupancy_pct", "achieved_occupancy_pct", "dram_pct", "gpu_time"):
         if column in table.columns:
             table[column] = pd.to_numeric(table[column].astype(str).str.replace(",", ""), errors="coerce")
+    if "error" in table.columns:
+        table["error"] = table["error"].astype("string").fillna("")
+    return table
+
+
+def load_driver_occupancy(path: str | Path = DRIVER_OCCUPANCY_PATH) -> pd.DataFrame | None:
+    """data/occupancy_h200.csv (blocks/SM from the CUDA driver next to the calculator's) or None if absent.
+
+    Adds `agrees` (driver_blocks_per_sm == calculator_blocks_per_sm) for rows without an error.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None
+    table = pd.read_csv(path)
+    if {"driver_blocks_per_sm", "calculator_blocks_per_sm"} <= set(table.columns):
+        table["agrees"] = table["driver_blocks_per_sm"] == table["calculator_blocks_per_sm"]
     if "error" in table.columns:
         table["error"] = table["error"].astype("string").fillna("")
     return table

@@ -160,3 +160,12 @@ def test_row_count_filter_keeps_one_r() -> None:
     assert dd.options(table)["n_rows"] == [4096, 8192]
     kept = dd.apply_filters(table, dd.Filters(n_rows=8192), method=False)
     assert set(kept["n_rows"]) == {8192} and len(kept) == len(table) // 2
+
+
+def test_driver_occupancy_table(tmp_path) -> None:
+    path = tmp_path / "occ.csv"
+    path.write_text("variant,dtype,n_cols,num_warps,driver_blocks_per_sm,calculator_blocks_per_sm,error\n"
+                    "teaching,fp16,128,1,32,32,\nonline,fp32,4096,8,2,3,\nteaching,fp16,9,1,,,boom\n")
+    table = dd.load_driver_occupancy(path)
+    assert table["agrees"].tolist()[:2] == [True, False] and table["error"].tolist()[2] == "boom"
+    assert dd.load_driver_occupancy(tmp_path / "absent.csv") is None

@@ -99,7 +99,7 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_x: bo
     fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
     fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
     if log_y and not fig.layout.yaxis.tickvals:  # 1-2-5 per decade, written out in full
-        ticks = [m * 10**e for e in range(-1, 7) for m in (1, 2, 5)]
+        ticks = [m * 10**e for e in range(-4, 7) for m in (1, 2, 5)]
         fig.update_yaxes(tickmode="array", tickvals=ticks, ticktext=[f"{t:,g}" for t in ticks])
     return fig
 

@@ -166,3 +166,23 @@ if ncu is not None and {"theoretical_occupancy_pct", "achieved_occupancy_pct"} <
     st.subheader("Nsight Compute validation")
     ui.chart(figures.ncu_figure(ncu), ncu, "occ_ncu",
              "Theoretical vs achieved occupancy and DRAM throughput measured by ncu (data/ncu_validation.csv).")
+
+offline_vs_live = dd.load_offline_vs_live()
+if offline_vs_live is not None:
+    st.subheader("Offline compile vs the live H200 compile")
+    compared = offline_vs_live[offline_vs_live["offline_error"] == ""]
+    same_regs = int((compared["regs_difference"] == 0).sum())
+    live_triton = ", ".join(sorted(compared["live_triton"].astype(str).unique()))
+    offline_triton = ", ".join(sorted(compared["offline_triton"].astype(str).unique()))
+    left, middle, right = st.columns(3)
+    left.metric("Same registers/thread", f"{same_regs} of {len(compared)}")
+    same_shared = int((compared["offline_shared_bytes"] == compared["live_shared_bytes"]).sum())
+    middle.metric("Same shared bytes", f"{same_shared} of {len(compared)}")
+    right.metric("Largest register gap", f"{int(compared['regs_difference'].abs().max())} regs")
+    st.caption(f"Live: Triton {live_triton} on the H200; offline: Triton {offline_triton} compiling for sm_90 here. "
+               "Differences come from the Triton versions, not the arch: the offline numbers are estimates of what "
+               "the GPU's own Triton will allocate.")
+    columns = ["variant", "dtype", "n_cols", "tunables", "live_n_regs", "offline_n_regs", "regs_difference",
+               "live_shared_bytes", "offline_shared_bytes", "live_spill_store_bytes", "offline_spill_store_bytes"]
+    with st.expander("Data: offline vs live (data/offline_vs_live.csv)"):
+        st.dataframe(compared[columns], hide_index=True, key="occ_offline_live")

@@ -488,8 +488,8 @@ def waves(grid_programs: int, sm_count: int, blocks_per_sm: int) -> tuple[float,
 def load_ncu(path: str | Path = NCU_PATH) -> pd.DataFrame | None:
     """data/ncu_validation.csv with readable column names (percent columns 0..100), or None if absent.
 
-    Adds theoretical_occupancy_pct, achieved_occupancy_pct, dram_pct, gpu_time (ncu's unit) when ncu's
-    metrics are there.
+    Adds theoretical_occupancy_pct, achieved_occupancy_pct, dram_pct, gpu_time_ns (gpu__time_duration.sum,
+    ns) when ncu's metrics are there.
     """
     path = Path(path)
     if not path.exists():
@@ -499,10 +499,10 @@ def load_ncu(path: str | Path = NCU_PATH) -> pd.DataFrame | None:
         "sm__maximum_warps_per_active_cycle_pct": "theoretical_occupancy_pct",
         "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
         "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_pct",
-        "gpu__time_duration.sum": "gpu_time",
+        "gpu__time_duration.sum": "gpu_time_ns",
     }
     table = table.rename(columns={k: v for k, v in renames.items() if k in table.columns})
-    for column in ("theoretical_occupancy_pct", "achieved_occupancy_pct", "dram_pct", "gpu_time"):
+    for column in ("theoretical_occupancy_pct", "achieved_occupancy_pct", "dram_pct", "gpu_time_ns"):
         if column in table.columns:
             table[column] = pd.to_numeric(table[column].astype(str).str.replace(",", ""), errors="coerce")
     if "error" in table.columns:
@@ -523,4 +523,18 @@ def load_driver_occupancy(path: str | Path = DRIVER_OCCUPANCY_PATH) -> pd.DataFr
         table["agrees"] = table["driver_blocks_per_sm"] == table["calculator_blocks_per_sm"]
     if "error" in table.columns:
         table["error"] = table["error"].astype("string").fillna("")
+    return table
+
+
+OFFLINE_VS_LIVE_PATH = ROOT / "data" / "offline_vs_live.csv"
+
+
+def load_offline_vs_live(path: str | Path = OFFLINE_VS_LIVE_PATH) -> pd.DataFrame | None:
+    """data/offline_vs_live.csv (scripts/offline_vs_live.py): live H200 vs offline sm_90 registers, spills and
+    shared bytes for the same configs, with `regs_difference` = offline - live (registers/thread); None if absent."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    table = pd.read_csv(path)
+    table["offline_error"] = table["offline_error"].astype("string").fillna("")
     return table

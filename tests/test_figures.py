@@ -148,7 +148,7 @@ def test_ncu_table_is_read_when_present(tmp_path) -> None:
                     'sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_'
                     'elapsed,gpu__time_duration.sum,error\nteaching,fp16,1000,4,100,"87.5",61.2,"5,344",\n')
     table = dd.load_ncu(path)
-    assert table.loc[0, "achieved_occupancy_pct"] == 87.5 and table.loc[0, "gpu_time"] == 5344
+    assert table.loc[0, "achieved_occupancy_pct"] == 87.5 and table.loc[0, "gpu_time_ns"] == 5344
     fig = figures.ncu_figure(table)
     assert "teaching" in names(fig)
     assert dd.load_ncu(tmp_path / "absent.csv") is None
@@ -169,3 +169,11 @@ def test_driver_occupancy_table(tmp_path) -> None:
     table = dd.load_driver_occupancy(path)
     assert table["agrees"].tolist()[:2] == [True, False] and table["error"].tolist()[2] == "boom"
     assert dd.load_driver_occupancy(tmp_path / "absent.csv") is None
+
+
+def test_offline_vs_live_table_loads_with_differences():
+    table = dd.load_offline_vs_live()
+    assert table is not None and len(table) >= 40
+    compared = table[table["offline_error"] == ""]
+    assert (compared["regs_difference"] == compared["offline_n_regs"] - compared["live_n_regs"]).all()
+    assert (compared["offline_shared_bytes"] == compared["live_shared_bytes"]).all()

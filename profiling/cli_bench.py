@@ -13,7 +13,7 @@ DTYPES = ("fp16", "bf16", "fp32")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    bench = subparsers.add_parser("bench", help="auto vs torch.softmax per shape, % of copy bandwidth",
+    bench = subparsers.add_parser("bench", help="auto vs torch.softmax per shape, %% of copy bandwidth",
                                   description="Time torch.softmax and `auto` side by side on the default (R=4096) "
                                   "and large (~512 MB) shape sets; print per shape torch us, auto's variant and "
                                   "config, its us, speedup and %% of the copy bandwidth measured in this run.")

@@ -77,3 +77,12 @@ def test_cli_errors(argv, message, capsys):
 def test_cli_needs_cuda(capsys):
     assert main(["bench"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [[], ["occupancy"], ["inspect"], ["seed"], ["sweep"], ["bench"], ["tune"],
+                                     ["export"]])
+def test_every_help_text_renders(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: python -m profiling" in capsys.readouterr().out

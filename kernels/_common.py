@@ -107,6 +107,14 @@ def cached_plans(plan: Callable[..., LaunchPlan]) -> Callable[[int, int, torch.d
     return get
 
 
+def prepare_launch(x: object, variant: str, max_n: int, plans: Callable[[int, int, torch.dtype, dict], LaunchPlan],
+                   tunables: dict) -> tuple[torch.Tensor, LaunchPlan, torch.Tensor]:
+    """The launcher prologue every variant shares: validated rows [R, N], the memoized plan, the output rows."""
+    rows = check_input(x, variant, max_n)
+    n_rows, n_cols = rows.shape
+    return rows, plans(n_rows, max(n_cols, 1), rows.dtype, tunables), empty_like_rows(rows)
+
+
 def empty_like_rows(rows: torch.Tensor) -> torch.Tensor:
     """Contiguous output rows [R, N] in the input dtype."""
     return torch.empty(rows.shape, dtype=rows.dtype, device=rows.device)

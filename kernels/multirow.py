@@ -9,12 +9,11 @@ import triton.language as tl
 from ._common import (
     NUM_WARPS_ALLOWED,
     cached_plans,
-    check_input,
     check_int_choice,
     check_power_of_2,
     check_tunables,
-    empty_like_rows,
     next_power_of_2,
+    prepare_launch,
 )
 from .plan import LaunchPlan
 
@@ -78,12 +77,11 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
 
 _plans = cached_plans(plan)
 
+
 def softmax_multirow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim, ROWS rows per program (tunables: num_warps, rows_per_program)."""
-    rows = check_input(x, NAME, MAX_N)
+    rows, launch, output = prepare_launch(x, NAME, MAX_N, _plans, tunables)
     n_rows, n_cols = rows.shape
-    launch = _plans(n_rows, max(n_cols, 1), x.dtype, tunables)
-    output = empty_like_rows(rows)
     if rows.numel() == 0:
         return output.view(x.shape)
     row_softmax_multirow_kernel[launch.grid](

@@ -15,13 +15,12 @@ from ._common import (
     INT32_MAX,
     NUM_WARPS_ALLOWED,
     cached_plans,
-    check_input,
     check_int_choice,
     check_int_range,
     check_power_of_2,
     check_tunables,
-    empty_like_rows,
     next_power_of_2,
+    prepare_launch,
 )
 from .plan import LaunchPlan
 
@@ -91,12 +90,11 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
 
 _plans = cached_plans(plan)
 
+
 def softmax_online(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim for any N (tunables: num_warps, tile, num_stages)."""
-    rows = check_input(x, NAME, MAX_N)
+    rows, launch, output = prepare_launch(x, NAME, MAX_N, _plans, tunables)
     n_rows, n_cols = rows.shape
-    launch = _plans(n_rows, max(n_cols, 1), x.dtype, tunables)
-    output = empty_like_rows(rows)
     if rows.numel() == 0:
         return output.view(x.shape)
     row_softmax_online_kernel[launch.grid](

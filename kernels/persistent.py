@@ -13,14 +13,13 @@ import triton.language as tl
 from ._common import (
     NUM_WARPS_ALLOWED,
     cached_plans,
-    check_input,
     check_int_choice,
     check_int_range,
     check_tunables,
     driver_blocks_per_sm,
-    empty_like_rows,
     interpreting,
     next_power_of_2,
+    prepare_launch,
 )
 from .plan import LaunchPlan
 
@@ -101,12 +100,11 @@ def resident_programs(output: torch.Tensor, rows: torch.Tensor, launch: LaunchPl
 
 _plans = cached_plans(plan)
 
+
 def softmax_persistent(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim with a persistent row loop (tunables: num_warps, num_stages, programs)."""
-    rows = check_input(x, NAME, MAX_N)
+    rows, launch, output = prepare_launch(x, NAME, MAX_N, _plans, tunables)
     n_rows, n_cols = rows.shape
-    launch = _plans(n_rows, max(n_cols, 1), x.dtype, tunables)
-    output = empty_like_rows(rows)
     if rows.numel() == 0:
         return output.view(x.shape)
     programs = tunables.get("programs") or resident_programs(output, rows, launch)

@@ -18,14 +18,13 @@ import triton.language as tl
 from ._common import (
     NUM_WARPS_ALLOWED,
     cached_plans,
-    check_input,
     check_int_choice,
     check_power_of_2,
     check_tunables,
     driver_blocks_per_sm,
-    empty_like_rows,
     interpreting,
     next_power_of_2,
+    prepare_launch,
 )
 from .plan import LaunchPlan
 
@@ -130,10 +129,8 @@ def resident_row_groups(args: tuple, launch: LaunchPlan, device: torch.device) -
 
 def softmax_splitrow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim, CHUNKS cooperating programs per row (tunables: num_warps, chunk)."""
-    rows = check_input(x, NAME, MAX_N)
+    rows, launch, output = prepare_launch(x, NAME, MAX_N, _plans, tunables)
     n_rows, n_cols = rows.shape
-    launch = _plans(n_rows, max(n_cols, 1), x.dtype, tunables)
-    output = empty_like_rows(rows)
     if rows.numel() == 0:
         return output.view(x.shape)
     chunks = launch.constexprs["CHUNKS"]

@@ -15,11 +15,10 @@ from ._common import (
     INT32_MAX,
     NUM_WARPS_ALLOWED,
     cached_plans,
-    check_input,
     check_int_choice,
     check_tunables,
-    empty_like_rows,
     next_power_of_2,
+    prepare_launch,
 )
 from .plan import LaunchPlan
 
@@ -70,12 +69,11 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
 
 _plans = cached_plans(plan)
 
+
 def softmax_teaching(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim with the teaching kernel (tunable: num_warps)."""
-    rows = check_input(x, NAME, MAX_N)
+    rows, launch, output = prepare_launch(x, NAME, MAX_N, _plans, tunables)
     n_rows, n_cols = rows.shape
-    launch = _plans(n_rows, max(n_cols, 1), x.dtype, tunables)
-    output = empty_like_rows(rows)
     if rows.numel() == 0:
         return output.view(x.shape)
     if (n_rows - 1) * max(rows.stride(0), n_cols) + n_cols > INT32_MAX:

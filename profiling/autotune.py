@@ -120,16 +120,35 @@ def save_table(table: dict, directory: Path | None = None) -> Path:
     return path
 
 
-def tune(shapes: Iterable[tuple[int, int]], dtypes: Iterable[str], timer: Timer,
-         progress: Callable[[int, int, tuple], None] | None = None) -> tuple[list[dict], float]:
-    """Tune every (n_rows, n_cols) x dtype; returns all records and the tuner's own cost in seconds."""
+def default_rows(n_cols: int, dtype: torch.dtype) -> list[int]:
+    """Row counts `auto` is tuned at for one N: R=4096 (N <= 262144) and ~512 MB of input."""
+    return ([4096] if n_cols <= 262144 else []) + [large_set_rows(n_cols, dtype)]
+
+
+def describe(shape_records: list[dict]) -> str:
+    """One line for one shape's records: torch's time and the fastest config (us)."""
+    first, best = shape_records[0], best_entries(shape_records)
+    label = f"{best[0]['variant']} {best[0]['tunables']} {best[0]['median_us']:.1f} us" if best else "-"
+    return (f"{first['dtype']} R={first['n_rows']} N={first['n_cols']}: torch {first['median_us']:.1f} us, "
+            f"best {label}")
+
+
+def tune(dtypes: Iterable[str], n_values: Iterable[int], timer: Timer, rows: Iterable[int] | None = None,
+         on_shape: Callable[[list[dict]], None] | None = None, device: str = "cuda") -> tuple[list[dict], float]:
+    """Tune every dtype x N x R (R: `rows`, default `default_rows`); `on_shape` gets each shape's records as
+    they come. Returns all records and the tuner's own cost in seconds."""
     start = time.perf_counter()
-    jobs = [(r, n, dtype_from_name(d)) for d in dtypes for r, n in shapes]
     records: list[dict] = []
-    for done, (n_rows, n_cols, dtype) in enumerate(jobs):
-        records += tune_shape(n_rows, n_cols, dtype, timer)
-        if progress:
-            progress(done + 1, len(jobs), (n_rows, n_cols, DTYPE_NAMES[dtype]))
+    for dtype_name in dtypes:
+        dtype = dtype_from_name(dtype_name)
+        for n_cols in n_values:
+            for n_rows in rows or default_rows(n_cols, dtype):
+                shape_records = tune_shape(n_rows, n_cols, dtype, timer, device)
+                records += shape_records
+                if on_shape:
+                    on_shape(shape_records)
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
     return records, time.perf_counter() - start
 
 

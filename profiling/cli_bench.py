@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 from .cli import CLIError, int_list, str_list
@@ -86,9 +85,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
 def run_tune_command(args: argparse.Namespace) -> int:
     _check_dtypes(args.dtypes)
     _need_cuda("tune")
-    import torch
 
-    from kernels import auto, dtype_from_name
+    from kernels import auto
 
     from . import autotune, timing
 
@@ -96,21 +94,9 @@ def run_tune_command(args: argparse.Namespace) -> int:
         return timing.benchmark(fn, "back_to_back_flushed", warmup=5).median_us
 
     n_values = args.n or [2**k for k in range(7, 21)]
-    start = time.perf_counter()
-    records: list[dict] = []
-    for dtype_name in args.dtypes:
-        dtype = dtype_from_name(dtype_name)
-        for n_cols in n_values:
-            row_counts = args.rows or ([4096] if n_cols <= 262144 else []) + [autotune.large_set_rows(n_cols, dtype)]
-            for n_rows in row_counts:
-                shape_records = autotune.tune_shape(n_rows, n_cols, dtype, timer)
-                records += shape_records
-                best = autotune.best_entries(shape_records)
-                label = f"{best[0]['variant']} {best[0]['tunables']} {best[0]['median_us']:.1f} us" if best else "-"
-                print(f"{dtype_name} R={n_rows} N={n_cols}: torch {shape_records[0]['median_us']:.1f} us, "
-                      f"best {label}", flush=True)
-                torch.cuda.empty_cache()
-    table = autotune.make_table(records, time.perf_counter() - start, "python -m profiling " + " ".join(sys.argv[1:]))
+    records, seconds = autotune.tune(args.dtypes, n_values, timer, args.rows,
+                                     lambda shape: print(autotune.describe(shape), flush=True))
+    table = autotune.make_table(records, seconds, "python -m profiling " + " ".join(sys.argv[1:]))
     path = autotune.save_table(table, Path(args.save_to) if args.save_to else None)
     auto.clear_choices()
     print(f"tuning took {table['tuning_seconds']:.0f} s; wrote {path} ({len(table['entries'])} entries)")

@@ -10,15 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
 import triton.testing  # noqa: E402
 
-from kernels import dtype_from_name  # noqa: E402
 from profiling import autotune  # noqa: E402
 
 
@@ -35,28 +32,20 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    start = time.time()
-    all_records = []
+    n_values = []
+    n_cols = args.min_n
+    while n_cols <= args.max_n:
+        n_values.append(n_cols)
+        n_cols *= 2
     with open(out / "tune_log.jsonl", "w") as log:
-        for dtype_name in args.dtypes.split(","):
-            dtype = dtype_from_name(dtype_name)
-            n_cols = args.min_n
-            while n_cols <= args.max_n:
-                row_counts = ([4096] if n_cols <= 262144 else []) + [autotune.large_set_rows(n_cols, dtype)]
-                for n_rows in row_counts:
-                    records, _ = autotune.tune([(n_rows, n_cols)], [dtype_name], flushed_median_us)
-                    for record in records:
-                        log.write(json.dumps(record) + "\n")
-                    log.flush()
-                    all_records += records
-                    best = autotune.best_entries(records)
-                    label = f"{best[0]['variant']} {best[0]['tunables']} {best[0]['median_us']:.1f}us" if best else "-"
-                    print(f"{time.time() - start:7.1f}s {dtype_name} R={n_rows} N={n_cols} "
-                          f"torch={records[0]['median_us']:.1f}us best={label}", flush=True)
-                    torch.cuda.empty_cache()
-                n_cols *= 2
+        def on_shape(records: list[dict]) -> None:
+            log.writelines(json.dumps(record) + "\n" for record in records)
+            log.flush()
+            print(autotune.describe(records), flush=True)
+
+        records, seconds = autotune.tune(args.dtypes.split(","), n_values, flushed_median_us, on_shape=on_shape)
     command = "python3 scripts/tune_h200.py " + " ".join(sys.argv[1:])
-    table = autotune.make_table(all_records, time.time() - start, command)
+    table = autotune.make_table(records, seconds, command)
     print("wrote", autotune.save_table(table, out), "entries", len(table["entries"]), "s", table["tuning_seconds"])
 
 

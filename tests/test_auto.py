@@ -98,3 +98,19 @@ def test_tune_shape_records_errors_and_keeps_going():
     assert records[1]["error"] == "" and records[1]["median_us"] == 12.0
     assert "tile=3 is not allowed" in records[2]["error"]
     assert autotune.best_entries(records)[0]["variant"] == "torch"  # 11 us beats 12 us
+
+
+def test_tune_grid_reports_each_shape_and_default_rows():
+    assert autotune.default_rows(1024, torch.float16) == [4096, 262144]
+    assert autotune.default_rows(2**20, torch.float32) == [128]  # wide rows: only the ~512 MB shape
+    seen = []
+
+    def fake_timer(fn):
+        fn()
+        return 7.0
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    records, seconds = autotune.tune(["fp32"], [8, 16], fake_timer, rows=[3], on_shape=seen.append, device=device)
+    assert [s[0]["n_cols"] for s in seen] == [8, 16] and seconds >= 0
+    assert sum(len(s) for s in seen) == len(records)
+    assert autotune.describe(seen[0]).startswith("fp32 R=3 N=8: torch 7.0 us, best ")

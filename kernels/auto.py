@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from . import splitrow
 from ._common import DTYPE_NAMES, check_input, check_tunables, empty_like_rows, next_power_of_2
 from .plan import LaunchPlan
 from .reference import torch_softmax
@@ -27,6 +28,7 @@ NAME = "auto"
 SHIPPED_DIR = Path(__file__).parent / "tuned"
 TUNABLES: dict[str, str] = {}
 TABLE_FORMAT = 1
+MAX_N = splitrow.MAX_N  # the widest rows any choice can take (split-row programs)
 
 
 def user_table_dir() -> Path:
@@ -124,9 +126,6 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = No
         raise ValueError(f"{NAME}: for R={n_rows}, N={n_cols} the tuning table picks torch.softmax "
                          "(faster than every Triton config measured): no Triton kernel to plan")
     return get_variant(variant).plan(n_rows, n_cols, dtype, **chosen)
-
-
-MAX_N = 2**24
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:

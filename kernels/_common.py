@@ -146,6 +146,72 @@ def check_int_range(variant: str, name: str, value: object, low: int, high: int)
     return value
 
 
+def specialization_key(args: tuple) -> tuple:
+    """What Triton specializes a launch on besides constexprs: pointer dtypes and 16-byte alignment, integers
+    divisible by 16, equal to 1 or needing 64 bits. Kernels compiled for the same constexprs differ across these
+    (vector widths, registers, hence occupancy), so anything cached per compiled kernel keys on this too."""
+    key = []
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            key.append((arg.dtype, arg.data_ptr() % 16 == 0))
+        elif isinstance(arg, int) and not isinstance(arg, bool):
+            key.append((arg % 16 == 0, arg == 1, -(2**31) <= arg < 2**31))
+        else:
+            key.append(None)
+    return tuple(key)
+
+
+_COMPILED: dict[tuple, tuple | None] = {}
+DIRECT_LAUNCH = os.environ.get("BLOCKSCOPE_DIRECT_LAUNCH", "1") != "0"  # 0: always through JITFunction.run
+
+
+def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int], num_warps: int,
+           num_stages: int = 1) -> None:
+    """Launch a @triton.jit kernel: `args` are its runtime arguments in order, `constexprs` the rest by name.
+
+    On a GPU the compiled kernel is cached here per (device, constexprs, options, Triton's specialization of
+    `args`) and launched directly, skipping JITFunction.run's per-call argument binding and cache key (host
+    time that decides launch-bound shapes). Under the interpreter, or if this Triton's CompiledKernel lacks
+    what the direct path needs, the kernel is launched the usual way.
+    """
+    if not DIRECT_LAUNCH or interpreting() or not args[0].is_cuda:
+        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **constexprs)
+        return
+    device = args[0].device.index
+    key = (id(kernel), device, tuple(constexprs.items()), num_warps, num_stages, specialization_key(args))
+    entry = _COMPILED.get(key, False)
+    if entry is False:
+        entry = _COMPILED[key] = _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages)
+    if entry is None:  # no direct path on this Triton
+        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **constexprs)
+        return
+    compiled, slots, current_stream, knobs = entry
+    values = iter(args)
+    bound = [next(values) if name is None else name for name in slots]
+    grid_0, grid_1, grid_2 = (tuple(grid) + (1, 1))[:3]
+    stream = current_stream(device)
+    compiled.run(grid_0, grid_1, grid_2, stream, compiled.function, compiled.packed_metadata,
+                 compiled.launch_metadata(grid, stream, *bound), knobs.runtime.launch_enter_hook,
+                 knobs.runtime.launch_exit_hook, *bound)
+
+
+def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages) -> tuple | None:
+    """(CompiledKernel, per-parameter slot: None for the next runtime arg or the constexpr's value, stream getter,
+    triton.knobs), or None when this Triton version lacks one of them."""
+    try:
+        from triton import knobs
+        from triton.runtime import driver
+
+        compiled = kernel.warmup(*args, grid=grid, num_warps=num_warps, num_stages=num_stages, **constexprs)
+        compiled._init_handles()
+        slots = [constexprs[p.name] if p.is_constexpr else None for p in kernel.params]
+        if sum(slot is None for slot in slots) != len(args):
+            return None
+        return compiled, slots, driver.active.get_current_stream, knobs
+    except (AttributeError, ImportError, KeyError, TypeError):
+        return None
+
+
 @functools.cache
 def _libcuda() -> ctypes.CDLL:
     return ctypes.CDLL("libcuda.so.1")

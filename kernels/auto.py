@@ -4,7 +4,8 @@ Tables are JSON files written by `python -m profiling tune` (profiling/autotune.
 kernels/tuned/, then the user's own in $BLOCKSCOPE_CACHE_DIR/autotune (default ~/.cache/blockscope/autotune),
 which take precedence. An entry may name 'torch': the tuner found torch.softmax faster than every Triton
 config there (launch-bound shapes, where Triton's host launch path costs more than torch's).
-An entry is used for N in the same power-of-two bucket (its BLOCK_SIZE) with the nearest R; with no
+An entry is used for N in the same power-of-two bucket (its BLOCK_SIZE) and row alignment, nearest N then
+nearest R; with no
 table for the GPU a heuristic picks (multirow for small N, one program per row for mid N, cooperating
 split-row programs for wide rows). Under the CPU interpreter the first shipped table is used.
 """
@@ -74,8 +75,19 @@ def heuristic_choice(n_rows: int, n_cols: int) -> tuple[str, dict[str, int]]:
     return "splitrow", {"chunk": 8192, "num_warps": 8}
 
 
+def _nearest(entries: list[dict], n_rows: int, n_cols: int) -> dict:
+    """The entry closest in log2 N, then in log2 R."""
+    def distance(entry: dict) -> tuple[float, float]:
+        return (abs(math.log2(int(entry["n_cols"])) - math.log2(n_cols)),
+                abs(math.log2(max(1, int(entry["n_rows"]))) - math.log2(max(1, n_rows))))
+
+    return min(entries, key=distance)
+
+
 def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None) -> tuple[str, dict[str, int]]:
-    """(variant, tunables) for this shape: the table entry of the same BLOCK_SIZE bucket and nearest R."""
+    """(variant, tunables) for this shape from the table: among entries of the same BLOCK_SIZE bucket and the same
+    row alignment (N % 16 == 0 or not: Triton vectorizes only the first), the nearest N, then the nearest R. A
+    dtype without entries borrows those of another (bf16 <-> fp16 first: same bytes per element)."""
     from .registry import get_variant
 
     table = load_table(gpu_name)
@@ -83,10 +95,12 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
         dtype_name = DTYPE_NAMES[dtype]
         bucket = next_power_of_2(n_cols)
         same_bucket = [e for e in table["entries"] if next_power_of_2(int(e["n_cols"])) == bucket]
-        for wanted in (dtype_name, "fp16", "bf16", "fp32"):
+        order = {"fp16": ("fp16", "bf16", "fp32"), "bf16": ("bf16", "fp16", "fp32"), "fp32": ("fp32", "fp16", "bf16")}
+        for wanted in order[dtype_name]:
             entries = [e for e in same_bucket if e["dtype"] == wanted]
             if entries:
-                best = min(entries, key=lambda e: abs(math.log2(max(1, int(e["n_rows"]))) - math.log2(max(1, n_rows))))
+                aligned = [e for e in entries if (int(e["n_cols"]) % 16 == 0) == (n_cols % 16 == 0)]
+                best = _nearest(aligned or entries, n_rows, n_cols)
                 variant, tunables = best["variant"], dict(best.get("tunables", {}))
                 if variant == "torch":  # the tuner measured torch.softmax fastest here (launch-bound shapes)
                     return variant, {}

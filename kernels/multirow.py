@@ -15,6 +15,7 @@ from ._common import (
     next_power_of_2,
     prepare_launch,
 )
+from ._common import launch as launch_kernel
 from .plan import LaunchPlan
 
 NAME = "multirow"
@@ -84,7 +85,7 @@ def softmax_multirow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     n_rows, n_cols = rows.shape
     if rows.numel() == 0:
         return output.view(x.shape)
-    row_softmax_multirow_kernel[launch.grid](
-        output, rows, rows.stride(0), output.stride(0), n_rows, n_cols,
-        num_warps=launch.num_warps, **launch.constexprs)
+    launch_kernel(row_softmax_multirow_kernel, launch.grid,
+                  (output, rows, rows.stride(0), output.stride(0), n_rows, n_cols), launch.constexprs,
+                  launch.num_warps)
     return output.view(x.shape)

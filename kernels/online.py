@@ -22,6 +22,7 @@ from ._common import (
     next_power_of_2,
     prepare_launch,
 )
+from ._common import launch as launch_kernel
 from .plan import LaunchPlan
 
 NAME = "online"
@@ -97,7 +98,6 @@ def softmax_online(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     n_rows, n_cols = rows.shape
     if rows.numel() == 0:
         return output.view(x.shape)
-    row_softmax_online_kernel[launch.grid](
-        output, rows, rows.stride(0), output.stride(0), n_cols,
-        num_warps=launch.num_warps, num_stages=launch.num_stages, **launch.constexprs)
+    launch_kernel(row_softmax_online_kernel, launch.grid, (output, rows, rows.stride(0), output.stride(0), n_cols),
+                  launch.constexprs, launch.num_warps, launch.num_stages)
     return output.view(x.shape)

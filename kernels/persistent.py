@@ -20,7 +20,9 @@ from ._common import (
     interpreting,
     next_power_of_2,
     prepare_launch,
+    specialization_key,
 )
+from ._common import launch as launch_kernel
 from .plan import LaunchPlan
 
 NAME = "persistent"
@@ -86,11 +88,12 @@ def resident_programs(output: torch.Tensor, rows: torch.Tensor, launch: LaunchPl
     """SM count x blocks per SM of the compiled kernel (driver occupancy API), cached per config."""
     if interpreting() or rows.device.type != "cuda":
         return INTERPRETER_PROGRAMS
-    key = (rows.device.index, rows.dtype, launch.num_warps, launch.num_stages, tuple(launch.constexprs.items()))
+    args = (output, rows, rows.stride(0), output.stride(0), launch.n_rows, launch.n_cols)
+    key = (rows.device.index, rows.dtype, launch.num_warps, launch.num_stages, tuple(launch.constexprs.items()),
+           specialization_key(args))
     if key not in _BLOCKS_PER_SM:
-        compiled = row_softmax_persistent_kernel.warmup(
-            output, rows, rows.stride(0), output.stride(0), launch.n_rows, launch.n_cols,
-            num_warps=launch.num_warps, num_stages=launch.num_stages, grid=(1,), **launch.constexprs)
+        compiled = row_softmax_persistent_kernel.warmup(*args, num_warps=launch.num_warps,
+                                                        num_stages=launch.num_stages, grid=(1,), **launch.constexprs)
         compiled._init_handles()
         _BLOCKS_PER_SM[key] = max(1, driver_blocks_per_sm(compiled.function, launch.num_warps,
                                                           compiled.metadata.shared))
@@ -108,7 +111,7 @@ def softmax_persistent(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     if rows.numel() == 0:
         return output.view(x.shape)
     programs = tunables.get("programs") or resident_programs(output, rows, launch)
-    row_softmax_persistent_kernel[(min(programs, n_rows),)](
-        output, rows, rows.stride(0), output.stride(0), n_rows, n_cols,
-        num_warps=launch.num_warps, num_stages=launch.num_stages, **launch.constexprs)
+    launch_kernel(row_softmax_persistent_kernel, (min(programs, n_rows),),
+                  (output, rows, rows.stride(0), output.stride(0), n_rows, n_cols), launch.constexprs,
+                  launch.num_warps, launch.num_stages)
     return output.view(x.shape)

@@ -1,12 +1,21 @@
 """Split-row cooperative softmax for wide rows: CHUNKS programs share a row, each keeps CHUNK columns
 in registers, so x is read once even when a row is too wide for one program.
 
-Each program publishes its chunk's (max, sum of exp) to a workspace and bumps the row's counter; it
-waits until all CHUNKS partial results are in, combines them and writes its chunk. Waiting is safe only
-when every program of the grid is resident at once, so the grid is SMs x blocks/SM (driver occupancy
-API), rounded down to whole rows, and programs loop over rows like the persistent variant. Under the
-CPU interpreter (programs run one after another) the same kernel runs as two launches: publish, then
-combine-and-write.
+Each program publishes its chunk's (max, sum of exp) to a workspace as two 64-bit words tagged with the
+launch's epoch, waits until all CHUNKS partials of the row are in, combines them and writes its chunk.
+Two ways to wait (`counter`): poll the row's tagged words until every tag is this launch's (a tag travels
+in the word it vouches for, so neither side fences and loads in flight, e.g. the prefetched next row,
+keep going; each poll reads 16 x CHUNKS bytes), or count chunks into a per-row counter with a release
+add and poll that one word with acquire (fences; counters zeroed before each launch). Waiting is safe
+only when every program of the grid is resident at once, so the grid is SMs x blocks/SM (driver
+occupancy API), rounded down to whole rows, and programs loop over rows like the persistent variant.
+The epoch lives on the GPU (the launch's last program out bumps it), so CUDA-graph replays get fresh
+epochs and no launch needs a memset for the tags: stale words carry older epochs.
+
+With `prefetch` a program loads its chunk of the next row before it waits on the current one. Rows whose
+start is not 16-byte aligned (N % 16 != 0) are read through a window rounded down to 8 elements, so loads
+and stores stay vectorized. Under the CPU interpreter (programs run one after another) the same kernel
+runs as two launches: publish, then combine-and-write.
 """
 
 from __future__ import annotations
@@ -25,83 +34,192 @@ from ._common import (
     interpreting,
     next_power_of_2,
     prepare_launch,
+    specialization_key,
 )
+from ._common import launch as launch_kernel
 from .plan import LaunchPlan
 
 NAME = "splitrow"
 MAX_N = 2**24
 MIN_CHUNK, MAX_CHUNK = 256, 32768
 MAX_CHUNKS = 1024
+WINDOW_ALIGN = 8  # elements: a window start rounded down to 8 is 16-byte aligned for fp16/bf16 and fp32
 INTERPRETER_ROW_GROUPS = 2
 TUNABLES = {
     "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 8",
     "chunk": f"columns per program, a power of two from {MIN_CHUNK} to {MAX_CHUNK}; default min(next_pow2(N), 16384)",
+    "prefetch": "1: load the next row's chunk before waiting on this one (more registers), 0: no; default 0",
+    "counter": "1: chunks count themselves into a per-row counter (release/acquire, memset per launch), 0: programs "
+               "poll the row's epoch-tagged partials (no fence); default 1 when CHUNKS > 16",
+    "window": "1: read rows through a window starting 16-byte aligned, 0: from the row start; default 1 when "
+              "N % 16 != 0",
 }
 
 
 @triton.jit
-def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, input_row_stride, output_row_stride,
-                                n_rows, n_cols, CHUNK: tl.constexpr, CHUNKS: tl.constexpr, CHUNKS_POW2: tl.constexpr,
-                                PHASE: tl.constexpr):
-    # read N + write N per row; + 8 bytes of (max, sum) per chunk through L2
+def _row_window(row, row_stride, n_cols, lanes, ALIGN: tl.constexpr):
+    """A row's window: its start rounded down to ALIGN elements (Triton can then prove it 16-byte aligned),
+    the row's offset in the window, and which lanes hold the row's columns."""
+    start = row * row_stride
+    base = start // ALIGN * ALIGN
+    shift = (start - base).to(tl.int32)
+    return base, shift, (lanes >= shift) & (lanes < shift + n_cols)
+
+
+@triton.jit
+def _load_window(input_ptr, base, shift, n_cols, lanes, in_rows, ALIGN: tl.constexpr):
+    """The window's lanes in the input dtype. ALIGN > 1: whole aligned vectors (vectorized loads; up to ALIGN - 1
+    elements past the row's end, never past its 16-byte segment), to be masked with the row's lanes."""
+    if ALIGN > 1:
+        limit = (shift + n_cols + ALIGN - 1) // ALIGN * ALIGN
+        return tl.load(input_ptr + base + lanes, mask=(lanes < limit) & in_rows, other=-float("inf"))
+    return tl.load(input_ptr + base + lanes, mask=(lanes < n_cols) & in_rows, other=-float("inf"))
+
+
+@triton.jit
+def _tagged(epoch, value):
+    """One 64-bit word: the epoch's low 32 bits in the high half, the fp32 value's bits in the low half."""
+    return (epoch << 32) | (value.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
+
+
+@triton.jit
+def _untagged(words):
+    return (words & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _tags_ready(slots, partial_mask, epoch):
+    """1 when every chunk's two words of the row carry this launch's tag."""
+    tag = epoch & 0xFFFFFFFF
+    max_words = tl.load(slots, mask=partial_mask, other=0, volatile=True)
+    sum_words = tl.load(slots + 1, mask=partial_mask, other=0, volatile=True)
+    ready = (((max_words >> 32) & 0xFFFFFFFF) == tag) & (((sum_words >> 32) & 0xFFFFFFFF) == tag)
+    return tl.min((ready | ~partial_mask).to(tl.int32), axis=0)
+
+
+@triton.jit
+def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, control_ptr, input_row_stride,
+                                output_row_stride, n_rows, n_cols, CHUNK: tl.constexpr, CHUNKS: tl.constexpr,
+                                CHUNKS_POW2: tl.constexpr, ALIGN: tl.constexpr, PREFETCH: tl.constexpr,
+                                COUNTER: tl.constexpr, PHASE: tl.constexpr):
+    # read N + write N per row; per chunk + 16 bytes of tagged (max, sum) written and CHUNKS x 16 read (L2)
     pid = tl.program_id(axis=0)
     chunk = pid % CHUNKS
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < n_cols
+    step = tl.num_programs(axis=0) // CHUNKS
+    lanes = chunk * CHUNK + tl.arange(0, CHUNK)
     partials = tl.arange(0, CHUNKS_POW2)
     partial_mask = partials < CHUNKS
-    for row in tl.range(pid // CHUNKS, n_rows, tl.num_programs(axis=0) // CHUNKS):
-        row = tl.cast(row, tl.int64)
-        values = tl.load(input_ptr + row * input_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    epoch = tl.load(control_ptr)  # this launch's tag (int64); control = [epoch, programs exited]
+    first_row = tl.cast(pid // CHUNKS, tl.int64)
+    if PREFETCH:
+        base, shift, valid = _row_window(first_row, input_row_stride, n_cols, lanes, ALIGN)
+        ahead = _load_window(input_ptr, base, shift, n_cols, lanes, first_row < n_rows, ALIGN)
+    for row in tl.range(first_row, n_rows, step):
+        base, shift, valid = _row_window(row, input_row_stride, n_cols, lanes, ALIGN)
+        if PREFETCH:
+            raw = ahead
+        else:
+            raw = _load_window(input_ptr, base, shift, n_cols, lanes, True, ALIGN)
+        values = tl.where(valid, raw.to(tl.float32), -float("inf"))
         local_max = tl.max(values, axis=0)
         local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
         numerators = tl.exp(values - local_shift)  # the only exp per element: the output rescales it
-        if PHASE != 2:  # publish this chunk's max and sum
-            tl.store(stats_ptr + (row * CHUNKS + chunk) * 2, local_max)
-            tl.store(stats_ptr + (row * CHUNKS + chunk) * 2 + 1, tl.sum(numerators, axis=0))
-            tl.debug_barrier()
-            tl.atomic_add(counter_ptr + row, 1, sem="release", scope="gpu")
-        if PHASE == 0:  # wait for the row's other chunks (all programs are resident)
-            while tl.atomic_add(counter_ptr + row, 0, sem="acquire", scope="gpu") < CHUNKS:
-                pass
-        if PHASE != 1:  # combine the partials and write this chunk
-            maxes = tl.load(stats_ptr + (row * CHUNKS + partials) * 2, mask=partial_mask, other=-float("inf"),
-                            volatile=True)
-            sums = tl.load(stats_ptr + (row * CHUNKS + partials) * 2 + 1, mask=partial_mask, other=0.0, volatile=True)
+        if CHUNKS > 1 and PHASE != 2:  # publish this chunk's max and sum as tagged words
+            slot = stats_ptr + (row * CHUNKS + chunk) * 2
+            if COUNTER:  # then count the chunk in (counters zeroed before the launch); the release orders the words
+                tl.store(slot, _tagged(epoch, local_max))
+                tl.store(slot + 1, _tagged(epoch, tl.sum(numerators, axis=0)))
+                tl.debug_barrier()
+                tl.atomic_add(counter_ptr + row, 1, sem="release", scope="gpu")
+            else:  # relaxed 64-bit exchanges: single-copy atomic, no fence
+                tl.atomic_xchg(slot, _tagged(epoch, local_max), sem="relaxed", scope="gpu")
+                tl.atomic_xchg(slot + 1, _tagged(epoch, tl.sum(numerators, axis=0)), sem="relaxed", scope="gpu")
+        if PREFETCH:  # next row's chunk, in flight while this row waits and writes
+            next_base, next_shift, next_valid = _row_window(row + step, input_row_stride, n_cols, lanes, ALIGN)
+            ahead = _load_window(input_ptr, next_base, next_shift, n_cols, lanes, row + step < n_rows, ALIGN)
+        if CHUNKS == 1:  # the whole row is this program's: no partials to exchange
+            row_shift = local_shift
+            row_sum = tl.sum(numerators, axis=0)
+            scale = 1.0 / row_sum
+        else:
+            slots = stats_ptr + (row * CHUNKS + partials) * 2
+            if PHASE == 0:  # wait for the row's other chunks (all programs are resident)
+                if COUNTER:  # one word polled: cheap when CHUNKS is large
+                    while tl.atomic_add(counter_ptr + row, 0, sem="acquire", scope="gpu") < CHUNKS:
+                        pass
+                else:  # every chunk's tagged words polled: no fence, no counter
+                    while _tags_ready(slots, partial_mask, epoch) == 0:
+                        pass
+            max_words = tl.load(slots, mask=partial_mask, other=0, volatile=True)
+            sum_words = tl.load(slots + 1, mask=partial_mask, other=0, volatile=True)
+            maxes = tl.where(partial_mask, _untagged(max_words), -float("inf"))
+            sums = tl.where(partial_mask, _untagged(sum_words), 0.0)
             row_max = tl.max(maxes, axis=0)
             row_shift = tl.where(row_max == -float("inf"), 0.0, row_max)
             row_sum = tl.sum(sums * tl.exp(maxes - row_shift), axis=0)
             # exp(local_max - row_max): 0 for an all -inf chunk, NaN for an all -inf row (as torch)
             scale = tl.exp(local_max - row_max) / row_sum
-            tl.store(output_ptr + row * output_row_stride + cols, numerators * scale, mask=mask)
+        if CHUNKS == 1 or PHASE != 1:
+            probabilities = numerators * scale
+            if ALIGN == 1:
+                tl.store(output_ptr + row * output_row_stride + lanes, probabilities, mask=valid)
+            else:  # output rows have the input's stride: same window; whole vectors inside the row, then its edges
+                tail = (shift + n_cols) // ALIGN * ALIGN
+                tl.store(output_ptr + base + lanes, probabilities, mask=(lanes >= ALIGN) & (lanes < tail))
+                edge = tl.arange(0, 2 * ALIGN)
+                edge = tl.where(edge < ALIGN, edge, tail + edge - ALIGN)
+                edge_mask = ((edge >= shift) & (edge < shift + n_cols) & (edge >= chunk * CHUNK)
+                             & (edge < chunk * CHUNK + CHUNK))  # the row's first and last vector, exact
+                edge_values = tl.load(input_ptr + base + edge, mask=edge_mask, other=-float("inf")).to(tl.float32)
+                tl.store(output_ptr + base + edge, tl.exp(edge_values - row_shift) / row_sum, mask=edge_mask)
+    if CHUNKS > 1 and PHASE != 1:  # the launch's last program out moves the epoch on (2**39 launches per stream)
+        if tl.atomic_add(control_ptr + 1, 1, sem="relaxed", scope="gpu") == tl.num_programs(axis=0) - 1:
+            tl.store(control_ptr + 1, 0)
+            tl.store(control_ptr, epoch + 1)
+
 
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-    return {"output_ptr": ptr, "input_ptr": ptr, "stats_ptr": "*fp32", "counter_ptr": "*i32",
+    return {"output_ptr": ptr, "input_ptr": ptr, "stats_ptr": "*i64", "counter_ptr": "*i64",
+            "control_ptr": "*i64",
             "input_row_stride": "i32", "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32",
-            "CHUNK": "constexpr", "CHUNKS": "constexpr", "CHUNKS_POW2": "constexpr", "PHASE": "constexpr"}
+            "CHUNK": "constexpr", "CHUNKS": "constexpr", "CHUNKS_POW2": "constexpr", "ALIGN": "constexpr",
+            "PREFETCH": "constexpr", "COUNTER": "constexpr", "PHASE": "constexpr"}
+
+
+def default_window(n_cols: int) -> int:
+    """1 (aligned window) unless contiguous rows already start 16-byte aligned: N % 16 == 0, which Triton's
+    argument specialization sees."""
+    return 0 if n_cols % 16 == 0 else 1
 
 
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
-    """CHUNKS = cdiv(N, CHUNK) programs per row; grid resolved at launch (resident programs, whole rows)."""
+    """CHUNKS = cdiv(N + window slack, CHUNK) programs per row; grid resolved at launch (resident programs,
+    whole rows)."""
     check_tunables(NAME, tunables, TUNABLES)
     if not 1 <= n_cols <= MAX_N:
         raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N}")
     chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", max(MIN_CHUNK, min(next_power_of_2(n_cols),
                                                                                    16384))), MIN_CHUNK, MAX_CHUNK)
-    chunks = triton.cdiv(n_cols, chunk)
+    window = check_int_choice(NAME, "window", tunables.get("window", default_window(n_cols)), (0, 1))
+    align = WINDOW_ALIGN if window else 1
+    chunks = triton.cdiv(n_cols + align - 1, chunk)
     if chunks > MAX_CHUNKS:
         raise ValueError(f"{NAME}: N={n_cols} needs {chunks} chunks of {chunk}; allowed: at most {MAX_CHUNKS} "
                          "(raise chunk)")
     num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", 8), NUM_WARPS_ALLOWED)
+    prefetch = check_int_choice(NAME, "prefetch", tunables.get("prefetch", 0), (0, 1))
+    counter = check_int_choice(NAME, "counter", tunables.get("counter", int(chunks > 16)), (0, 1))
     return LaunchPlan(
         variant=NAME, kernel_name="row_softmax_splitrow_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
         grid=(min(n_rows, INTERPRETER_ROW_GROUPS) * chunks,), num_warps=num_warps, num_stages=1,
         tile_width=chunk, rows_per_program=1,
-        constexprs={"CHUNK": chunk, "CHUNKS": chunks, "CHUNKS_POW2": next_power_of_2(chunks), "PHASE": 0},
+        constexprs={"CHUNK": chunk, "CHUNKS": chunks, "CHUNKS_POW2": next_power_of_2(chunks), "ALIGN": align,
+                    "PREFETCH": prefetch, "COUNTER": counter, "PHASE": 0},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
-        tunables={"num_warps": num_warps, "chunk": chunk}, grid_resolved_at_launch=True,
+        tunables={"num_warps": num_warps, "chunk": chunk, "prefetch": prefetch, "counter": counter, "window": window},
+        grid_resolved_at_launch=True,
     )
 
 
@@ -110,13 +228,16 @@ _BLOCKS_PER_SM: dict[tuple, int] = {}
 _SM_COUNT: dict[int | None, int] = {}
 
 
-def resident_row_groups(args: tuple, launch: LaunchPlan, device: torch.device) -> int:
-    """Rows in flight: (SM count x blocks per SM) // CHUNKS, from the driver's occupancy of the compiled kernel."""
-    chunks = launch.constexprs["CHUNKS"]
-    key = (device.index, launch.dtype, launch.num_warps, tuple(launch.constexprs.items()))
+def resident_row_groups(args: tuple, launch: LaunchPlan, device: torch.device,
+                        constexprs: dict[str, int] | None = None) -> int:
+    """Rows in flight: (SM count x blocks per SM) // CHUNKS, from the driver's occupancy of the kernel compiled
+    for these args (`constexprs`: the launch's, default the plan's)."""
+    constexprs = constexprs or launch.constexprs
+    chunks = constexprs["CHUNKS"]
+    key = (device.index, launch.dtype, launch.num_warps, tuple(constexprs.items()), specialization_key(args))
     if key not in _BLOCKS_PER_SM:
         compiled = row_softmax_splitrow_kernel.warmup(*args, num_warps=launch.num_warps, num_stages=1, grid=(1,),
-                                                      **launch.constexprs)
+                                                      **constexprs)
         compiled._init_handles()
         _BLOCKS_PER_SM[key] = driver_blocks_per_sm(compiled.function, launch.num_warps, compiled.metadata.shared)
         _SM_COUNT[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
@@ -127,22 +248,60 @@ def resident_row_groups(args: tuple, launch: LaunchPlan, device: torch.device) -
     return resident // chunks
 
 
-def softmax_splitrow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
-    """Softmax over the last dim, CHUNKS cooperating programs per row (tunables: num_warps, chunk)."""
-    rows, launch, output = prepare_launch(x, NAME, MAX_N, _plans, tunables)
+_WORKSPACES: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+
+def workspace(device: torch.device, n_rows: int, chunks: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(stats, counters, control) for one launch: two tagged int64 words per row x chunk, an int64 counter per
+    row, int64 [epoch, programs exited]. One per device and stream (launches on one stream never overlap), grown
+    as needed; new buffers are zeros (epoch 0), which no launch's epoch (>= 1) matches."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (device.type, device.index, stream)
+    stats, counters, control = _WORKSPACES.get(key, (None, None, None))
+    if control is None:
+        control = torch.arange(1, -1, -1, dtype=torch.int64, device=device)  # [1, 0], no host copy (graph capture)
+    if stats is None or stats.numel() < n_rows * chunks * 2:
+        stats = torch.zeros(max(n_rows * chunks * 2, 2 * (0 if stats is None else stats.numel())),
+                            dtype=torch.int64, device=device)
+    if counters is None or counters.numel() < n_rows:
+        counters = torch.zeros(max(n_rows, 2 * (0 if counters is None else counters.numel())), dtype=torch.int64,
+                               device=device)
+    _WORKSPACES[key] = (stats, counters, control)
+    return stats, counters, control
+
+
+def _launch_args(rows: torch.Tensor, output: torch.Tensor, launch: LaunchPlan) -> tuple[tuple, dict[str, int]]:
+    constexprs = dict(launch.constexprs)
+    if rows.stride(0) != output.stride(0):  # the window shift must be the same for input and output rows
+        constexprs["ALIGN"] = 1
     n_rows, n_cols = rows.shape
+    stats, counters, control = workspace(rows.device, n_rows, constexprs["CHUNKS"])
+    if constexprs["COUNTER"]:
+        counters[:n_rows].zero_()
+    return (output, rows, stats, counters, control, rows.stride(0), output.stride(0), n_rows, n_cols), constexprs
+
+
+def launched_programs(rows: torch.Tensor, launch: LaunchPlan) -> int:
+    """Programs a GPU launch of `launch` on these contiguous rows uses (resident row groups x CHUNKS); compiles
+    if needed (the output is taken to share the rows' alignment and stride)."""
+    args, constexprs = _launch_args(rows, rows, launch)
+    return min(rows.shape[0], resident_row_groups(args, launch, rows.device, constexprs)) * constexprs["CHUNKS"]
+
+
+def softmax_splitrow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
+    """Softmax over the last dim, CHUNKS cooperating programs per row (tunables: num_warps, chunk, prefetch, counter,
+    window)."""
+    rows, launch, output = prepare_launch(x, NAME, MAX_N, _plans, tunables)
+    n_rows = rows.shape[0]
     if rows.numel() == 0:
         return output.view(x.shape)
-    chunks = launch.constexprs["CHUNKS"]
-    stats = torch.empty(n_rows * chunks * 2, dtype=torch.float32, device=rows.device)
-    counters = torch.zeros(n_rows, dtype=torch.int32, device=rows.device)
-    args = (output, rows, stats, counters, rows.stride(0), output.stride(0), n_rows, n_cols)
-    constexprs = {k: v for k, v in launch.constexprs.items() if k != "PHASE"}
+    args, constexprs = _launch_args(rows, output, launch)
     if interpreting() or rows.device.type != "cuda":
-        for phase in (1, 2):  # programs run one after another here: publish all, then combine
+        del constexprs["PHASE"]
+        phases = (0,) if constexprs["CHUNKS"] == 1 else (1, 2)
+        for phase in phases:  # programs run one after another here: publish all, then combine
             row_softmax_splitrow_kernel[launch.grid](*args, PHASE=phase, **constexprs)
         return output.view(x.shape)
-    groups = min(n_rows, resident_row_groups(args, launch, rows.device))
-    row_softmax_splitrow_kernel[(groups * chunks,)](*args, num_warps=launch.num_warps, num_stages=1, PHASE=0,
-                                                    **constexprs)
+    groups = min(n_rows, resident_row_groups(args, launch, rows.device, constexprs))
+    launch_kernel(row_softmax_splitrow_kernel, (groups * constexprs["CHUNKS"],), args, constexprs, launch.num_warps)
     return output.view(x.shape)

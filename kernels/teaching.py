@@ -20,6 +20,7 @@ from ._common import (
     next_power_of_2,
     prepare_launch,
 )
+from ._common import launch as launch_kernel
 from .plan import LaunchPlan
 
 NAME = "teaching"
@@ -80,7 +81,6 @@ def softmax_teaching(x: torch.Tensor, **tunables: int) -> torch.Tensor:
         raise ValueError(f"{NAME}: R={n_rows} rows of stride {rows.stride(0)} overflow the kernel's 32-bit row "
                          "offset (as written in the seed); allowed: (R-1)*stride + N < 2**31; "
                          "use 'online', 'multirow' or 'persistent' (64-bit offsets)")
-    row_softmax_kernel[launch.grid](
-        output, rows, rows.stride(0), output.stride(0),
-        num_warps=launch.num_warps, **launch.constexprs)
+    launch_kernel(row_softmax_kernel, launch.grid, (output, rows, rows.stride(0), output.stride(0)),
+                  launch.constexprs, launch.num_warps)
     return output.view(x.shape)

@@ -24,8 +24,14 @@ Candidate = tuple[str, dict[str, int]]
 Timer = Callable[[Callable[[], object]], float]  # zero-arg closure -> median microseconds
 
 
+SPLITROW_SHAPES: tuple[tuple[int, int], ...] = ((2048, 2), (4096, 4), (8192, 8), (16384, 16))  # (chunk, warps)
+
+
 def candidates(n_rows: int, n_cols: int) -> list[Candidate]:
-    """Configurations worth timing for one shape (pruned by BLOCK_SIZE; every one valid for the variant)."""
+    """Configurations worth timing for one shape (pruned by BLOCK_SIZE and by what won on the H200; every one
+    valid for the variant)."""
+    from kernels import splitrow
+
     block = next_power_of_2(n_cols)
     found: list[Candidate] = []
     if block <= 4096:
@@ -33,18 +39,22 @@ def candidates(n_rows: int, n_cols: int) -> list[Candidate]:
             rows = min(256, max(1, lanes // block))
             for num_warps in (4, 8):
                 found.append(("multirow", {"rows_per_program": rows, "num_warps": num_warps}))
-    if block <= 65536:
+    if block <= 32768:  # one program per row (wider rows spill)
         warps = (1, 2, 4) if block <= 1024 else (4, 8, 16) if block <= 8192 else (8, 16, 32)
         found += [("teaching", {"num_warps": w}) for w in warps]
-        found += [("persistent", {"num_warps": w, "num_stages": s}) for w in warps[1:] for s in (1, 2)]
-    if block >= 8192:
-        for chunk in (4096, 8192, 16384, 32768):
-            if chunk < block:
-                for num_warps in (4, 8, 16, 32):
-                    if 16 <= chunk // (32 * num_warps) <= 64:
-                        found.append(("splitrow", {"chunk": chunk, "num_warps": num_warps}))
+        if block >= 512:
+            found += [("persistent", {"num_warps": w, "num_stages": 1}) for w in warps[1:]]
+    if block >= 4096:  # chunks in registers: 16 elements per thread or more; the counter only pays for many chunks
+        for chunk, num_warps in SPLITROW_SHAPES:
+            chunks = splitrow.plan(1, n_cols, torch.float16, chunk=chunk).constexprs["CHUNKS"]
+            if chunk > 2 * block or chunks > 256:
+                continue
+            for counter in (0,) if chunks <= 8 else (1,) if chunks > 32 else (0, 1):
+                for prefetch in (0, 1):
+                    found.append(("splitrow", {"chunk": chunk, "num_warps": num_warps, "prefetch": prefetch,
+                                               "counter": counter}))
     if block >= 65536:
-        found += [("online", {"tile": 4096, "num_warps": 8}), ("online", {"tile": 8192, "num_warps": 16})]
+        found.append(("online", {"tile": 4096, "num_warps": 8}))
     unique = {(v, tuple(sorted(t.items()))): (v, t) for v, t in found}
     return [c for c in unique.values() if n_cols <= get_variant(c[0]).max_n]
 
@@ -133,22 +143,32 @@ def describe(shape_records: list[dict]) -> str:
             f"best {label}")
 
 
-def tune(dtypes: Iterable[str], n_values: Iterable[int], timer: Timer, rows: Iterable[int] | None = None,
+def bench_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
+    """(R, N) of `python -m profiling bench`: the default sweep's N at R=4096 and the ~512 MB large set."""
+    from .bench import shapes
+
+    return list(dict.fromkeys(shapes("default", dtype) + shapes("large", dtype)))
+
+
+def tune(dtypes: Iterable[str], n_values: Iterable[int] | None, timer: Timer, rows: Iterable[int] | None = None,
          on_shape: Callable[[list[dict]], None] | None = None, device: str = "cuda") -> tuple[list[dict], float]:
-    """Tune every dtype x N x R (R: `rows`, default `default_rows`); `on_shape` gets each shape's records as
-    they come. Returns all records and the tuner's own cost in seconds."""
+    """Tune every dtype x N x R (R: `rows`, default `default_rows`; `n_values=None`: the bench's shapes);
+    `on_shape` gets each shape's records as they come. Returns all records and the tuner's own cost in seconds."""
     start = time.perf_counter()
     records: list[dict] = []
     for dtype_name in dtypes:
         dtype = dtype_from_name(dtype_name)
-        for n_cols in n_values:
-            for n_rows in rows or default_rows(n_cols, dtype):
-                shape_records = tune_shape(n_rows, n_cols, dtype, timer, device)
-                records += shape_records
-                if on_shape:
-                    on_shape(shape_records)
-                if torch.cuda.is_available():
-                    torch.cuda.empty_cache()
+        if n_values is None:
+            grid = bench_shapes(dtype)
+        else:
+            grid = [(n_rows, n_cols) for n_cols in n_values for n_rows in rows or default_rows(n_cols, dtype)]
+        for n_rows, n_cols in grid:
+            shape_records = tune_shape(n_rows, n_cols, dtype, timer, device)
+            records += shape_records
+            if on_shape:
+                on_shape(shape_records)
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
     return records, time.perf_counter() - start
 
 

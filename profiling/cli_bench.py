@@ -27,8 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                  "shape (back-to-back, L2 flushed) and save the fastest per (dtype, N, R) as this "
                                  "GPU's tuning table, read by `auto`.")
     tune.add_argument("--dtypes", type=str_list, default=list(DTYPES), help="comma list of fp16,bf16,fp32")
-    tune.add_argument("--n", type=int_list, help="comma list of N (default: powers of two 128..1048576)")
-    tune.add_argument("--rows", type=int_list, help="comma list of R (default: 4096 and ~512 MB of input)")
+    tune.add_argument("--n", type=int_list, help="comma list of N (default: the bench's shapes: the sweep's N at "
+                      "R=4096 and the ~512 MB large set)")
+    tune.add_argument("--rows", type=int_list, help="comma list of R for --n (default: 4096 and ~512 MB of input)")
     tune.add_argument("--save-to", help="directory for the table (default: the user cache, "
                       "$BLOCKSCOPE_CACHE_DIR/autotune)")
     tune.set_defaults(handler=run_tune_command)
@@ -74,7 +75,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
     info = summary(table)
     print(f"geomean speedup: default {info['geomean_speedup_default']:.2f}x, "
           f"large {info['geomean_speedup_large']:.2f}x; slower than torch on {len(info['losses_to_torch'])} "
-          "shapes; under target on "
+          f"shapes ({len(info['losses_beyond_spread'])} beyond the p20-p80 spread); under target on "
           f"{len(info['missed_targets'])} shapes; errors on {len(info['errors'])}")
     command = "python -m profiling bench " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     write_outputs(table, env, command.strip(), Path(args.markdown), Path(args.csv) if args.csv else None)
@@ -93,8 +94,9 @@ def run_tune_command(args: argparse.Namespace) -> int:
     def timer(fn) -> float:
         return timing.benchmark(fn, "back_to_back_flushed", warmup=5).median_us
 
-    n_values = args.n or [2**k for k in range(7, 21)]
-    records, seconds = autotune.tune(args.dtypes, n_values, timer, args.rows,
+    if args.rows and not args.n:
+        raise CLIError("--rows needs --n (without --n the bench's shapes are tuned)")
+    records, seconds = autotune.tune(args.dtypes, args.n, timer, args.rows,
                                      lambda shape: print(autotune.describe(shape), flush=True))
     table = autotune.make_table(records, seconds, "python -m profiling " + " ".join(sys.argv[1:]))
     path = autotune.save_table(table, Path(args.save_to) if args.save_to else None)

@@ -55,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     inspect.add_argument("--tile", type=positive_int, help="online: lanes per loop step")
     inspect.add_argument("--rows-per-program", type=positive_int, help="multirow: rows per program")
     inspect.add_argument("--chunk", type=positive_int, help="splitrow: columns per program")
+    inspect.add_argument("--prefetch", type=int, choices=(0, 1), help="splitrow: 1 loads the next row ahead")
     inspect.add_argument("--json", action="store_true", help="print JSON")
     inspect.add_argument("--ptx", action="store_true", help="also print the PTX")
     inspect.add_argument("--sass", action="store_true", help="also print the SASS")
@@ -92,7 +93,8 @@ def run_inspect(args: argparse.Namespace) -> int:
 
     tunables = {name: value for name, value in (
         ("num_warps", args.num_warps), ("num_stages", args.num_stages), ("tile", args.tile),
-        ("rows_per_program", args.rows_per_program), ("chunk", args.chunk)) if value is not None}
+        ("rows_per_program", args.rows_per_program), ("chunk", args.chunk),
+        ("prefetch", args.prefetch)) if value is not None}
     try:
         if args.arch is not None:
             occupancy.arch_from_name(args.arch)

@@ -47,9 +47,9 @@ def lane_model(variant: str, n_cols: int, n_rows: int = 4096, **tunables: int) -
         raise ValueError(f"n_cols={n_cols!r}; allowed: a positive integer")
     plan = kernels.get_variant(variant).plan(n_rows, n_cols, torch.float16, **tunables)
     tile, rows_per_program = plan.tile_width, plan.rows_per_program
-    steps = -(-n_cols // tile)
+    steps = plan.constexprs.get("CHUNKS", -(-n_cols // tile))  # splitrow: + a chunk for its window's slack
     row_span = steps * tile  # lanes spanned per row (all chunks / all steps of one pass)
-    tail_valid = n_cols - (steps - 1) * tile
+    tail_valid = max(0, n_cols - (steps - 1) * tile)  # lanes of the last tile holding columns (row start aligned)
     if plan.variant == "multirow":
         programs = -(-n_rows // rows_per_program)
         spanned = programs * rows_per_program * row_span

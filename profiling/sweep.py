@@ -481,8 +481,7 @@ def _launched_programs(plan: kernels.LaunchPlan, x: torch.Tensor) -> int | None:
         if plan.variant == "splitrow":
             from kernels import splitrow
 
-            chunks = plan.constexprs["CHUNKS"]
-            return min(plan.n_rows, splitrow.resident_row_groups(None, plan, x.device)) * chunks  # cached by now
+            return splitrow.launched_programs(x.reshape(-1, x.shape[-1]), plan)  # cached by now: nothing launched
     except Exception:
         return None
     return plan.programs

@@ -3,7 +3,10 @@
 Methods (named in every results row):
   per_call_events       the seed's: CUDA events recorded around one call, synchronize, one sample per call
   back_to_back_flushed  triton.testing.do_bench style: L2 flushed (256 MB buffer written) before each rep,
-                        events around each call, reps queued back to back, one synchronize at the end
+                        events around each call, reps queued back to back, one synchronize at the end; the GPU
+                        is first held by a spin kernel while the host queues the reps (at most MAX_QUEUED_REPS),
+                        so host launch gaps cannot enter a sample even when the host path is slower than
+                        flush + kernel (launch-bound shapes on a slow host)
   cuda_graph            `graph_calls` calls captured in a CUDA graph; a sample is replay time / graph_calls
 
 Warmup calls are separate (default 25, as the seed); the first call (JIT compile + launch) is timed on the
@@ -26,6 +29,8 @@ DEFAULT_MIN_REPS = 20
 DEFAULT_MAX_REPS = 1000
 DEFAULT_GRAPH_CALLS = 10
 FLUSH_BYTES = 256 * 2**20  # > H200 L2 (60 MB)
+MAX_QUEUED_REPS = 200  # back_to_back_flushed: reps queued behind the spin kernel (launch queue stays shallow)
+HOLD_US_PER_REP = 250.0  # spin time per queued rep: more than the host needs to queue flush + 2 events + a call
 
 
 class Event(Protocol):
@@ -40,6 +45,7 @@ class Clock(Protocol):
     def event(self) -> Event: ...
     def synchronize(self) -> None: ...
     def flush_l2(self) -> None: ...
+    def hold(self, us: float) -> None: ...
     def capture_graph(self, fn: Callable[[], Any], calls: int) -> Callable[[], None]: ...
     def wall_s(self) -> float: ...
 
@@ -101,6 +107,12 @@ class CudaClock:
         if self._flush_buffer is None:
             self._flush_buffer = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=self.device)
         self._flush_buffer.zero_()
+
+    def hold(self, us: float) -> None:
+        """Keep the GPU busy for about `us` microseconds (a spin kernel; at most longer on a slower clock)."""
+        import torch
+
+        torch.cuda._sleep(int(us * 2000))  # cycles at 2 GHz: the H200's top SM clock is 1.98 GHz
 
     def capture_graph(self, fn: Callable[[], Any], calls: int) -> Callable[[], None]:
         import torch
@@ -174,8 +186,16 @@ def _per_call(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
 
 
 def _back_to_back(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
+    samples: list[float] = []
+    while len(samples) < reps:  # batches of at most MAX_QUEUED_REPS, each queued behind a spin kernel
+        samples += _queued_batch(fn, clock, min(MAX_QUEUED_REPS, reps - len(samples)))
+    return samples
+
+
+def _queued_batch(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
     starts = [clock.event() for _ in range(reps)]
     ends = [clock.event() for _ in range(reps)]
+    clock.hold(HOLD_US_PER_REP * reps)
     for start, end in zip(starts, ends, strict=True):
         clock.flush_l2()
         start.record()
@@ -276,7 +296,8 @@ class FakeClock:
         self.tick_us, self.wall_tick_s = tick_us, wall_tick_s
         self.now_us = 0.0
         self.wall = 0.0
-        self.records = self.event_syncs = self.syncs = self.flushes = self.captures = self.replays = 0
+        self.records = self.event_syncs = self.syncs = self.flushes = self.captures = self.replays = self.holds = 0
+        self.held_us = 0.0
 
     def advance(self, us: float) -> None:
         self.now_us += us
@@ -290,6 +311,10 @@ class FakeClock:
 
     def flush_l2(self) -> None:
         self.flushes += 1
+
+    def hold(self, us: float) -> None:
+        self.holds += 1
+        self.held_us += us
 
     def capture_graph(self, fn: Callable[[], Any], calls: int) -> Callable[[], None]:
         self.captures += 1

@@ -1,4 +1,5 @@
-"""Host-side cost of one launch per variant (run on a GPU): wall time of many async launches, us per call.
+"""Host-side cost of one launch per variant (run on a GPU): wall time of many async launches, us per call, through
+Triton's JITFunction.run and through the cached compiled kernel (kernels._common.launch).
 
 python3 scripts/launch_overhead.py [--profile VARIANT]
 """
@@ -38,8 +39,13 @@ def main() -> None:
     x = torch.randn(4096, 128, device="cuda", dtype=torch.float16)
     print(f"torch.softmax host us/call: {host_us(lambda: torch.softmax(x, dim=-1)):.2f}")
     print(f"torch.empty_like host us/call: {host_us(lambda: torch.empty_like(x)):.2f}")
-    for name in kernels.VARIANTS:
-        print(f"{name} host us/call: {host_us(lambda name=name: kernels.softmax(x, name)):.2f}")
+    from kernels import _common
+
+    for direct in (False, True):
+        _common.DIRECT_LAUNCH = direct
+        path = "compiled-kernel launch" if direct else "JITFunction launch"
+        for name in kernels.VARIANTS:
+            print(f"{name} host us/call ({path}): {host_us(lambda name=name: kernels.softmax(x, name)):.2f}")
     launcher = kernels.VARIANTS["teaching"].kernel
     out = torch.empty_like(x)
     raw = lambda: launcher[(4096,)](out, x, 128, 128, n_cols=128, BLOCK_SIZE=128, num_warps=4)  # noqa: E731

@@ -1,8 +1,10 @@
-"""Tune `auto` on a GPU (run on the H200): writes every measurement and the tuning table under --out.
+"""Tune `auto` on a GPU (run on the H200): writes every measurement (one JSON line per config, as it goes) and
+the tuning table under --out.
 
-python3 scripts/tune_h200.py --out $OUT [--dtypes fp16,fp32] [--min-n 128] [--max-n 1048576]
-Shapes: N = 128..max-n in powers of two, at R=4096 (N <= 262144) and at ~512 MB of input per shape.
-Timing: triton.testing.do_bench median (L2 flushed before each rep, launches back to back).
+python3 scripts/tune_h200.py --out $OUT [--dtypes fp16,fp32] [--powers-of-two --min-n 128 --max-n 1048576]
+Shapes: the bench's (the sweep's N at R=4096 and the ~512 MB large set); with --powers-of-two, N = min-n..max-n
+in powers of two at R=4096 (N <= 262144) and ~512 MB. Timing: profiling.timing back_to_back_flushed median
+(L2 flushed before each rep, launches back to back), the timer the bench uses.
 """
 
 from __future__ import annotations
@@ -14,29 +16,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import triton.testing  # noqa: E402
-
-from profiling import autotune  # noqa: E402
+from profiling import autotune, timing  # noqa: E402
 
 
 def flushed_median_us(fn) -> float:
-    return 1000 * triton.testing.do_bench(fn, warmup=5, rep=25, return_mode="median")
+    return timing.benchmark(fn, "back_to_back_flushed", warmup=5).median_us
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--dtypes", default="fp16,fp32")
+    parser.add_argument("--powers-of-two", action="store_true")
     parser.add_argument("--min-n", type=int, default=128)
     parser.add_argument("--max-n", type=int, default=2**20)
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    n_values = []
-    n_cols = args.min_n
-    while n_cols <= args.max_n:
-        n_values.append(n_cols)
-        n_cols *= 2
+    n_values = None
+    if args.powers_of_two:
+        n_values = []
+        n_cols = args.min_n
+        while n_cols <= args.max_n:
+            n_values.append(n_cols)
+            n_cols *= 2
     with open(out / "tune_log.jsonl", "w") as log:
         def on_shape(records: list[dict]) -> None:
             log.writelines(json.dumps(record) + "\n" for record in records)

@@ -24,14 +24,35 @@ def test_shipped_h200_table_has_provenance_and_valid_entries():
             assert entry["median_us"] <= entry["torch_us"] * 1.0001  # the tuner keeps torch where it is faster
 
 
-def test_choice_follows_the_table_bucket_and_nearest_rows():
+def test_choice_follows_the_table_bucket_alignment_and_nearest_shape():
     table = auto.load_table("NVIDIA H200")
     entries = {(e["dtype"], e["n_rows"], e["n_cols"]): e for e in table["entries"]}
     wide = entries[("fp32", 512, 262144)]
-    # N=200000 lies in the 262144 bucket; R=600 is nearest to the 512-row entry
+    # N=200000 (a multiple of 16) lies in the 262144 bucket; R=600 is nearest to the 512-row entry
     assert auto.choose(600, 200_000, torch.float32, "NVIDIA H200") == (wide["variant"], wide["tunables"])
-    mid = entries[("fp16", 4096, 8192)]
-    assert auto.choose(4096, 5000, torch.float16, "NVIDIA H200") == (mid["variant"], mid["tunables"])
+    # N=5000 is not a multiple of 16: of the 8192 bucket's unaligned entries (4097, 8191), 4097 is nearest
+    unaligned = entries[("fp16", 4096, 4097)]
+    assert auto.choose(4096, 5000, torch.float16, "NVIDIA H200") == (unaligned["variant"], unaligned["tunables"])
+    aligned = entries[("fp16", 4096, 8192)]
+    assert auto.choose(4096, 8000, torch.float16, "NVIDIA H200") == (aligned["variant"], aligned["tunables"])
+
+
+def test_exact_shapes_of_the_table_get_their_own_entry():
+    table = auto.load_table("NVIDIA H200")
+    for entry in table["entries"]:
+        dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[entry["dtype"]]
+        expected = (entry["variant"], {} if entry["variant"] == "torch" else entry["tunables"])
+        assert auto.choose(entry["n_rows"], entry["n_cols"], dtype, "NVIDIA H200") == expected, entry
+
+
+def test_a_dtype_without_entries_borrows_the_nearest_in_bytes(tmp_path, monkeypatch):
+    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path))
+    table = {"format": auto.TABLE_FORMAT, "gpu": "Test GPU", "entries": [
+        {"dtype": "fp16", "n_rows": 4096, "n_cols": 1024, "variant": "teaching", "tunables": {"num_warps": 2}},
+        {"dtype": "fp32", "n_rows": 4096, "n_cols": 1024, "variant": "teaching", "tunables": {"num_warps": 8}}]}
+    (tmp_path / "autotune").mkdir()
+    (tmp_path / "autotune" / "test-gpu.json").write_text(json.dumps(table))
+    assert auto.choose(4096, 1024, torch.bfloat16, "Test GPU") == ("teaching", {"num_warps": 2})
 
 
 def test_torch_entries_route_to_torch_softmax():

@@ -37,20 +37,28 @@ def test_summary_and_markdown_name_losses_and_missed_targets():
     rows = [
         {"set": "default", "dtype": "fp16", "n_rows": 4096, "n_cols": 128, "auto_variant": "torch",
          "auto_tunables": "{}", "method": "back_to_back_flushed", "error": "", "torch_us": 5.0, "auto_us": 5.5,
-         "speedup": 5 / 5.5, "auto_gbps": 380.0, "auto_copy_fraction": 0.09, "copy_target": None},
+         "speedup": 5 / 5.5, "auto_gbps": 380.0, "auto_copy_fraction": 0.09, "copy_target": None,
+         "torch_p80_us": 5.6, "auto_p20_us": 5.2},  # within the spread
+        {"set": "default", "dtype": "fp32", "n_rows": 4096, "n_cols": 512, "auto_variant": "multirow",
+         "auto_tunables": "{}", "method": "back_to_back_flushed", "error": "", "torch_us": 9.0, "auto_us": 18.0,
+         "speedup": 0.5, "auto_gbps": 900.0, "auto_copy_fraction": 0.2, "copy_target": None,
+         "torch_p80_us": 9.2, "auto_p20_us": 14.0},  # beyond it
         {"set": "large", "dtype": "fp16", "n_rows": 1024, "n_cols": 262144, "auto_variant": "splitrow",
          "auto_tunables": '{"chunk": 8192}', "method": "back_to_back_flushed", "error": "", "torch_us": 600.0,
-         "auto_us": 400.0, "speedup": 1.5, "auto_gbps": 2700.0, "auto_copy_fraction": 0.63, "copy_target": 0.75},
+         "auto_us": 400.0, "speedup": 1.5, "auto_gbps": 2700.0, "auto_copy_fraction": 0.63, "copy_target": 0.75,
+         "torch_p80_us": 601.0, "auto_p20_us": 399.0},
     ]
     table = pd.DataFrame(rows)
     info = bench.summary(table)
     assert info["geomean_speedup_large"] == pytest.approx(1.5)
-    assert len(info["losses_to_torch"]) == 1 and len(info["missed_targets"]) == 1
+    assert len(info["losses_to_torch"]) == 2 and len(info["missed_targets"]) == 1
+    assert list(info["losses_beyond_spread"]["n_cols"]) == [512]
     env = {"gpu_name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "driver_version": "580",
            "torch_version": "2.11", "triton_version": "3.6.0", "measured_at": "2026-11-30", "copy_gbps": 4270.0}
     text = bench.to_markdown(table, env, "python -m profiling bench")
     assert "4270 GB/s" in text and "fp16 N=262144: 63% < 75%" in text and "fp16 R=4096 N=128: 0.91x" in text
-    assert text.count("\n| ") == 3  # header + 2 shapes
+    assert "beyond the run-to-run spread (auto's p20 above torch's p80): 1 (fp32 R=4096 N=512: 0.50x" in text
+    assert text.count("\n| ") == 4  # header + 3 shapes
 
 
 def test_shape_sets():

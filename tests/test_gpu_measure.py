@@ -27,7 +27,8 @@ def test_three_methods_positive_and_consistent(x):
         assert 0 < s.min_us <= s.p20_us <= s.median_us <= s.p80_us <= s.max_us, s
         assert s.median_us < 1000, s  # 16 MB read + write on any recent GPU
     medians = [s.median_us for s in stats.values()]
-    assert max(medians) / min(medians) < 8, stats  # per-call events include launch gaps a graph hides
+    # per-call events include the host launch path (60+ us on a slow host) that a graph hides: same order only
+    assert max(medians) / min(medians) < 25, stats
     # L2 flushed before each call: not faster than the graph replay by much
     assert stats["back_to_back_flushed"].median_us > 0.5 * stats["cuda_graph"].median_us
 

@@ -73,3 +73,39 @@ def test_auto_over_the_default_sweep(dtype):
         assert_softmax_close(softmax(x, "auto"), x, f"auto N={n_cols}")
         del x
         torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("prefetch, counter", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("n_cols", [65536, 65537, 131071])
+def test_splitrow_wait_modes_on_gpu(n_cols, prefetch, counter):
+    x = torch.randn(1024, n_cols, device="cuda", dtype=torch.float16) * 4
+    for _ in range(3):  # epochs advance launch after launch
+        out = kernels.softmax(x, "splitrow", chunk=4096, num_warps=4, prefetch=prefetch, counter=counter)
+        assert_softmax_close(out, x, f"splitrow N={n_cols} prefetch={prefetch} counter={counter}")
+
+
+def test_splitrow_cuda_graph_replays_take_fresh_epochs():
+    x = torch.randn(512, 65536, device="cuda", dtype=torch.float16)
+    kernels.softmax(x, "splitrow", chunk=4096, num_warps=4)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = kernels.softmax(x, "splitrow", chunk=4096, num_warps=4)
+    for _ in range(3):
+        out.zero_()
+        graph.replay()
+        assert_softmax_close(out, x, "splitrow graph replay")
+
+
+def test_direct_launch_matches_the_jit_launch():
+    from kernels import _common
+
+    x = torch.randn(300, 1000, device="cuda", dtype=torch.bfloat16)
+    for variant in ("teaching", "multirow", "persistent", "online", "splitrow"):
+        direct = kernels.softmax(x, variant)
+        _common.DIRECT_LAUNCH = False
+        try:
+            through_jit = kernels.softmax(x, variant)
+        finally:
+            _common.DIRECT_LAUNCH = True
+        assert torch.equal(direct, through_jit), variant
+    assert any(entry is not None for entry in _common._COMPILED.values()), "the direct path was never taken"

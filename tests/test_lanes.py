@@ -60,9 +60,9 @@ def test_splitrow_and_persistent():
 
 
 def test_auto_models_the_variant_it_runs():
-    model = lane_model("auto", 1000)
+    model = lane_model("auto", 3000)  # the shipped table picks a Triton kernel here (torch at some small N)
     assert model.variant in {"teaching", "multirow", "online", "persistent", "splitrow"}
-    assert model.lanes_masked == model.lanes_spanned - 4096 * 1000
+    assert model.lanes_masked == model.lanes_spanned - 4096 * 3000
     assert model.masked_lane_fraction == model.lanes_masked / model.lanes_spanned
 
 

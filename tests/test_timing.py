@@ -57,6 +57,16 @@ def test_back_to_back_flushes_before_every_rep_and_syncs_once():
     assert stats.median_us == pytest.approx(13.0) and stats.max_us == pytest.approx(13.0)
     assert stats.reps == 8
     assert clock.flushes == 8 and clock.event_syncs == 0 and clock.records == 16
+    assert clock.holds == 1 and clock.held_us == pytest.approx(8 * timing.HOLD_US_PER_REP)  # GPU held while queued
+
+
+def test_back_to_back_queues_at_most_max_queued_reps_behind_each_hold():
+    clock = FakeClock()
+    fn, _ = timed_fn(clock, [5.0])
+    reps = 2 * timing.MAX_QUEUED_REPS + 3
+    stats = benchmark(fn, "back_to_back_flushed", reps=reps, warmup=0, clock=clock, first_call_s=0.1)
+    assert stats.reps == reps and clock.flushes == reps
+    assert clock.holds == 3 and clock.syncs >= 3  # one hold and one synchronize per batch
 
 
 def test_cuda_graph_divides_replay_time_by_calls_and_rounds_reps_up():

@@ -13,8 +13,9 @@ The epoch lives on the GPU (the launch's last program out bumps it), so CUDA-gra
 epochs and no launch needs a memset for the tags: stale words carry older epochs.
 
 With `prefetch` a program loads its chunk of the next row before it waits on the current one. Rows whose
-start is not 16-byte aligned (N % 16 != 0) are read through a window rounded down to 8 elements, so loads
-and stores stay vectorized. Under the CPU interpreter (programs run one after another) the same kernel
+start is not 16-byte aligned (N % 16 != 0) are read through a window rounded down to 16 bytes (whole 16-byte
+vectors: loads may read past a row's end, never past its last 16-byte segment), so loads and stores stay
+vectorized. Under the CPU interpreter (programs run one after another) the same kernel
 runs as two launches: publish, then combine-and-write.
 """
 
@@ -43,7 +44,7 @@ NAME = "splitrow"
 MAX_N = 2**24
 MIN_CHUNK, MAX_CHUNK = 256, 32768
 MAX_CHUNKS = 1024
-WINDOW_ALIGN = 8  # elements: a window start rounded down to 8 is 16-byte aligned for fp16/bf16 and fp32
+WINDOW_BYTES = 16  # window starts and ends round to 16 bytes: 8 fp16/bf16 or 4 fp32 elements
 INTERPRETER_ROW_GROUPS = 2
 TUNABLES = {
     "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 8",
@@ -68,8 +69,8 @@ def _row_window(row, row_stride, n_cols, lanes, ALIGN: tl.constexpr):
 
 @triton.jit
 def _load_window(input_ptr, base, shift, n_cols, lanes, in_rows, ALIGN: tl.constexpr):
-    """The window's lanes in the input dtype. ALIGN > 1: whole aligned vectors (vectorized loads; up to ALIGN - 1
-    elements past the row's end, never past its 16-byte segment), to be masked with the row's lanes."""
+    """The window's lanes in the input dtype. ALIGN > 1 (16 bytes of elements): whole aligned vectors (vectorized
+    loads; up to ALIGN - 1 elements past the row's end, never past its 16-byte segment), masked by the caller."""
     if ALIGN > 1:
         limit = (shift + n_cols + ALIGN - 1) // ALIGN * ALIGN
         return tl.load(input_ptr + base + lanes, mask=(lanes < limit) & in_rows, other=-float("inf"))
@@ -203,7 +204,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", max(MIN_CHUNK, min(next_power_of_2(n_cols),
                                                                                    16384))), MIN_CHUNK, MAX_CHUNK)
     window = check_int_choice(NAME, "window", tunables.get("window", default_window(n_cols)), (0, 1))
-    align = WINDOW_ALIGN if window else 1
+    align = WINDOW_BYTES // torch.empty(0, dtype=dtype).element_size() if window else 1
     chunks = triton.cdiv(n_cols + align - 1, chunk)
     if chunks > MAX_CHUNKS:
         raise ValueError(f"{NAME}: N={n_cols} needs {chunks} chunks of {chunk}; allowed: at most {MAX_CHUNKS} "

@@ -38,6 +38,13 @@ def test_window_on_and_off_agree_for_unaligned_rows(window):
     assert_softmax_close(kernels.softmax(x, "splitrow", chunk=256, window=window), x, f"window={window}")
 
 
+def test_window_is_16_bytes_of_elements():
+    assert splitrow.plan(4, 1001, torch.float16, chunk=256).constexprs["ALIGN"] == 8
+    assert splitrow.plan(4, 1001, torch.bfloat16, chunk=256).constexprs["ALIGN"] == 8
+    assert splitrow.plan(4, 1001, torch.float32, chunk=256).constexprs["ALIGN"] == 4
+    assert splitrow.plan(4, 1024, torch.float32, chunk=256).constexprs["ALIGN"] == 1  # rows already aligned
+
+
 def test_window_adds_a_chunk_only_when_the_slack_needs_one():
     assert splitrow.plan(4, 1024, torch.float16, chunk=256).constexprs["CHUNKS"] == 4  # aligned: no window
     assert splitrow.plan(4, 1023, torch.float16, chunk=256).constexprs["CHUNKS"] == 5  # 1023 + 7 > 1024

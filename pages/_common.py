@@ -146,7 +146,8 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
     warps = sidebar.multiselect("num_warps", opts["num_warps"], default=opts["num_warps"], key="f_warps")
     method = sidebar.selectbox("Timing method", opts["methods"], key="f_method",
                                help="per_call_events: the seed's events around each call; back_to_back_flushed: "
-                                    "L2 flushed, calls queued behind a GPU hold; cuda_graph: launch overhead removed.") \
+                                    "L2 flushed, calls queued behind a GPU hold; cuda_graph: launch overhead "
+                                    "removed.") \
         if opts["methods"] else None
     return dd.Filters(variants=tuple(variants), dtype=dtype, n_range=tuple(n_range) if n_range else None,
                       num_warps=tuple(warps), method=method, sources=sources, n_rows=n_rows)

@@ -204,7 +204,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", max(MIN_CHUNK, min(next_power_of_2(n_cols),
                                                                                    16384))), MIN_CHUNK, MAX_CHUNK)
     window = check_int_choice(NAME, "window", tunables.get("window", default_window(n_cols)), (0, 1))
-    align = WINDOW_BYTES // torch.empty(0, dtype=dtype).element_size() if window else 1
+    align = WINDOW_BYTES // dtype.itemsize if window else 1
     chunks = triton.cdiv(n_cols + align - 1, chunk)
     if chunks > MAX_CHUNKS:
         raise ValueError(f"{NAME}: N={n_cols} needs {chunks} chunks of {chunk}; allowed: at most {MAX_CHUNKS} "
@@ -277,8 +277,6 @@ def _launch_args(rows: torch.Tensor, output: torch.Tensor, launch: LaunchPlan) -
         constexprs["ALIGN"] = 1
     n_rows, n_cols = rows.shape
     stats, counters, control = workspace(rows.device, n_rows, constexprs["CHUNKS"])
-    if constexprs["COUNTER"]:
-        counters[:n_rows].zero_()
     return (output, rows, stats, counters, control, rows.stride(0), output.stride(0), n_rows, n_cols), constexprs
 
 
@@ -297,6 +295,9 @@ def softmax_splitrow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     if rows.numel() == 0:
         return output.view(x.shape)
     args, constexprs = _launch_args(rows, output, launch)
+    if constexprs["COUNTER"]:  # the counter wait counts up from 0 in every launch
+        counters = args[3]  # args: output, rows, stats, counters, control, strides, R, N
+        counters[:n_rows].zero_()
     if interpreting() or rows.device.type != "cuda":
         del constexprs["PHASE"]
         phases = (0,) if constexprs["CHUNKS"] == 1 else (1, 2)

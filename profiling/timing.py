@@ -210,14 +210,7 @@ def _graph(fn: Callable[[], Any], clock: Clock, reps: int, graph_calls: int) -> 
     replay()  # first replay uploads the graph
     clock.synchronize()
     replays = max(1, math.ceil(reps / graph_calls))
-    samples = []
-    for _ in range(replays):
-        start, end = clock.event(), clock.event()
-        start.record()
-        replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_ms(end) * 1000.0 / graph_calls)
+    samples = [us / graph_calls for us in _per_call(replay, clock, replays)]  # events around each replay
     return samples, replays * graph_calls
 
 

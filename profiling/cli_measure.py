@@ -27,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep = subparsers.add_parser("sweep", help="time variants x dtypes x N x num_warps into a results file",
                                   description="Sweep variants x dtypes x N x R x num_warps x tunables, one row per "
                                   "(config, timing method); resumes from --out if it exists.")
-    sweep.add_argument("--variants", type=str_list, help="comma list (default: torch and every Triton variant)")
+    sweep.add_argument("--variants", type=str_list, help="comma list of backends: torch, inductor, liger, quack "
+                       "and the Triton variants (default: torch, the peers available here, every Triton variant)")
     sweep.add_argument("--dtypes", type=str_list, help="comma list of fp16,bf16,fp32 (default all)")
     sweep.add_argument("--n", type=int_list, help="comma list of N (default: powers of two 128..262144 with "
                        "+-1 neighbours and mid points)")
@@ -170,8 +171,8 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
 
     from . import sweep
 
-    allowed = sweep.all_variants()
-    variants = args.variants if args.variants is not None else list(allowed)
+    allowed = sweep.known_variants()
+    variants = args.variants if args.variants is not None else list(sweep.default_variants())
     for name, values in (("variants", variants), ("dtypes", args.dtypes), ("n", args.n), ("rows", args.rows),
                          ("num-warps", args.num_warps), ("methods", args.methods)):
         if values is not None and not values:
@@ -192,7 +193,7 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
     if bad:
         raise CLIError(f"--num-warps {', '.join(bad)} not allowed; allowed: {', '.join(map(str, NUM_WARPS_ALLOWED))}")
     axes = parse_tunable_axes(args.tunable)
-    known = {name for v in variants if v != sweep.TORCH for name in get_variant(v).tunables}
+    known = {name for v in variants if not sweep.is_peer(v) for name in get_variant(v).tunables}
     for name in axes:
         if name == "num_warps":
             raise CLIError("--tunable num_warps=...: use --num-warps")

@@ -3,7 +3,8 @@
 Schema (column: pandas dtype - meaning; units in the name):
 
 Config
-  variant: string - 'torch' (torch.softmax baseline) or a registered Triton variant name
+  variant: string - the backend: 'torch' (eager torch.softmax), a peer ('inductor', 'liger', 'quack'; see
+    profiling/backends) or a registered Triton variant name; other names load as data
   dtype: string - 'fp16' | 'bf16' | 'fp32'
   n_rows: Int64 - R, rows
   n_cols: Int64 - N, softmax width
@@ -32,7 +33,11 @@ Compile facts (Triton variants; <NA> for torch)
   masked_lane_fraction: Float64 - lanes masked off / lanes spanned, 0..1 (lanes model)
 Evidence
   kernel_names: string - CUDA kernels seen by torch.profiler, '; '-joined
-  error: string - '' when the config ran; otherwise why it failed (the row is kept)
+  error: string - '' when the config ran; otherwise why not (the row is kept): 'unsupported: <backend>: ...'
+    (a shape or setup the backend does not run), 'wrong result: ...' (checked against float64 before timing;
+    never timed), 'skipped: ...' (predicted pathological compile), or the exception
+  max_abs_error: Float64 - max |y - float64 softmax| of the checked first call (inf when NaN appears wrongly)
+  kernel_source: string - generated kernel code where a backend generates it (Inductor's output module)
 Environment (same on every row of one run)
   run_id: string - unique id of the sweep run
   gpu_name: string, compute_capability: string ('9.0'), sm_count: Int64, driver_version: string,
@@ -68,7 +73,8 @@ COMPILE_COLUMNS: dict[str, str] = {
     "blocks_per_sm": "Int64", "occupancy": "Float64", "limiter": "string", "compile_source": "string",
     "masked_lane_fraction": "Float64",
 }
-EVIDENCE_COLUMNS: dict[str, str] = {"kernel_names": "string", "error": "string"}
+EVIDENCE_COLUMNS: dict[str, str] = {"kernel_names": "string", "error": "string", "max_abs_error": "Float64",
+                                    "kernel_source": "string"}
 ENV_COLUMNS: dict[str, str] = {
     "run_id": "string", "gpu_name": "string", "compute_capability": "string", "sm_count": "Int64",
     "driver_version": "string", "torch_version": "string", "triton_version": "string", "copy_gbps": "Float64",

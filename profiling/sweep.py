@@ -63,6 +63,30 @@ def all_variants() -> tuple[str, ...]:
     return (TORCH, *kernels.VARIANTS)
 
 
+def known_variants() -> tuple[str, ...]:
+    """Every name a sweep takes: the peer backends (torch, inductor, liger, quack) and every Triton variant."""
+    from .backends import backend_names
+
+    return backend_names()
+
+
+def default_variants() -> tuple[str, ...]:
+    """The CLI's default: 'torch', every Triton variant, and (on a CUDA machine, where sweeps run) the peer
+    backends that can run there."""
+    from .backends import PEERS, get_backend
+
+    peers = tuple(name for name in PEERS if name != TORCH and torch.cuda.is_available()
+                  and get_backend(name).available() is None)
+    return (TORCH, *peers, *kernels.VARIANTS)
+
+
+def is_peer(variant: str) -> bool:
+    """True for a backend that is not a registered Triton variant ('torch', 'inductor', 'liger', 'quack')."""
+    from .backends import is_peer as peer
+
+    return peer(variant)
+
+
 def default_n_values(low: int = 128, high: int = 262144, mid: Iterable[int] = MID_POINTS) -> list[int]:
     """Powers of two from `low` to `high` with their +-1 neighbours (within range), plus mid points."""
     values = set(mid)
@@ -74,8 +98,8 @@ def default_n_values(low: int = 128, high: int = 262144, mid: Iterable[int] = MI
 
 
 def max_n(variant: str) -> int:
-    """The largest N a variant takes ('torch': unlimited)."""
-    return 2**31 - 1 if variant == TORCH else get_variant(variant).max_n
+    """The largest N a variant takes (peers: their own `supports` rules decide, per row)."""
+    return 2**31 - 1 if is_peer(variant) else get_variant(variant).max_n
 
 
 @dataclass(frozen=True)
@@ -111,7 +135,7 @@ def build_configs(variants: Sequence[str] | None = None, dtypes: Sequence[str] |
     unknown variants/dtypes."""
     variants = list(variants) if variants else list(all_variants())
     for variant in variants:
-        if variant != TORCH:
+        if not is_peer(variant):
             get_variant(variant)
     dtypes = [DTYPE_NAMES[dtype_from_name(d)] for d in (dtypes or DEFAULT_DTYPES)]
     n_values = list(n_values) if n_values else default_n_values()
@@ -128,7 +152,7 @@ def build_configs(variants: Sequence[str] | None = None, dtypes: Sequence[str] |
                 for variant in variants:
                     if n > max_n(variant):
                         continue
-                    accepted = {} if variant == TORCH else get_variant(variant).tunables
+                    accepted = {} if is_peer(variant) else get_variant(variant).tunables
                     axes = [(name, values) for name, values in grid.items() if name in accepted]
                     for combo in _product(axes):
                         configs.append(make_config(variant, dtype, r, n, **combo))
@@ -143,9 +167,9 @@ def _product(axes: list[tuple[str, list[int]]]) -> list[dict[str, int]]:
 
 
 def resolve_plan(config: Config, gpu_name: str | None = None) -> kernels.LaunchPlan | None:
-    """The variant's LaunchPlan (None for 'torch', and for 'auto' where it picks torch.softmax); raises the
+    """The variant's LaunchPlan (None for peers, and for 'auto' where it picks torch.softmax); raises the
     variant's ValueError for bad tunables/N."""
-    if config.variant == TORCH:
+    if is_peer(config.variant):
         return None
     dtype = dtype_from_name(config.dtype)
     if config.variant == "auto":
@@ -158,8 +182,8 @@ def resolve_plan(config: Config, gpu_name: str | None = None) -> kernels.LaunchP
 
 
 def resolved_tunables_json(config: Config, plan: kernels.LaunchPlan | None) -> str:
-    """JSON of the resolved tunables ('{}' for torch and auto; the requested ones when the plan failed)."""
-    if config.variant in (TORCH, "auto"):
+    """JSON of the resolved tunables ('{}' for peers and auto; the requested ones when the plan failed)."""
+    if config.variant == "auto" or is_peer(config.variant):
         return "{}"
     tunables = plan.tunables if plan is not None else config.tunables_dict
     return json.dumps({k: int(v) for k, v in tunables.items()}, sort_keys=True)
@@ -238,10 +262,12 @@ def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch:
     return facts
 
 
-def _check(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> str:
-    """'' when y matches the float64 reference within the dtype's tolerance; else why not."""
-    if y.shape != reference.shape:
-        return f"wrong result: shape {tuple(y.shape)}, expected {tuple(reference.shape)}"
+def _check(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> tuple[str, float]:
+    """('' or why y is wrong, max abs error) against the float64 reference within the dtype's tolerance
+    (NaN where the reference has NaN counts as right; a NaN elsewhere makes the error inf)."""
+    if not isinstance(y, torch.Tensor) or y.shape != reference.shape:
+        got = tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
+        return f"wrong result: shape {got}, expected {tuple(reference.shape)}", math.inf
     rtol, atol = TOLERANCES[dtype]
     bad = 0
     worst = 0.0
@@ -255,8 +281,46 @@ def _check(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> str:
         worst = max(worst, float(torch.nan_to_num(diff, nan=math.inf).max()))
     if bad:
         return (f"wrong result: {bad} of {y.numel()} elements off the float64 reference (max abs error "
-                f"{worst:.3g}; rtol {rtol:g}, atol {atol:g})")
-    return ""
+                f"{worst:.3g}; rtol {rtol:g}, atol {atol:g})"), worst
+    return "", worst
+
+
+def backend_callable(config: Config, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """The zero-argument closure a config times: a peer backend's, or the Triton variant's launcher."""
+    if is_peer(config.variant):
+        from .backends import get_backend
+
+        return get_backend(config.variant).prepare(x)
+    launcher, kw = get_variant(config.variant).launcher, config.tunables_dict
+    return lambda: launcher(x, **kw)
+
+
+def peer_compile_facts(config: Config, x: torch.Tensor, arch: str | None) -> dict[str, Any]:
+    """Compile columns of a peer backend's first Triton kernel (Inductor, Liger) plus its generated source;
+    occupancy from the calculator for the live arch. Facts are evidence: failures leave NA."""
+    facts: dict[str, Any] = {}
+    try:
+        from .backends import get_backend
+
+        evidence = get_backend(config.variant).evidence(x)
+    except Exception:
+        return facts
+    facts["kernel_source"] = evidence.source
+    kernel = next((k for k in evidence.kernels if k.n_regs is not None), None)
+    if kernel is None:
+        return facts
+    facts.update(n_regs=kernel.n_regs, spill_store_bytes=kernel.n_spills, shared_bytes=kernel.shared_bytes,
+                 num_warps=kernel.num_warps, compile_source="live")
+    try:
+        from . import occupancy
+
+        target = arch or _live_arch()
+        if target and kernel.num_warps:
+            result = occupancy.occupancy(target, kernel.n_regs, kernel.num_warps, kernel.shared_bytes or 0)
+            facts.update(blocks_per_sm=result.blocks_per_sm, occupancy=result.occupancy, limiter=result.limiter)
+    except Exception:
+        pass
+    return facts
 
 
 def _error_text(error: BaseException) -> str:
@@ -402,7 +466,7 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
 
 def _config_from_row(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str) -> Config:
     """The config a results row came from (its resolved tunables are valid requested ones)."""
-    given = {} if variant in (TORCH, "auto") else json.loads(tunables or "{}")
+    given = {} if variant == "auto" or is_peer(variant) else json.loads(tunables or "{}")
     return make_config(variant, dtype, int(n_rows), int(n_cols), **given)
 
 
@@ -433,12 +497,7 @@ def _trace_pass(existing: pd.DataFrame, new_rows: list[dict[str, Any]], tracer: 
                 generator = torch.Generator(device=device).manual_seed(seed)
                 shape.x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
                 shape.key = (config.dtype, config.n_rows, config.n_cols)
-            x = shape.x
-            if config.variant == TORCH:
-                names = tracer(lambda x=x: kernels.torch_softmax(x))
-            else:
-                launcher, kw = get_variant(config.variant).launcher, config.tunables_dict
-                names = tracer(lambda x=x, launcher=launcher, kw=kw: launcher(x, **kw))
+            names = tracer(backend_callable(config, shape.x))
         except Exception:  # names are evidence: a failing trace leaves NA
             continue
         text = "; ".join(names) if names else None
@@ -510,6 +569,12 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
     if problem:
         return error_rows(problem)
     dtype = dtype_from_name(config.dtype)
+    if is_peer(config.variant):
+        from .backends import unsupported_reason
+
+        reason = unsupported_reason(config.variant, config.n_rows, config.n_cols, dtype)
+        if reason:
+            return error_rows(reason)
     try:
         key = (config.dtype, config.n_rows, config.n_cols)
         if shape.key != key:
@@ -521,17 +586,13 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
             shape.reference = kernels.reference_softmax(shape.x)
             shape.key = key
         x = shape.x
-        if config.variant == TORCH:
-            fn = lambda: kernels.torch_softmax(x)  # noqa: E731
-        else:
-            launcher, kw = get_variant(config.variant).launcher, config.tunables_dict
-            fn = lambda: launcher(x, **kw)  # noqa: E731
+        fn = backend_callable(config, x)
         result: list[torch.Tensor] = []
         first_call_s = timing.first_call_seconds(lambda: result.append(fn()), clock)
         base["first_call_s"] = first_call_s
         if compile_cap_s is not None and plan is not None and first_call_s > compile_cap_s:
             state.slow_compiles.append((plan.variant, lanes_per_thread(plan)))
-        wrong = _check(result[0], shape.reference, config.dtype)
+        wrong, base["max_abs_error"] = _check(result[0], shape.reference, config.dtype)
         result.clear()
         if wrong:
             return error_rows(wrong)
@@ -539,6 +600,8 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
         if device.type == "cuda":
             torch.cuda.empty_cache()
         return error_rows(_error_text(error))
+    if is_peer(config.variant):
+        base.update(peer_compile_facts(config, x, arch))
     if plan is not None:
         base["programs"] = _launched_programs(plan, x)
         try:

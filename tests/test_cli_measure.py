@@ -35,7 +35,7 @@ def fail(capsys, argv: list[str]) -> str:
 @pytest.mark.parametrize("argv, expected", [
     (["sweep"], "the following arguments are required: --out"),
     (["sweep", "--out", "x.parquet", "--variants", "teaching,nope"],
-     "unknown variant(s) nope; allowed: torch, teaching, multirow"),
+     "unknown variant(s) nope; allowed: torch, inductor, liger, quack, teaching, multirow"),
     (["sweep", "--out", "x.parquet", "--dtypes", "fp8"], "unknown dtype(s) fp8; allowed: fp16, bf16, fp32"),
     (["sweep", "--out", "x.parquet", "--methods", "wallclock"],
      "unknown method(s) wallclock; allowed: per_call_events, back_to_back_flushed, cuda_graph"),

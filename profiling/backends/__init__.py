@@ -1,0 +1,62 @@
+"""Softmax backends side by side: eager ATen (`torch`), Inductor, Liger, Quack and every Blockscope variant.
+
+Each backend is one small adapter (a module here): `available()` and `supports(R, N, dtype)` return None or the
+reason why not, `prepare(x)` returns a zero-argument closure for timing (setup happens on its first call), and
+`evidence(x)` returns the compile facts of the kernels it ran. Optional peers (liger-kernel, quack-kernels) are
+imported only when used: a missing package makes that backend unavailable, with the reason, and nothing else.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import kernels
+
+from .aten import AtenBackend
+from .base import UNSUPPORTED, Backend, Evidence, KernelFacts, compiled_kernel_facts, triton_kernel_facts
+from .blockscope import BlockscopeBackend
+from .inductor import InductorBackend
+from .liger import LigerBackend
+from .quack import QuackBackend
+
+PEERS: tuple[str, ...] = ("torch", "inductor", "liger", "quack")
+_PEER_TYPES: dict[str, type[Backend]] = {"torch": AtenBackend, "inductor": InductorBackend, "liger": LigerBackend,
+                                         "quack": QuackBackend}
+_instances: dict[str, Backend] = {}
+
+__all__ = ["PEERS", "UNSUPPORTED", "Backend", "Evidence", "KernelFacts", "backend_names", "compiled_kernel_facts",
+           "get_backend", "is_peer", "status", "triton_kernel_facts", "unsupported_reason"]
+
+
+def backend_names() -> tuple[str, ...]:
+    """Peers first, then every registered Blockscope variant."""
+    return (*PEERS, *kernels.VARIANTS)
+
+
+def is_peer(name: str) -> bool:
+    """True for a backend that is not one of Blockscope's own kernels."""
+    return name in PEERS
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called `name` (one shared instance each); ValueError names the allowed ones."""
+    if name not in _instances:
+        if name in _PEER_TYPES:
+            _instances[name] = _PEER_TYPES[name]()
+        elif isinstance(name, str) and name in kernels.VARIANTS:
+            _instances[name] = BlockscopeBackend(name)
+        else:
+            raise ValueError(f"unknown backend {name!r}; allowed: {', '.join(backend_names())}")
+    return _instances[name]
+
+
+def unsupported_reason(name: str, n_rows: int, n_cols: int, dtype: torch.dtype) -> str | None:
+    """None when `name` runs this input here; else the row error text ('unsupported: <name> ...')."""
+    backend = get_backend(name)
+    reason = backend.available() or backend.supports(n_rows, n_cols, dtype)
+    return f"{UNSUPPORTED}{name}: {reason}" if reason else None
+
+
+def status() -> list[dict[str, str]]:
+    """One dict per backend: name, kind, summary, package and availability here ('yes' or the reason)."""
+    return [get_backend(name).describe() for name in backend_names()]

@@ -1,4 +1,5 @@
-"""`bench` (auto vs torch, % of copy bandwidth, docs/benchmarks.md) and `tune` (make this GPU's auto table)."""
+"""`bench` (auto vs torch and the peer backends, % of copy bandwidth, docs/benchmarks.md) and `tune` (make this
+GPU's auto table)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,18 @@ DTYPES = ("fp16", "bf16", "fp32")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    bench = subparsers.add_parser("bench", help="auto vs torch.softmax per shape, %% of copy bandwidth",
-                                  description="Time torch.softmax and `auto` side by side on the default (R=4096) "
-                                  "and large (~512 MB) shape sets; print per shape torch us, auto's variant and "
-                                  "config, its us, speedup and %% of the copy bandwidth measured in this run.")
+    bench = subparsers.add_parser("bench", help="auto vs torch.softmax and peers per shape, %% of copy bandwidth",
+                                  description="Time torch.softmax, `auto` and the peer backends (inductor, liger, "
+                                  "quack: those installed) side by side on the default (R=4096), large (~512 MB) "
+                                  "and off-grid shape sets; print per shape torch us, auto's variant and config, its "
+                                  "us, speedup, %% of the copy bandwidth measured in this run, and auto vs each peer.")
     bench.add_argument("--dtypes", type=str_list, default=list(DTYPES), help="comma list of fp16,bf16,fp32")
-    bench.add_argument("--sets", type=str_list, default=["default", "large"], help="comma list of default,large")
+    bench.add_argument("--sets", type=str_list, default=["default", "large"],
+                       help="comma list of default,large,offgrid (default: default,large)")
+    bench.add_argument("--peers", type=str_list, help="comma list of inductor,liger,quack (default: those available "
+                       "here; 'none' for none)")
+    bench.add_argument("--methods", type=str_list, default=["back_to_back_flushed"],
+                       help="comma list of back_to_back_flushed,cuda_graph,per_call_events")
     bench.add_argument("--markdown", default="docs/benchmarks.md", help="where to write the table (markdown)")
     bench.add_argument("--csv", help="also write the table as CSV")
     bench.set_defaults(handler=run_bench_command)
@@ -56,27 +63,53 @@ def run_bench_command(args: argparse.Namespace) -> int:
     bad = [s for s in args.sets if s not in SETS]
     if bad:
         raise CLIError(f"unknown shape set(s) {', '.join(bad)}; allowed: {', '.join(SETS)}")
+    from .bench import PEERS
+    from .timing import TIMING_METHODS
+
+    bad = [m for m in args.methods if m not in TIMING_METHODS]
+    if bad or not args.methods:
+        raise CLIError(f"unknown method(s) {', '.join(bad) or '(none)'}; allowed: {', '.join(TIMING_METHODS)}")
+    asked = [] if args.peers == ["none"] else args.peers
+    bad = [p for p in asked or () if p not in PEERS]
+    if bad:
+        raise CLIError(f"unknown peer(s) {', '.join(bad)}; allowed: {', '.join(PEERS)} or none")
     _need_cuda("bench")
-    from .bench import run_bench, summary, write_outputs
+    from .backends import get_backend
+    from .bench import peer_summary, run_bench, summary, write_outputs
+
+    if asked is None:
+        peers = [p for p in PEERS if get_backend(p).available() is None]
+        skipped = {p: get_backend(p).available() for p in PEERS if p not in peers}
+        for peer, reason in skipped.items():
+            sys.stderr.write(f"peer {peer} left out: {reason}\n")
+    else:
+        peers = asked
 
     def progress(done: int, total: int, job: tuple) -> None:
         sys.stderr.write(f"\r[{done}/{total}] {job}        ")
 
-    table, env = run_bench(args.dtypes, args.sets, progress=progress)
+    table, env = run_bench(args.dtypes, args.sets, args.methods, peers, progress=progress)
     sys.stderr.write("\n")
     print(f"{env['gpu_name']}  torch {env['torch_version']}  triton {env['triton_version']}  "
           f"copy {env['copy_gbps']:.0f} GB/s")
-    print(f"{'set':8} {'dtype':5} {'R':>8} {'N':>8} {'torch us':>9} {'auto':28} {'auto us':>9} "
-          f"{'speedup':>7} {'%copy':>6}")
-    for r in table.itertuples():
-        choice = f"{r.auto_variant} {r.auto_tunables}"
-        print(f"{r.set:8} {r.dtype:5} {r.n_rows:>8} {r.n_cols:>8} {r.torch_us:>9.1f} {choice[:28]:28} "
-              f"{r.auto_us:>9.1f} {r.speedup:>7.2f} {100 * r.auto_copy_fraction:>5.0f}%")
-    info = summary(table)
+    print(f"{'method':20} {'set':8} {'dtype':5} {'R':>8} {'N':>8} {'torch us':>9} {'auto':28} {'auto us':>9} "
+          f"{'speedup':>7} {'%copy':>6}" + "".join(f" {'vs ' + p:>12}" for p in peers))
+    for r in table.to_dict("records"):
+        choice = f"{r['auto_variant']} {r['auto_tunables']}"
+        ratios = "".join(f" {r[f'auto_vs_{p}']:>11.2f}x" if r[f"{p}_us"] == r[f"{p}_us"] else f" {'-':>12}"
+                         for p in peers)
+        print(f"{r['method']:20} {r['set']:8} {r['dtype']:5} {r['n_rows']:>8} {r['n_cols']:>8} {r['torch_us']:>9.1f} "
+              f"{choice[:28]:28} {r['auto_us']:>9.1f} {r['speedup']:>7.2f} {100 * r['auto_copy_fraction']:>5.0f}%"
+              + ratios)
+    info = summary(table[table["method"] == args.methods[0]])
     print(f"geomean speedup: default {info['geomean_speedup_default']:.2f}x, "
           f"large {info['geomean_speedup_large']:.2f}x; slower than torch on {len(info['losses_to_torch'])} "
           f"shapes ({len(info['losses_beyond_spread'])} beyond the p20-p80 spread); under target on "
-          f"{len(info['missed_targets'])} shapes; errors on {len(info['errors'])}")
+          f"{len(info['missed_targets'])} shapes; errors on {len(info['errors'])} (first method's rows)")
+    for r in peer_summary(table).itertuples():
+        print(f"{r.method}: auto vs {r.peer}: geomean {r.geomean_auto_speedup:.2f}x over {r.shapes} shapes, worst "
+              f"{r.min_auto_speedup:.2f}x ({r.worst_shape}), {r.below_0_95} below 0.95; {r.peer} unsupported on "
+              f"{r.unsupported}, wrong on {r.wrong}, failed on {r.failed}")
     command = "python -m profiling bench " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     write_outputs(table, env, command.strip(), Path(args.markdown), Path(args.csv) if args.csv else None)
     print(f"wrote {args.markdown}" + (f" and {args.csv}" if args.csv else ""))

@@ -66,13 +66,16 @@ def test_shape_sets():
     assert bench.shapes("large", torch.float32)[-1] == (128, 2**20)
     default = bench.shapes("default", torch.float16)
     assert (4096, 129) in default and (4096, 262144) in default
-    with pytest.raises(ValueError, match="allowed: default, large"):
+    assert bench.shapes("offgrid", torch.float32)[0] == (65536, 96)
+    with pytest.raises(ValueError, match="allowed: default, large, offgrid"):
         bench.shapes("huge", torch.float16)
 
 
 @pytest.mark.parametrize("argv, message", [
     (["bench", "--dtypes", "fp64"], "unknown dtype(s) fp64; allowed: fp16, bf16, fp32"),
-    (["bench", "--sets", "huge"], "unknown shape set(s) huge; allowed: default, large"),
+    (["bench", "--sets", "huge"], "unknown shape set(s) huge; allowed: default, large, offgrid"),
+    (["bench", "--peers", "triton"], "unknown peer(s) triton; allowed: inductor, liger, quack or none"),
+    (["bench", "--methods", "wall"], "unknown method(s) wall; allowed: per_call_events"),
     (["tune", "--dtypes", "int8"], "unknown dtype(s) int8"),
 ])
 def test_cli_errors(argv, message, capsys):
@@ -94,3 +97,57 @@ def test_every_help_text_renders(command, capsys):
         main([*command, "--help"])
     assert exit_info.value.code == 0
     assert "usage: python -m profiling" in capsys.readouterr().out
+
+
+def _timed_by_order(times: list[float]):
+    """A fake benchmark returning `times` in call order (peers first, then torch, then auto)."""
+    calls = iter(times)
+
+    def run(fn, method):
+        fn()
+        us = next(calls)
+        return TimingStats(method=method, median_us=us, p20_us=us * 0.9, p80_us=us * 1.1, min_us=us * 0.8,
+                           max_us=us * 1.3, reps=20, first_call_s=0.01)
+    return run
+
+
+def test_peers_side_by_side_with_reasons(monkeypatch):
+    import sys
+    import types
+
+    from profiling.backends.liger import LigerBackend
+    from profiling.backends.quack import QuackBackend
+
+    module = types.ModuleType("quack.softmax")
+    module.softmax_fwd = lambda rows: torch.softmax(rows, dim=-1)
+    monkeypatch.setitem(sys.modules, "quack", types.ModuleType("quack"))
+    monkeypatch.setitem(sys.modules, "quack.softmax", module)
+    monkeypatch.setattr(QuackBackend, "available", lambda self: None)
+    monkeypatch.setattr(LigerBackend, "available", lambda self: "liger-kernel is not installed")
+    row = bench.bench_shape("offgrid", 3, 1024, torch.float32, copy_gbps=100.0, device="cpu",
+                            benchmark=_timed_by_order([12.0, 20.0, 10.0]), peers=("liger", "quack"))
+    assert row["quack_us"] == 12.0 and row["auto_vs_quack"] == pytest.approx(1.2) and row["quack_error"] == ""
+    assert row["liger_error"] == "unsupported: liger: liger-kernel is not installed"
+    assert row["liger_us"] != row["liger_us"]  # NaN: never timed
+
+    module.softmax_fwd = lambda rows: torch.full_like(rows, float("nan"))
+    wrong = bench.bench_shape("offgrid", 3, 1024, torch.float32, copy_gbps=100.0, device="cpu",
+                              benchmark=_timed_by_order([20.0, 10.0]), peers=("quack",))
+    assert wrong["quack_error"].startswith("wrong result: max abs error inf")
+    unaligned = bench.bench_shape("offgrid", 3, 1001, torch.float32, copy_gbps=100.0, device="cpu",
+                                  benchmark=_timed_by_order([20.0, 10.0]), peers=("quack",))
+    assert "not a multiple of 4" in unaligned["quack_error"]
+
+    import pandas as pd
+
+    table = pd.DataFrame([row, wrong, unaligned]).assign(method="cuda_graph")
+    summary = bench.peer_summary(table)
+    quack = summary[summary["peer"] == "quack"].iloc[0]
+    assert quack["shapes"] == 1 and quack["wrong"] == 1 and quack["unsupported"] == 1
+    env = {"gpu_name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "driver_version": "580",
+           "torch_version": "2.11", "triton_version": "3.6.0", "measured_at": "2026-12-01", "copy_gbps": 4200.0}
+    text = bench.to_markdown(table, env, "python -m profiling bench --sets offgrid")
+    assert "# Benchmarks: `auto` vs torch.softmax and liger, quack" in text and "## `cuda_graph`" in text
+    assert "| cuda_graph | quack | 1 | 1.20x | 1.20x | fp32 3x1024 | 0 | 1 | 1 | 0 |" in text
+    assert "- quack: unsupported: quack: N = 1001 is not a multiple of 4" in text
+    assert "| 12.0 | 1.20 |" in text and "| - | wrong |" in text

@@ -24,6 +24,7 @@ PAGES = [
     st.Page("pages/occupancy.py", title="Occupancy", url_path="occupancy-limits", icon=":material/memory:"),
     st.Page("pages/latency.py", title="Latency", url_path="latency-vs-n", icon=":material/speed:"),
     st.Page("pages/tradeoffs.py", title="Tradeoffs", url_path="warps-tradeoffs", icon=":material/grid_on:"),
+    st.Page("pages/backends.py", title="Backends", url_path="kernel-backends", icon=":material/compare_arrows:"),
     st.Page("pages/kernel_evidence.py", title="Kernel evidence", url_path="kernel-evidence",
             icon=":material/fact_check:"),
     st.Page("pages/run_sweep.py", title="Run sweep", url_path="run-sweep", icon=":material/play_circle:"),

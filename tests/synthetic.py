@@ -140,3 +140,47 @@ def _config_rows(rng: np.random.Generator, variant: str, dtype: str, n: int, war
             "gbps": moved / (median * 1e3),
         })
     return rows
+
+
+PEER_SPEED = {"inductor": 1.08, "liger": 0.95, "quack": 0.80, "auto": 0.78}  # time relative to torch (model)
+
+
+def synthetic_backends(seed: int = 1, n_values: tuple[int, ...] = (128, 1000, 1001, 4096, 65536, 131072)) -> \
+        pd.DataFrame:
+    """torch rows of synthetic_results plus peer backends (inductor, liger, quack) and auto derived from them by a
+    fixed speed factor, with their support rules applied: Liger refuses N > 65536, Quack N not a multiple of 8
+    (16-bit) or 4 (fp32); Quack gets N = 131072 fp16 wrong (as measured once on the H200). NOT a measurement."""
+    torch_rows = synthetic_results(seed, n_values)
+    torch_rows = torch_rows[torch_rows["variant"] == "torch"]
+    frames = [torch_rows]
+    rng = np.random.default_rng(seed)
+    for peer, factor in PEER_SPEED.items():
+        rows = torch_rows.copy()
+        rows["variant"] = peer
+        scale = factor * rng.uniform(0.97, 1.03, len(rows))
+        for column in ("median_us", "p20_us", "p80_us", "min_us", "max_us"):
+            rows[column] = rows[column] * scale
+        rows["gbps"] = rows["bytes_moved"] / (rows["median_us"] * 1e3)
+        rows["copy_fraction"] = rows["gbps"] / rows["copy_gbps"]
+        rows["kernel_names"] = {"inductor": "triton_per_fused__softmax_0", "liger":
+                                "_softmax_single_block_forward_kernel", "quack": "kernel_cutlass_softmax",
+                                "auto": "row_softmax_kernel"}[peer]
+        if peer == "inductor":
+            rows["kernel_source"] = "@triton.jit\ndef triton_per_fused__softmax_0(in_ptr0, out_ptr2, xnumel, r0_numel):"
+            rows["first_call_s"] = 1.8
+        reason = pd.Series("", index=rows.index, dtype="string")
+        if peer == "liger":
+            reason[rows["n_cols"] > 65536] = "unsupported: liger: N = {n}: Liger's BLOCK_SIZE = next_pow2(N) would " \
+                                             "be over its limit of 65536"
+        if peer == "quack":
+            width = rows["dtype"].astype(str).map({"fp16": 8, "bf16": 8, "fp32": 4}).astype(int)
+            unaligned = rows["n_cols"].astype(int) % width != 0
+            reason[unaligned] = "unsupported: quack: N = {n} is not a multiple of the vector width"
+            reason[(rows["n_cols"] == 131072) & (rows["dtype"] == "fp16")] = "wrong result: NaN in every row"
+        rows["error"] = [text.format(n=n) for text, n in zip(reason, rows["n_cols"], strict=True)]
+        failed = rows["error"] != ""
+        for column in ("median_us", "p20_us", "p80_us", "min_us", "max_us", "gbps", "copy_fraction", "reps",
+                       "kernel_names", "kernel_source"):
+            rows.loc[failed, column] = None
+        frames.append(rows)
+    return normalize(pd.concat(frames, ignore_index=True))

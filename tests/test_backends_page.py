@@ -1,0 +1,83 @@
+"""The Backends page's tables (pure pandas) and the page itself under AppTest, on synthetic peer rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from profiling.backends import views
+from profiling.results import save_results
+from tests.synthetic import synthetic_backends
+from tests.test_app import charts, load_path, new_app, trace_names
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return synthetic_backends()
+
+
+def test_row_status_classes():
+    assert [views.row_status(e) for e in ("", None, "unsupported: quack: x", "wrong result: 3 of 9",
+                                          "skipped: predicted", "RuntimeError: boom")] == \
+        ["ran", "ran", "unsupported", "wrong", "skipped", "failed"]
+
+
+def test_fastest_marks_the_winner_per_n(table):
+    best = views.fastest(table, "cuda_graph", "fp16")
+    assert set(best["variant"]) == {"torch", "inductor", "liger", "quack", "auto"}
+    per_n = best.groupby("n_cols")["vs_best"].min()
+    assert (per_n == 1.0).all()  # exactly one backend at 1.0 at each N
+    assert best.loc[(best["variant"] == "liger"), "n_cols"].max() == 65536  # unsupported shapes have no time
+    assert not ((best["variant"] == "quack") & (best["n_cols"] == 131072)).any()  # wrong result: never timed
+
+
+def test_winners_and_counts(table):
+    winners = views.winners(table, "cuda_graph")
+    assert len(winners) == 2 * 6  # fp16 and fp32 x 6 N
+    assert set(winners["winner"]) <= {"quack", "auto"}  # the fastest by the synthetic model (0.78-0.80 x torch)
+    assert (winners["runner_up_slower_x"] >= 1.0).all()
+    counts = views.win_counts(winners)
+    assert counts["wins"].sum() == len(winners)
+
+
+def test_support_counts_name_each_rule_once(table):
+    support = views.support(table)
+    assert len(support) == 5 * 2 * 6
+    counts = views.support_counts(support).set_index("backend")
+    assert counts.loc["liger", "unsupported"] == 2 and counts.loc["quack", "wrong"] == 1
+    assert counts.loc["quack", "unsupported"] == 2  # N = 1001 in fp16 and fp32
+    assert counts.loc["liger", "why not"].count("over its limit of 65536") == 1
+    assert list(counts.index[:4]) == ["torch", "inductor", "liger", "quack"]
+
+
+def test_kernel_ranges_join_consecutive_n(table):
+    ranges = views.kernel_ranges(table[table["dtype"] == "fp16"])
+    liger = ranges[ranges["backend"] == "liger"]
+    assert len(liger) == 1 and (liger["n_from"].iloc[0], liger["n_to"].iloc[0]) == (128, 65536)
+    torch_ranges = ranges[ranges["backend"] == "torch"]
+    assert torch_ranges["n_from"].tolist() == sorted(torch_ranges["n_from"]) and len(torch_ranges) >= 2
+    assert len(views.generated_sources(table)) == 12
+
+
+def test_the_page_renders_peers_from_a_loaded_file(tmp_path: Path, table):
+    path = tmp_path / "backends.parquet"
+    save_results(table, path)
+    at = load_path(new_app(), path)
+    at.switch_page("pages/backends.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    specs = charts(at)
+    assert len(specs) >= 5
+    assert {"torch", "inductor", "liger", "quack", "auto"} <= trace_names(specs[0])
+    assert any("Which backend runs which shape" in s["layout"]["title"]["text"] for s in specs)
+    assert at.toggle(key="be_headline").value is True
+
+
+def test_the_page_says_where_peers_come_from(monkeypatch, tmp_path: Path):
+    monkeypatch.setattr(views, "BUNDLED_BACKENDS_PATH", tmp_path / "missing.parquet")
+    at = new_app()
+    at.sidebar.radio(key="data_source").set_value("Demo data (synthetic)").run()
+    at.switch_page("pages/backends.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("no peer backends" in w.value for w in at.warning)

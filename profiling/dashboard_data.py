@@ -149,36 +149,31 @@ def masked_fraction(n_cols: int, tile_width: int) -> float:
 
 
 def lane_curve(variants: list[str], n_values: list[int], n_rows: int = 4096) -> pd.DataFrame:
-    """variant, n_cols, tile_width, masked_lane_fraction for each variant's default plan.
+    """variant, n_cols, tile_width, masked_lane_fraction (0..1) for each variant's default plan.
 
-    Uses profiling.lanes.lane_curve when present; otherwise each variant's LaunchPlan tile width.
+    Names that are not registered Triton variants (torch, peer backends, renamed or older variants in a
+    results file) have no plan and are left out; they are data, not errors. Uses profiling.lanes.
     """
-    try:
-        from . import lanes
+    from . import lanes
 
-        frames = [lanes.lane_curve(v, n_values, n_rows=n_rows).assign(variant=v) for v in variants]
-        table = pd.concat(frames, ignore_index=True)
-        if {"n_cols", "masked_lane_fraction"} <= set(table.columns):
-            return table
-    except Exception:  # module missing or not ready: fall back to the plans' tile widths
-        pass
-    import torch
+    frames = []
+    for variant in variants:
+        if not is_registered(variant):
+            continue
+        try:
+            frames.append(lanes.lane_curve(variant, n_values, n_rows=n_rows).assign(variant=variant))
+        except (ValueError, TypeError, AttributeError, NotImplementedError):  # a variant without a lane plan
+            continue
+    if not frames:
+        return pd.DataFrame(columns=["variant", "n_cols", "tile_width", "masked_lane_fraction"])
+    return pd.concat(frames, ignore_index=True)
 
+
+def is_registered(variant: str) -> bool:
+    """Whether `variant` is a name in kernels.VARIANTS (False for torch and names from elsewhere)."""
     import kernels
 
-    rows = []
-    for variant in variants:
-        spec = kernels.get_variant(variant)
-        for n in n_values:
-            if n > spec.max_n:
-                continue
-            try:
-                plan = spec.plan(n_rows, n, torch.float16)
-            except Exception:
-                continue
-            rows.append({"variant": variant, "n_cols": n, "tile_width": plan.tile_width,
-                         "masked_lane_fraction": masked_fraction(n, plan.tile_width)})
-    return pd.DataFrame(rows)
+    return isinstance(variant, str) and variant in kernels.VARIANTS
 
 
 def lane_table(values: list[float], dtype: str = "fp32") -> tuple[pd.DataFrame, int]:

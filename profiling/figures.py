@@ -8,6 +8,7 @@ boundaries (where BLOCK_SIZE = next_pow2(N) doubles) are vertical lines whose sh
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -37,6 +38,16 @@ class FigureSpec:
     title: str
     figure: go.Figure
     data: pd.DataFrame
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(*parts: object) -> str:
+    """A file-name stem from `parts` joined by '_': only [A-Za-z0-9._-] (other runs become '_'), no leading dot,
+    so a value such as 'x/../../escaped' can never name a path outside the export directory."""
+    text = _UNSAFE.sub("_", "_".join(str(part) for part in parts)).lstrip(".")
+    return text or "figure"
 
 
 def variant_color(variant: str) -> str:
@@ -438,11 +449,12 @@ def standard_figures(df: pd.DataFrame, method: str | None = None,
     dtypes = dtypes or opts["dtypes"]
     specs: list[FigureSpec] = []
     triton = [v for v in opts["variants"] if v != dd.TORCH]
-    if triton:
+    if triton:  # registered variants only: other names (peer backends, older files) have no lane plan
         curve = dd.lane_curve([v for v in triton if v != "auto"] or triton, lane_n_values(
             opts["n_values"][0] if opts["n_values"] else 128, opts["n_values"][-1] if opts["n_values"] else 65536))
-        fig = masked_lanes_figure(curve)
-        specs.append(FigureSpec("masked_lanes", fig.layout.title.text, fig, curve))
+        if len(curve):
+            fig = masked_lanes_figure(curve)
+            specs.append(FigureSpec("masked_lanes", fig.layout.title.text, fig, curve))
     for dtype in dtypes:
         part = df[(df["dtype"] == dtype) & (df["method"] == method)]
         spans = dd.regime_spans(dd.regimes(part))
@@ -452,13 +464,26 @@ def standard_figures(df: pd.DataFrame, method: str | None = None,
             ("bandwidth", bandwidth_figure(df, method, dtype), dd.best_per_n(part)),
             ("occupancy", occupancy_vs_n_figure(df, dtype), part[part["occupancy"].notna()]),
         ):
-            specs.append(FigureSpec(f"{name}_{dtype}_{method}", fig.layout.title.text, fig, data))
+            specs.append(FigureSpec(safe_name(name, dtype, method), fig.layout.title.text, fig, data))
         for variant in triton:
             pivot = dd.warps_pivot(part[part["variant"] == variant], "median_us")
             if pivot.shape[1] > 1:
                 title = title_for(f"{variant}: median time (µs) by N x num_warps", df, dtype, method)
-                specs.append(FigureSpec(f"heatmap_{variant}_{dtype}_{method}", title,
+                specs.append(FigureSpec(safe_name("heatmap", variant, dtype, method), title,
                                         heatmap_figure(pivot, title, "µs", reverse=True), dd.pivot_display(pivot)))
+    return unique_names(specs)
+
+
+def unique_names(specs: list[FigureSpec]) -> list[FigureSpec]:
+    """Specs whose names collide after safe_name ('a/b' and 'a_b') get '-2', '-3', ... so no file overwrites another."""
+    seen: set[str] = set()
+    for spec in specs:
+        name, k = spec.name, 1
+        while name.lower() in seen:  # case-insensitive file systems too
+            k += 1
+            name = f"{spec.name}-{k}"
+        seen.add(name.lower())
+        spec.name = name
     return specs
 
 

@@ -175,7 +175,24 @@ def context(require_data: bool = True) -> Context:
         st.stop()
     if found.synthetic:
         st.caption(":orange-background[demo data (synthetic) — not a measurement]")
+    if found.df is not None:
+        notice = setups_notice(found.df)
+        if notice:
+            st.info(notice, icon=":material/compare:")
     return found
+
+
+def setups_notice(df: pd.DataFrame) -> str | None:
+    """The notice shown when several GPUs or runs (or files) are loaded; None for one."""
+    labels = dd.setups(df)
+    if not labels:
+        return None
+    gpus = sorted(str(g) for g in df["gpu_name"].dropna().unique())
+    runs = df["run_id"].nunique()
+    return (f"{len(labels)} GPUs / runs / files loaded ({', '.join(labels)}; {len(gpus)} GPU(s), {runs} run(s)). "
+            "They are compared side by side, never mixed: one line per variant and GPU/run (dash style), "
+            "speedups against the torch.softmax of the same GPU/run, fastest config per N and findings per "
+            "GPU/run, one heatmap each.")
 
 
 def chart(fig, data: pd.DataFrame, key: str, caption: str | None = None) -> None:

@@ -165,6 +165,29 @@ def test_uploads_compare_files_and_skip_bad_ones(results_file: Path) -> None:
     latency = charts(at)[0]
     assert "NVIDIA A100 (synthetic) vs NVIDIA H200 (synthetic)" in latency["layout"]["title"]["text"]
     assert {"torch · a100.csv", "torch · h200.parquet"} <= trace_names(latency)
+    assert any("compared side by side, never mixed" in i.value for i in at.info)
+
+
+def test_one_file_with_two_gpus_is_compared_per_gpu(tmp_path: Path) -> None:
+    import pandas as pd
+
+    small = {"n_values": (256, 1024, 4096), "dtypes": ("fp16",), "variants": ("torch", "teaching", "online")}
+    table = pd.concat([synthetic_results(**small),
+                       synthetic_results(seed=1, gpu_name="NVIDIA A100 (synthetic)", run_id="synthetic-1", **small)],
+                      ignore_index=True)
+    at = load_path(new_app(), save_results(table, tmp_path / "two_gpus.parquet"))
+    notices = [i.value for i in at.info]
+    assert any("2 GPUs / runs / files loaded" in n and "NVIDIA A100 (synthetic)" in n for n in notices), notices
+    at.switch_page("pages/latency.py").run()
+    assert_page_ok(at, "latency")
+    assert {"teaching · NVIDIA A100 (synthetic)", "teaching · NVIDIA H200 (synthetic)"} <= trace_names(charts(at)[0])
+    assert any("Regime shading is off" in c.value for c in at.caption)
+    at.switch_page("pages/tradeoffs.py").run()
+    assert_page_ok(at, "tradeoffs")
+    assert at.segmented_control(key="trade_setup").options == ["NVIDIA A100 (synthetic)", "NVIDIA H200 (synthetic)"]
+    at.switch_page("pages/overview.py").run()
+    assert_page_ok(at, "overview")
+    assert any("compared with its own torch.softmax" in m.value for m in at.markdown)
 
 
 def test_tradeoffs_heatmaps_follow_the_variant(results_file: Path) -> None:

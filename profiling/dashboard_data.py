@@ -79,6 +79,34 @@ def apply_filters(df: pd.DataFrame, filters: Filters, *, method: bool = True) ->
     return df[keep.fillna(False).astype(bool)]
 
 
+def hidden_by_filters(df: pd.DataFrame, filters: Filters) -> str | None:
+    """What the multiselect and range filters hide (dtype and timing method pick one by design), e.g.
+    'Filters hide 2 of 7 variants (auto, splitrow): 780 of 2,730 rows.'; None when they hide nothing."""
+    opts = options(df)
+    parts = []
+    for label, key, chosen in (("files", "sources", filters.sources), ("variants", "variants", filters.variants),
+                               ("num_warps", "num_warps", filters.num_warps)):
+        if chosen is None:
+            continue
+        hidden = [v for v in opts[key] if v not in chosen]
+        if hidden:
+            shown = ", ".join(map(str, hidden[:6])) + (", ..." if len(hidden) > 6 else "")
+            parts.append(f"{len(hidden)} of {len(opts[key])} {label} ({shown})")
+    if filters.n_range is not None:
+        outside = [n for n in opts["n_values"] if not filters.n_range[0] <= n <= filters.n_range[1]]
+        if outside:
+            parts.append(f"{len(outside)} of {len(opts['n_values'])} N outside {filters.n_range[0]:,}–"
+                         f"{filters.n_range[1]:,}")
+    if filters.n_rows is not None and len(opts["n_rows"]) > 1:
+        others = [r for r in opts["n_rows"] if r != filters.n_rows]
+        parts.append(f"{len(others)} other R ({', '.join(f'{r:,}' for r in others)})")
+    if not parts:
+        return None
+    kept = apply_filters(df, Filters(variants=filters.variants, n_range=filters.n_range, n_rows=filters.n_rows,
+                                     num_warps=filters.num_warps, sources=filters.sources), method=False)
+    return f"Filters hide {'; '.join(parts)}: {len(df) - len(kept):,} of {len(df):,} rows."
+
+
 def options(df: pd.DataFrame) -> dict[str, list]:
     """Distinct values for the filter widgets: variants (torch first), dtypes, n values, num_warps, methods."""
     variants = sorted(df["variant"].dropna().unique(), key=lambda v: (v != TORCH, v))

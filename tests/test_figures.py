@@ -248,3 +248,17 @@ def test_foreign_variants_are_drawn_and_have_no_lane_curve(df: pd.DataFrame) -> 
     assert {"teaching_v2", "liger"} <= names(specs["latency_fp16_cuda_graph"].figure)
     assert "heatmap_liger_fp16_cuda_graph" in specs
     assert set(specs["masked_lanes"].data["variant"]) <= {"teaching", "multirow", "online", "persistent"}
+
+
+def test_hidden_by_filters_names_what_is_hidden(df: pd.DataFrame) -> None:
+    assert dd.hidden_by_filters(df, dd.Filters(dtype="fp16", method="cuda_graph")) is None
+    everything = dd.options(df)
+    assert dd.hidden_by_filters(df, dd.Filters(variants=tuple(everything["variants"]),
+                                               n_range=(everything["n_values"][0], everything["n_values"][-1]))) is None
+    text = dd.hidden_by_filters(df, dd.Filters(variants=("torch", "teaching", "online"), n_range=(256, 65536),
+                                               num_warps=(4,)))
+    assert text.startswith("Filters hide 2 of 5 variants (multirow, persistent); 1 of 2 num_warps (8); "
+                           "1 of 9 N outside 256–65,536: ")
+    kept = dd.apply_filters(df, dd.Filters(variants=("torch", "teaching", "online"), n_range=(256, 65536),
+                                           num_warps=(4,)), method=False)
+    assert text.endswith(f"{len(df) - len(kept):,} of {len(df):,} rows.")

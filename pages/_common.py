@@ -125,32 +125,66 @@ def _load_uploads(files: list[tuple[str, bytes]]) -> tuple[pd.DataFrame | None, 
     return dd.load_many(loaded), " + ".join(loaded), False
 
 
+def _follow(key: str, options: list, multiselect: bool = True) -> None:
+    """Keep widget `key` in step with its options when the loaded data changes (call before drawing it).
+
+    Multiselects: values new since the last run are selected, values that are gone are dropped, values the
+    user deselected stay deselected (drawn without `default`: this sets the value). Single choices and the N
+    range go back to their default when the options change and their value is no longer offered (the range:
+    always, as its ends may no longer be measured N).
+    """
+    seen_key = f"_seen_{key}"
+    previous = st.session_state.get(seen_key)
+    st.session_state[seen_key] = list(options)
+    if multiselect:
+        if key not in st.session_state or previous is None:
+            st.session_state[key] = list(options)
+        elif previous != list(options):
+            chosen = set(st.session_state[key])
+            st.session_state[key] = [v for v in options if v in chosen or v not in previous]
+    elif key in st.session_state and previous is not None and previous != list(options):
+        value = st.session_state[key]
+        if isinstance(value, (tuple, list)) or value not in options:
+            del st.session_state[key]
+
+
 def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
     opts = dd.options(df)
     sidebar = st.sidebar
     sidebar.subheader("Filters")
     sources: tuple[str, ...] | None = None
     if len(opts["sources"]) > 1:
-        sources = tuple(sidebar.multiselect("Files", opts["sources"], default=opts["sources"], key="f_sources"))
-    variants = sidebar.multiselect("Variants", opts["variants"], default=opts["variants"], key="f_variants")
+        _follow("f_sources", opts["sources"])
+        sources = tuple(sidebar.multiselect("Files", opts["sources"], key="f_sources"))
+    _follow("f_variants", opts["variants"])
+    variants = sidebar.multiselect("Variants", opts["variants"], key="f_variants")
+    _follow("f_dtype", opts["dtypes"], multiselect=False)
     dtype = sidebar.selectbox("dtype", opts["dtypes"], key="f_dtype") if opts["dtypes"] else None
     n_values = opts["n_values"]
     n_range = None
     if len(n_values) > 1:
+        _follow("f_n_range", n_values, multiselect=False)
         n_range = sidebar.select_slider("N range (columns)", n_values, value=(n_values[0], n_values[-1]),
                                         key="f_n_range")
     n_rows = None
     if len(opts["n_rows"]) > 1:  # curves pick the fastest config per N: never mix row counts
         common = int(df["n_rows"].mode().iloc[0])
+        _follow("f_rows", opts["n_rows"], multiselect=False)
         n_rows = sidebar.selectbox("R (rows)", opts["n_rows"], index=opts["n_rows"].index(common), key="f_rows")
-    warps = sidebar.multiselect("num_warps", opts["num_warps"], default=opts["num_warps"], key="f_warps")
+    _follow("f_warps", opts["num_warps"])
+    warps = sidebar.multiselect("num_warps", opts["num_warps"], key="f_warps")
+    _follow("f_method", opts["methods"], multiselect=False)
     method = sidebar.selectbox("Timing method", opts["methods"], key="f_method",
                                help="per_call_events: the seed's events around each call; back_to_back_flushed: "
                                     "L2 flushed, calls queued behind a GPU hold; cuda_graph: launch overhead "
                                     "removed.") \
         if opts["methods"] else None
-    return dd.Filters(variants=tuple(variants), dtype=dtype, n_range=tuple(n_range) if n_range else None,
-                      num_warps=tuple(warps), method=method, sources=sources, n_rows=n_rows)
+    filters = dd.Filters(variants=tuple(variants), dtype=dtype, n_range=tuple(n_range) if n_range else None,
+                         num_warps=tuple(warps), method=method, sources=sources, n_rows=n_rows)
+    hidden = dd.hidden_by_filters(df, filters)
+    if hidden:
+        sidebar.info(hidden, icon=":material/filter_alt:")
+    return filters
 
 
 def sidebar() -> Context:
@@ -175,7 +209,24 @@ def context(require_data: bool = True) -> Context:
         st.stop()
     if found.synthetic:
         st.caption(":orange-background[demo data (synthetic) — not a measurement]")
+    if found.df is not None:
+        notice = setups_notice(found.df)
+        if notice:
+            st.info(notice, icon=":material/compare:")
     return found
+
+
+def setups_notice(df: pd.DataFrame) -> str | None:
+    """The notice shown when several GPUs or runs (or files) are loaded; None for one."""
+    labels = dd.setups(df)
+    if not labels:
+        return None
+    gpus = sorted(str(g) for g in df["gpu_name"].dropna().unique())
+    runs = df["run_id"].nunique()
+    return (f"{len(labels)} GPUs / runs / files loaded ({', '.join(labels)}; {len(gpus)} GPU(s), {runs} run(s)). "
+            "They are compared side by side, never mixed: one line per variant and GPU/run (dash style), "
+            "speedups against the torch.softmax of the same GPU/run, fastest config per N and findings per "
+            "GPU/run, one heatmap each.")
 
 
 def chart(fig, data: pd.DataFrame, key: str, caption: str | None = None) -> None:

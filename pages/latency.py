@@ -24,7 +24,11 @@ if dd.ran(part).empty:
 
 regime_table = dd.regimes(part)
 spans = dd.regime_spans(regime_table) if shade else []
-ui.chart(figures.latency_figure(ctx.filtered, method, dtype, spans, band), dd.best_per_n(part), "lat_time",
+if shade and dd.setups(part):
+    st.caption("Regime shading is off: the rows hold several GPUs / runs / files, whose regimes differ (see the "
+               "table below).")
+best = dd.best_per_n(part)
+ui.chart(figures.latency_figure(ctx.filtered, method, dtype, spans, band), best, "lat_time",
          "Fastest config of each variant at each N (hover for its tunables); band: p20..p80 of the samples; "
          "dotted: powers of two, where BLOCK_SIZE doubles.")
 st.caption(f"Regimes are derived from the data for the fastest Triton variant at each N: **spill-bound** when its "
@@ -39,8 +43,10 @@ if speedups.empty:
     ui.empty("no torch baseline in the filtered rows")
 else:
     ui.chart(figures.speedup_figure(speedups, ctx.filtered, method, dtype),
-             speedups[["variant", "n_cols", "num_warps", "tunables", "median_us", "torch_us", "speedup"]],
+             speedups[[*dd.setup_keys(speedups), "variant", "n_cols", "num_warps", "tunables", "median_us", "torch_us",
+                       "speedup"]],
              "lat_speedup", "Above 1: the Triton variant is faster than torch.softmax at that N.")
 ui.chart(figures.bandwidth_figure(ctx.filtered, method, dtype),
-         dd.best_per_n(part)[["variant", "n_cols", "num_warps", "bytes_moved", "median_us", "gbps", "copy_fraction"]],
+         best[[*dd.setup_keys(best), "variant", "n_cols", "num_warps", "bytes_moved", "median_us", "gbps",
+               "copy_fraction"]],
          "lat_gbps", "Bytes moved = read x + write y = 2·R·N·element size, over the median time.")

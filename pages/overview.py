@@ -58,7 +58,8 @@ scope = dd.apply_filters(df, replace(ctx.filters, dtype=None), method=False)
 speedups = dd.speedup_vs_torch(scope[scope["method"] == ctx.method])
 if len(speedups):
     ui.chart(figures.best_speedup_figure(speedups, df, ctx.method),
-             speedups[["dtype", "n_cols", "variant", "num_warps", "median_us", "torch_us", "speedup"]], "ov_speedup",
+             speedups[[*dd.setup_keys(speedups), "dtype", "n_cols", "variant", "num_warps", "median_us", "torch_us",
+                       "speedup"]], "ov_speedup",
              "At each N, the fastest Triton variant (any tunables) against torch.softmax; above 1 Triton wins.")
 for finding in dd.findings(scope, ctx.method):
     with st.container(border=True):

@@ -19,6 +19,11 @@ if not triton:
 variant = st.segmented_control("Variant", triton, default=triton[0], key="trade_variant") or triton[0]
 dtype, method = ctx.dtype, ctx.method
 part = ctx.filtered[(ctx.filtered["variant"] == variant) & (ctx.filtered["dtype"] == dtype)]
+split = dd.split_setups(part)
+if len(split) > 1:  # a heatmap holds one GPU / run / file: pick which (never the min over several)
+    labels = [label for label, _ in split]
+    chosen = st.segmented_control("GPU / run / file", labels, default=labels[0], key="trade_setup") or labels[0]
+    part = dict(split).get(chosen, split[0][1])
 timed = part[part["method"] == method]
 
 dense = st.toggle("Only N measured at two or more num_warps", True, key="trade_dense",

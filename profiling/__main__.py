@@ -7,14 +7,41 @@ status or raises CLIError (printed as one line, exit 2).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from .cli import CLIError, Parser
 
 COMMAND_MODULES = ("profiling.cli_compile", "profiling.cli_measure", "profiling.cli_bench", "profiling.cli_export")
+BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit status. Output cut short by the reader (`| head`) ends quietly with 141."""
+    try:
+        try:
+            status = _dispatch(argv)
+        except SystemExit:  # --help and argument errors: their output must not fail later, at exit
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        _silence_stdout()
+        return BROKEN_PIPE_STATUS
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise BrokenPipeError again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real stdout (captured in tests): nothing to flush later
+        pass
+
+
+def _dispatch(argv: list[str] | None) -> int:
     parser = Parser(prog="python -m profiling", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:

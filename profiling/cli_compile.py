@@ -66,7 +66,15 @@ def run_occupancy(args: argparse.Namespace) -> int:
     from . import occupancy
 
     try:
-        result = occupancy.occupancy(args.arch, args.regs, args.num_warps, args.shared_bytes)
+        arch = occupancy.arch_from_name(args.arch)
+    except ValueError as error:
+        raise CLIError(str(error)) from None
+    try:
+        occupancy.check_shared_bytes(arch, args.shared_bytes)  # no block could launch: an error, not 0.0%
+    except ValueError as error:
+        raise CLIError(f"--shared-bytes: {error}") from None
+    try:
+        result = occupancy.occupancy(arch, args.regs, args.num_warps, args.shared_bytes)
     except ValueError as error:
         raise CLIError(str(error)) from None
     out = {k: getattr(result, k) for k in ("arch", "blocks_per_sm", "warps_per_sm", "occupancy", "limiter", "limits")}

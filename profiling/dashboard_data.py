@@ -79,6 +79,34 @@ def apply_filters(df: pd.DataFrame, filters: Filters, *, method: bool = True) ->
     return df[keep.fillna(False).astype(bool)]
 
 
+def hidden_by_filters(df: pd.DataFrame, filters: Filters) -> str | None:
+    """What the multiselect and range filters hide (dtype and timing method pick one by design), e.g.
+    'Filters hide 2 of 7 variants (auto, splitrow): 780 of 2,730 rows.'; None when they hide nothing."""
+    opts = options(df)
+    parts = []
+    for label, key, chosen in (("files", "sources", filters.sources), ("variants", "variants", filters.variants),
+                               ("num_warps", "num_warps", filters.num_warps)):
+        if chosen is None:
+            continue
+        hidden = [v for v in opts[key] if v not in chosen]
+        if hidden:
+            shown = ", ".join(map(str, hidden[:6])) + (", ..." if len(hidden) > 6 else "")
+            parts.append(f"{len(hidden)} of {len(opts[key])} {label} ({shown})")
+    if filters.n_range is not None:
+        outside = [n for n in opts["n_values"] if not filters.n_range[0] <= n <= filters.n_range[1]]
+        if outside:
+            parts.append(f"{len(outside)} of {len(opts['n_values'])} N outside {filters.n_range[0]:,}–"
+                         f"{filters.n_range[1]:,}")
+    if filters.n_rows is not None and len(opts["n_rows"]) > 1:
+        others = [r for r in opts["n_rows"] if r != filters.n_rows]
+        parts.append(f"{len(others)} other R ({', '.join(f'{r:,}' for r in others)})")
+    if not parts:
+        return None
+    kept = apply_filters(df, Filters(variants=filters.variants, n_range=filters.n_range, n_rows=filters.n_rows,
+                                     num_warps=filters.num_warps, sources=filters.sources), method=False)
+    return f"Filters hide {'; '.join(parts)}: {len(df) - len(kept):,} of {len(df):,} rows."
+
+
 def options(df: pd.DataFrame) -> dict[str, list]:
     """Distinct values for the filter widgets: variants (torch first), dtypes, n values, num_warps, methods."""
     variants = sorted(df["variant"].dropna().unique(), key=lambda v: (v != TORCH, v))
@@ -108,10 +136,73 @@ def config_label(row: pd.Series | dict) -> str:
     return f"{row['variant']} {row['dtype']}{rows} N={row['n_cols']}{extra}"
 
 
+SETUP = "setup"  # label column of one GPU / run / file, added where several are loaded (with_setup)
+_RUN_KEYS = ("gpu_name", "variant", "dtype", "n_rows", "n_cols", "tunables", "method")
+
+
+def setup_columns(df: pd.DataFrame) -> list[str]:
+    """The columns that tell apart measurements which must never be compared with each other, among
+    `source` (several files), `gpu_name` (several GPUs) and `run_id`; only those that vary in `df`.
+
+    `run_id` counts only where one GPU has several runs that timed the same config and method (a rerun to
+    compare); runs that timed different configs are parts of one sweep and stay together.
+    """
+    columns = [c for c in ("source", "gpu_name") if c in df.columns and df[c].nunique(dropna=False) > 1]
+    if "run_id" in df.columns and df["run_id"].nunique(dropna=False) > 1:
+        timed = ran(df[df["method"] != "none"])
+        keys = [c for c in (*_RUN_KEYS, "source") if c in timed.columns]
+        if len(timed) and (timed.groupby(keys, dropna=False)["run_id"].nunique(dropna=False) > 1).any():
+            columns.append("run_id")
+    return columns
+
+
+def setup_labels(df: pd.DataFrame, columns: list[str] | None = None) -> pd.Series:
+    """Per row, which GPU / run / file it belongs to: 'NVIDIA H200', 'NVIDIA H200 · run r2', 'a100.csv'
+    ('' when only one is loaded). A file name alone where each file holds one GPU and run."""
+    columns = setup_columns(df) if columns is None else columns
+    if not columns:
+        return pd.Series("", index=df.index, dtype="string")
+    if "source" in columns and len(columns) > 1 and all(
+            df.groupby("source", dropna=False)[c].nunique(dropna=False).max() <= 1 for c in columns if c != "source"):
+        columns = ["source"]
+    parts = [("run " if c == "run_id" else "") + df[c].astype("string").fillna("?") for c in columns]
+    label = parts[0]
+    for part in parts[1:]:
+        label = label + " · " + part
+    return label.astype("string")
+
+
+def with_setup(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with a `setup` column (setup_labels) when it holds several GPUs, runs or files; else without one."""
+    columns = setup_columns(df)
+    if not columns:
+        return df.drop(columns=SETUP, errors="ignore")
+    return df.assign(**{SETUP: setup_labels(df, columns)})
+
+
+def setups(df: pd.DataFrame) -> list[str]:
+    """The distinct setup labels of `df` (sorted; [] when only one GPU / run / file is loaded)."""
+    return sorted(set(setup_labels(df))) if setup_columns(df) else []
+
+
+def split_setups(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """[(label, rows)] per GPU / run / file; [('', df)] when there is only one."""
+    labels = setup_labels(df)
+    if not setup_columns(df):
+        return [("", df)]
+    return [(label, df[labels == label]) for label in sorted(set(labels))]
+
+
+def setup_keys(table: pd.DataFrame) -> list[str]:
+    """The label columns of `table` that keep GPUs / runs / files apart (`setup`, `source`) where present."""
+    return [c for c in (SETUP, "source") if c in table.columns]
+
+
 def best_per_n(df: pd.DataFrame, group: tuple[str, ...] = ("variant", "dtype", "n_cols")) -> pd.DataFrame:
-    """For each (variant, dtype, N[, source]) the fastest config (lowest median_us) of the rows given."""
-    timed = ran(df)
-    keys = [*group, *(["source"] if "source" in timed.columns else [])]
+    """For each (variant, dtype, N) the fastest config (lowest median_us) of the rows given, per GPU / run /
+    file when several are loaded (their `setup` label column is added then)."""
+    timed = with_setup(ran(df))
+    keys = [*group, *setup_keys(timed)]
     if timed.empty:
         return timed
     best = timed.loc[timed.groupby(keys, dropna=False)["median_us"].idxmin()]
@@ -119,9 +210,10 @@ def best_per_n(df: pd.DataFrame, group: tuple[str, ...] = ("variant", "dtype", "
 
 
 def speedup_vs_torch(df: pd.DataFrame) -> pd.DataFrame:
-    """Best Triton config per (variant, dtype, N) with `torch_us` and `speedup` = torch time / Triton time."""
+    """Best Triton config per (variant, dtype, N) with `torch_us` and `speedup` = torch time / Triton time;
+    torch of the same GPU / run / file only."""
     best = best_per_n(df)
-    keys = ["dtype", "n_cols", *(["source"] if "source" in best.columns else [])]
+    keys = ["dtype", "n_cols", *setup_keys(best)]
     torch_rows = best[best["variant"] == TORCH][[*keys, "median_us"]].rename(columns={"median_us": "torch_us"})
     triton = best[best["variant"] != TORCH]
     out = triton.merge(torch_rows, on=keys, how="inner")
@@ -149,36 +241,31 @@ def masked_fraction(n_cols: int, tile_width: int) -> float:
 
 
 def lane_curve(variants: list[str], n_values: list[int], n_rows: int = 4096) -> pd.DataFrame:
-    """variant, n_cols, tile_width, masked_lane_fraction for each variant's default plan.
+    """variant, n_cols, tile_width, masked_lane_fraction (0..1) for each variant's default plan.
 
-    Uses profiling.lanes.lane_curve when present; otherwise each variant's LaunchPlan tile width.
+    Names that are not registered Triton variants (torch, peer backends, renamed or older variants in a
+    results file) have no plan and are left out; they are data, not errors. Uses profiling.lanes.
     """
-    try:
-        from . import lanes
+    from . import lanes
 
-        frames = [lanes.lane_curve(v, n_values, n_rows=n_rows).assign(variant=v) for v in variants]
-        table = pd.concat(frames, ignore_index=True)
-        if {"n_cols", "masked_lane_fraction"} <= set(table.columns):
-            return table
-    except Exception:  # module missing or not ready: fall back to the plans' tile widths
-        pass
-    import torch
+    frames = []
+    for variant in variants:
+        if not is_registered(variant):
+            continue
+        try:
+            frames.append(lanes.lane_curve(variant, n_values, n_rows=n_rows).assign(variant=variant))
+        except (ValueError, TypeError, AttributeError, NotImplementedError):  # a variant without a lane plan
+            continue
+    if not frames:
+        return pd.DataFrame(columns=["variant", "n_cols", "tile_width", "masked_lane_fraction"])
+    return pd.concat(frames, ignore_index=True)
 
+
+def is_registered(variant: str) -> bool:
+    """Whether `variant` is a name in kernels.VARIANTS (False for torch and names from elsewhere)."""
     import kernels
 
-    rows = []
-    for variant in variants:
-        spec = kernels.get_variant(variant)
-        for n in n_values:
-            if n > spec.max_n:
-                continue
-            try:
-                plan = spec.plan(n_rows, n, torch.float16)
-            except Exception:
-                continue
-            rows.append({"variant": variant, "n_cols": n, "tile_width": plan.tile_width,
-                         "masked_lane_fraction": masked_fraction(n, plan.tile_width)})
-    return pd.DataFrame(rows)
+    return isinstance(variant, str) and variant in kernels.VARIANTS
 
 
 def lane_table(values: list[float], dtype: str = "fp32") -> tuple[pd.DataFrame, int]:
@@ -235,7 +322,7 @@ def regimes(df: pd.DataFrame, launch_factor: float = LAUNCH_BOUND_FACTOR,
     best = best_per_n(df)
     if best.empty:
         return best.assign(regime=pd.Series(dtype="string"))
-    keys = ["variant", "dtype", *(["source"] if "source" in best.columns else [])]
+    keys = ["variant", "dtype", *setup_keys(best)]
     floor = best.groupby(keys, dropna=False)["median_us"].transform("min")
     spills = best["spill_store_bytes"].fillna(0) > 0
     bandwidth = best["copy_fraction"].fillna(0) >= bandwidth_fraction
@@ -244,7 +331,7 @@ def regimes(df: pd.DataFrame, launch_factor: float = LAUNCH_BOUND_FACTOR,
     regime[launch.fillna(False).astype(bool)] = "launch-bound"
     regime[bandwidth.fillna(False).astype(bool)] = "bandwidth-bound"
     regime[spills.fillna(False).astype(bool)] = "spill-bound"
-    columns = ["variant", "dtype", "n_cols", "median_us", "copy_fraction", "spill_store_bytes"]
+    columns = ["variant", "dtype", "n_cols", "median_us", "copy_fraction", "spill_store_bytes", *setup_keys(best)]
     return best[columns].assign(regime=regime.values)
 
 
@@ -252,10 +339,10 @@ def regime_spans(regime_table: pd.DataFrame) -> list[tuple[int, int, str]]:
     """Contiguous N ranges of one regime over the Triton variants' fastest config per N.
 
     Returns (n_first, n_last, regime) spans for shading; the regime at each N is that of the fastest
-    Triton variant there.
+    Triton variant there. [] when the table holds several GPUs / runs / files (one shading cannot show them).
     """
     triton = regime_table[regime_table["variant"] != TORCH]
-    if triton.empty:
+    if triton.empty or (SETUP in triton.columns and triton[SETUP].nunique() > 1):
         return []
     fastest = triton.loc[triton.groupby("n_cols")["median_us"].idxmin()].sort_values("n_cols")
     spans: list[tuple[int, int, str]] = []
@@ -318,27 +405,37 @@ def n_runs(selected: list[int], all_n: list[int]) -> str:
 
 
 def finding_wins(df: pd.DataFrame, method: str) -> Finding:
-    """Where the fastest Triton variant beats torch.softmax, and by how much."""
+    """Where the fastest Triton variant beats torch.softmax, and by how much (per GPU / run / file)."""
     rows = speedup_vs_torch(df[df["method"] == method])
     if rows.empty:
         return Finding("Triton vs torch", f"No Triton/torch pairs measured with {method}.", rows)
-    best = rows.loc[rows.groupby(["dtype", "n_cols"])["speedup"].idxmax()]
+    setup = setup_keys(rows)
+    best = rows.loc[rows.groupby(["dtype", "n_cols", *setup], dropna=False)["speedup"].idxmax()]
     wins = best[best["speedup"] > 1.0]
-    table = best[["dtype", "n_cols", "variant", "num_warps", "median_us", "torch_us", "speedup"]]
+    table = best[[*setup, "dtype", "n_cols", "variant", "num_warps", "median_us", "torch_us", "speedup"]]
+
+    def where(row: pd.Series) -> str:
+        return f"{row[SETUP]} " if SETUP in setup else ""
+
     if wins.empty:
         top = best.loc[best["speedup"].idxmax()]
         text = (f"With {method}, torch.softmax is at least as fast as every Triton variant at every N; the closest "
-                f"is {top['variant']} at N={top['n_cols']} ({top['dtype']}), {float(top['speedup']):.2f}x.")
+                f"is {top['variant']} at N={top['n_cols']} ({where(top)}{top['dtype']}), "
+                f"{float(top['speedup']):.2f}x.")
     else:
         top = wins.loc[wins["speedup"].idxmax()]
         parts = []
-        for dtype, group in wins.groupby("dtype"):
-            measured = [int(n) for n in best.loc[best["dtype"] == dtype, "n_cols"]]
-            parts.append(f"{dtype}: {len(group)} of {len(measured)} N "
+        for key, group in wins.groupby([*([SETUP] if SETUP in setup else []), "dtype"], sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            same = best[(best["dtype"] == key[-1]) & ((best[SETUP] == key[0]) if SETUP in setup else True)]
+            measured = [int(n) for n in same["n_cols"]]
+            parts.append(f"{' '.join(map(str, key))}: {len(group)} of {len(measured)} N "
                          f"({n_runs([int(n) for n in group['n_cols']], measured)})")
         text = (f"With {method}, the best Triton variant beats torch.softmax at " + "; ".join(parts)
                 + f". Largest gain: {top['variant']} {float(top['speedup']):.2f}x at N={top['n_cols']} "
-                f"({top['dtype']}, {float(top['median_us']):.1f} vs {float(top['torch_us']):.1f} µs).")
+                f"({where(top)}{top['dtype']}, {float(top['median_us']):.1f} vs {float(top['torch_us']):.1f} µs).")
+    if SETUP in setup:
+        text += " Each GPU / run is compared with its own torch.softmax."
     return Finding("Where Triton beats torch", text, table.reset_index(drop=True))
 
 
@@ -347,15 +444,16 @@ def finding_spills(df: pd.DataFrame) -> Finding:
     triton = df[(df["variant"] != TORCH) & df["spill_store_bytes"].notna()]
     if triton.empty:
         return Finding("Where spills start", "No compile facts (spill bytes) in this data.", triton)
-    spilling = triton[triton["spill_store_bytes"] > 0]
+    spilling = with_setup(triton[triton["spill_store_bytes"] > 0])
     if spilling.empty:
         return Finding("Where spills start", "No configuration spills registers in this data.", spilling)
-    first = (spilling.groupby(["variant", "dtype", "num_warps"])
+    setup = setup_keys(spilling)
+    first = (spilling.groupby([*setup, "variant", "dtype", "num_warps"], dropna=False)
              .agg(first_spill_n=("n_cols", "min"), max_spill_bytes=("spill_store_bytes", "max"),
                   n_regs=("n_regs", "max"))
-             .reset_index().sort_values(["dtype", "variant", "num_warps"]))
-    parts = [f"{r.variant} {r.dtype} {r.num_warps} warps from N={r.first_spill_n}"
-             for r in first.sort_values("first_spill_n").head(4).itertuples()]
+             .reset_index().sort_values([*setup, "dtype", "variant", "num_warps"]))
+    parts = [f"{(getattr(r, SETUP) + ' ') if SETUP in setup else ''}{r.variant} {r.dtype} {r.num_warps} warps "
+             f"from N={r.first_spill_n}" for r in first.sort_values("first_spill_n").head(4).itertuples()]
     text = f"Spills start at: {'; '.join(parts)}" + (" ..." if len(first) > 4 else "") + \
         ". More warps per program move the start to larger N (fewer lanes per thread)."
     return Finding("Where spills start", text, first.reset_index(drop=True))
@@ -366,14 +464,16 @@ def finding_rank_flips(df: pd.DataFrame) -> Finding:
     timed = best_per_n(df[df["method"] != "none"], group=("variant", "dtype", "n_cols", "method"))
     if timed.empty or timed["method"].nunique() < 2:
         return Finding("Ranking flips between timing methods", "Only one timing method in this data.", timed)
-    winners = timed.loc[timed.groupby(["dtype", "n_cols", "method"])["median_us"].idxmin()]
-    table = winners.pivot_table(index=["dtype", "n_cols"], columns="method", values="variant", aggfunc="first")
+    setup = [SETUP] if SETUP in timed.columns else []  # never compare a GPU's timings with another's
+    winners = timed.loc[timed.groupby([*setup, "dtype", "n_cols", "method"], dropna=False)["median_us"].idxmin()]
+    table = winners.pivot_table(index=[*setup, "dtype", "n_cols"], columns="method", values="variant",
+                                aggfunc="first")
     flips = table[table.nunique(axis=1) > 1].reset_index()
     if flips.empty:
         text = "The fastest variant is the same under every timing method at every (dtype, N)."
     else:
-        examples = [f"{r['dtype']} N={r['n_cols']} (" + ", ".join(f"{m}: {r[m]}" for m in table.columns) + ")"
-                    for _, r in flips.head(3).iterrows()]
+        examples = [(f"{r[SETUP]} " if setup else "") + f"{r['dtype']} N={r['n_cols']} ("
+                    + ", ".join(f"{m}: {r[m]}" for m in table.columns) + ")" for _, r in flips.head(3).iterrows()]
         text = (f"The fastest variant changes with the timing method at {len(flips)} of {len(table)} "
                 f"(dtype, N) points, e.g. {'; '.join(examples)}.")
     flips.columns.name = None
@@ -386,8 +486,13 @@ def findings(df: pd.DataFrame, method: str) -> list[Finding]:
 
 
 def warps_pivot(df: pd.DataFrame, value: str) -> pd.DataFrame:
-    """N (rows) x num_warps (columns) of `value` for one variant/dtype/method slice (best other tunables)."""
+    """N (rows) x num_warps (columns) of `value` for one variant/dtype/method slice (best other tunables).
+
+    One GPU / run / file only (split_setups first); ValueError names them when several are given."""
     timed = df[df["num_warps"].notna()]
+    if setup_columns(timed):
+        raise ValueError(f"warps_pivot of several GPUs / runs / files ({', '.join(setups(timed))}); allowed: one "
+                         "(split with split_setups)")
     if value in ("median_us", "gbps"):
         timed = best_per_n(timed, group=("n_cols", "num_warps"))
     if timed.empty:
@@ -407,12 +512,15 @@ def best_warps_table(df: pd.DataFrame) -> pd.DataFrame:
     if timed.empty:
         return timed
     per_warps = best_per_n(timed, group=("variant", "dtype", "n_cols", "num_warps"))
+    setup = [SETUP] if SETUP in per_warps.columns else []
     rows = []
-    for (variant, dtype, n), group in per_warps.groupby(["variant", "dtype", "n_cols"]):
+    for key, group in per_warps.groupby([*setup, "variant", "dtype", "n_cols"]):
+        *where, variant, dtype, n = key
         ordered = group.sort_values("median_us")
         first = ordered.iloc[0]
         second = ordered.iloc[1] if len(ordered) > 1 else None
-        rows.append({"variant": variant, "dtype": dtype, "n_cols": int(n), "best_num_warps": int(first["num_warps"]),
+        rows.append({**dict(zip(setup, where, strict=True)), "variant": variant, "dtype": dtype, "n_cols": int(n),
+                     "best_num_warps": int(first["num_warps"]),
                      "median_us": float(first["median_us"]),
                      "runner_up_num_warps": int(second["num_warps"]) if second is not None else None,
                      "runner_up_slower_pct": (float(second["median_us"] / first["median_us"] - 1) * 100

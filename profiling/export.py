@@ -43,7 +43,7 @@ REPORT_NAME = "report.html"
 Progress = Callable[[int, int, str], None]
 Source = pd.DataFrame | str | os.PathLike
 
-__all__ = ["FORMATS", "ChromiumMissing", "ExportError", "ImageSession", "export_all", "figure_size",
+__all__ = ["FORMATS", "ChromiumMissing", "ExportError", "ImageSession", "export_all", "figure_size", "output_path",
            "figure_to_png", "figure_to_svg", "load_inputs", "zip_files"]
 
 
@@ -83,6 +83,9 @@ def _label(item: Source, index: int, count: int) -> str:
 
 
 def _load_file(path: Path) -> pd.DataFrame:
+    if path.is_dir():
+        raise ExportError(f"results path {path} is a directory; expected a Blockscope results .parquet or .csv "
+                          "file (repeat --results FILE for several files)")
     if not path.is_file():
         raise ExportError(f"results file {path} does not exist; expected a Blockscope results .parquet or .csv")
     try:
@@ -111,6 +114,18 @@ def _writable_dir(out_dir: str | os.PathLike) -> Path:
         raise ExportError(f"cannot write to output directory {out} ({error.strerror or error}); "
                           "choose a writable directory with --out") from None
     return out
+
+
+def output_path(out: Path, stem: str, suffix: str) -> Path:
+    """`out`/<stem>.<suffix> with the stem reduced to [A-Za-z0-9._-] (figures.safe_name); ExportError if the
+    result would still leave `out` (it cannot, but a file name made from data values is checked anyway)."""
+    from .figures import safe_name
+
+    path = out / f"{safe_name(stem)}.{safe_name(suffix)}"
+    root = out.resolve()
+    if path.resolve().parent != root:
+        raise ExportError(f"refusing to write {path}: outside the output directory {out}")
+    return path
 
 
 def _write(path: Path, data: bytes | str) -> Path:
@@ -159,11 +174,12 @@ def export_all(frames_or_paths: Source | Sequence[Source] | Mapping[str, pd.Data
 
         if "csv" in formats:
             for spec in specs:
-                done(_write(out / f"{spec.name}.csv", spec.data.to_csv(index=False)))
+                done(_write(output_path(out, spec.name, "csv"), spec.data.to_csv(index=False)))
         if "html" in formats:
             from .report import report_html
 
-            done(_write(out / REPORT_NAME, report_html(df, specs, method, sources=sources)))
+            done(_write(output_path(out, Path(REPORT_NAME).stem, "html"),
+                        report_html(df, specs, method, sources=sources)))
         if session is not None:
             problem = _render_images(session, specs, images, out, done)
     if problem:
@@ -181,7 +197,7 @@ def _render_images(session: ImageSession, specs: list, images: list[str], out: P
         jobs = [((spec.name, fmt), spec.figure, fmt, PNG_SCALE if fmt == "png" else 1)
                 for spec in specs for fmt in images]
         for (name, fmt), data in session.render_many(jobs):
-            done(_write(out / f"{name}.{fmt}", data))
+            done(_write(output_path(out, name, fmt), data))
     except ChromiumMissing as error:
         return str(error)
     except ExportError:

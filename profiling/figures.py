@@ -8,6 +8,7 @@ boundaries (where BLOCK_SIZE = next_pow2(N) doubles) are vertical lines whose sh
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -37,6 +38,16 @@ class FigureSpec:
     title: str
     figure: go.Figure
     data: pd.DataFrame
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(*parts: object) -> str:
+    """A file-name stem from `parts` joined by '_': only [A-Za-z0-9._-] (other runs become '_'), no leading dot,
+    so a value such as 'x/../../escaped' can never name a path outside the export directory."""
+    text = _UNSAFE.sub("_", "_".join(str(part) for part in parts)).lstrip(".")
+    return text or "figure"
 
 
 def variant_color(variant: str) -> str:
@@ -119,16 +130,18 @@ def _hover(table: pd.DataFrame) -> list[str]:
 
 
 def _series_groups(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, str]]:
-    """(trace name, variant, rows, dash) per variant (and per source when several files are compared)."""
-    sources = sorted(table["source"].dropna().unique()) if "source" in table.columns else []
+    """(trace name, variant, rows, dash) per variant, and per GPU / run / file (dash style) when several are
+    loaded: side by side, never mixed."""
+    labels = table[dd.SETUP] if dd.SETUP in table.columns else dd.setup_labels(table)
+    setups = sorted(set(labels.dropna())) if len(table) else []
     groups = []
     for variant in sorted(table["variant"].unique(), key=lambda v: (v != dd.TORCH, v)):
         rows = table[table["variant"] == variant]
-        if len(sources) > 1:
-            for i, source in enumerate(sources):
-                part = rows[rows["source"] == source]
+        if len(setups) > 1:
+            for i, setup in enumerate(setups):
+                part = rows[(labels[rows.index] == setup).to_numpy(dtype=bool)]
                 if len(part):
-                    groups.append((f"{variant} · {source}", variant, part, DASHES[i % len(DASHES)]))
+                    groups.append((f"{variant} · {setup}", variant, part, DASHES[i % len(DASHES)]))
         else:
             groups.append((variant, variant, rows, "solid"))
     return groups
@@ -247,10 +260,15 @@ def best_speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str) -
     fig = go.Figure()
     dtype_colors = {"fp16": "#1f77b4", "bf16": "#2ca02c", "fp32": "#d62728"}
     if len(speedups):
-        best = speedups.loc[speedups.groupby(["dtype", "n_cols"])["speedup"].idxmax()].sort_values("n_cols")
-        for dtype, rows in best.groupby("dtype"):
-            fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["speedup"], name=dtype, mode="lines+markers",
-                                     line={"color": dtype_colors.get(dtype, "#7f7f7f")}, marker={"size": 5},
+        setup = [dd.SETUP] if dd.SETUP in speedups.columns else []  # one line per dtype and GPU / run / file
+        best = speedups.loc[speedups.groupby([*setup, "dtype", "n_cols"])["speedup"].idxmax()].sort_values("n_cols")
+        labels = sorted(best[dd.SETUP].unique()) if setup else [""]
+        for key, rows in best.groupby(["dtype", *setup]):
+            dtype, *where = key if isinstance(key, tuple) else (key,)
+            fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["speedup"], name=" · ".join([dtype, *where]),
+                                     mode="lines+markers", marker={"size": 5},
+                                     line={"color": dtype_colors.get(dtype, "#7f7f7f"),
+                                           "dash": DASHES[labels.index(where[0]) % len(DASHES)] if where else "solid"},
                                      hovertext=_hover(rows), hoverinfo="text"))
     _torch_parity(fig)
     _layout(fig, title_for("Best Triton variant vs torch.softmax", df, method=method), "N (columns per row)",
@@ -369,10 +387,13 @@ def occupancy_vs_n_figure(df: pd.DataFrame, dtype: str) -> go.Figure:
     table = table.drop_duplicates(["variant", "n_cols", "num_warps", "tunables"])
     fig = go.Figure()
     warps = sorted(int(w) for w in table["num_warps"].dropna().unique())
-    for (variant, w), rows in table.groupby(["variant", "num_warps"]):
+    table = dd.with_setup(table)  # several GPUs: one line each (their archs differ)
+    setup = [dd.SETUP] if dd.SETUP in table.columns else []
+    for key, rows in table.groupby(["variant", "num_warps", *setup]):
+        variant, w, *where = key
         rows = rows.groupby("n_cols", as_index=False)["occupancy"].min()
         fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows["occupancy"] * 100, mode="lines+markers",
-                                 name=f"{variant} {int(w)}w", marker={"size": 4},
+                                 name=" · ".join([f"{variant} {int(w)}w", *where]), marker={"size": 4},
                                  line={"color": variant_color(variant), "dash": DASHES[warps.index(int(w)) % 5]},
                                  hovertemplate=f"{variant} num_warps={int(w)}<br>N=%{{x}}<br>"
                                                "occupancy=%{y:.1f}%<extra></extra>"))
@@ -438,11 +459,12 @@ def standard_figures(df: pd.DataFrame, method: str | None = None,
     dtypes = dtypes or opts["dtypes"]
     specs: list[FigureSpec] = []
     triton = [v for v in opts["variants"] if v != dd.TORCH]
-    if triton:
+    if triton:  # registered variants only: other names (peer backends, older files) have no lane plan
         curve = dd.lane_curve([v for v in triton if v != "auto"] or triton, lane_n_values(
             opts["n_values"][0] if opts["n_values"] else 128, opts["n_values"][-1] if opts["n_values"] else 65536))
-        fig = masked_lanes_figure(curve)
-        specs.append(FigureSpec("masked_lanes", fig.layout.title.text, fig, curve))
+        if len(curve):
+            fig = masked_lanes_figure(curve)
+            specs.append(FigureSpec("masked_lanes", fig.layout.title.text, fig, curve))
     for dtype in dtypes:
         part = df[(df["dtype"] == dtype) & (df["method"] == method)]
         spans = dd.regime_spans(dd.regimes(part))
@@ -452,13 +474,29 @@ def standard_figures(df: pd.DataFrame, method: str | None = None,
             ("bandwidth", bandwidth_figure(df, method, dtype), dd.best_per_n(part)),
             ("occupancy", occupancy_vs_n_figure(df, dtype), part[part["occupancy"].notna()]),
         ):
-            specs.append(FigureSpec(f"{name}_{dtype}_{method}", fig.layout.title.text, fig, data))
+            specs.append(FigureSpec(safe_name(name, dtype, method), fig.layout.title.text, fig, data))
         for variant in triton:
-            pivot = dd.warps_pivot(part[part["variant"] == variant], "median_us")
-            if pivot.shape[1] > 1:
-                title = title_for(f"{variant}: median time (µs) by N x num_warps", df, dtype, method)
-                specs.append(FigureSpec(f"heatmap_{variant}_{dtype}_{method}", title,
-                                        heatmap_figure(pivot, title, "µs", reverse=True), dd.pivot_display(pivot)))
+            for setup, rows in dd.split_setups(part[part["variant"] == variant]):  # one heatmap per GPU / run
+                pivot = dd.warps_pivot(rows, "median_us")
+                if pivot.shape[1] > 1:
+                    title = title_for(f"{variant}: median time (µs) by N x num_warps", rows, dtype, method)
+                    title += f" ({setup})" if setup else ""
+                    specs.append(FigureSpec(safe_name("heatmap", variant, *([setup] if setup else []), dtype, method),
+                                            title, heatmap_figure(pivot, title, "µs", reverse=True),
+                                            dd.pivot_display(pivot)))
+    return unique_names(specs)
+
+
+def unique_names(specs: list[FigureSpec]) -> list[FigureSpec]:
+    """Specs whose names collide after safe_name ('a/b' and 'a_b') get '-2', '-3', ... so no file overwrites another."""
+    seen: set[str] = set()
+    for spec in specs:
+        name, k = spec.name, 1
+        while name.lower() in seen:  # case-insensitive file systems too
+            k += 1
+            name = f"{spec.name}-{k}"
+        seen.add(name.lower())
+        spec.name = name
     return specs
 
 

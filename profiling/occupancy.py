@@ -109,6 +109,16 @@ def arch_from_name(name: str | int | ArchLimits) -> ArchLimits:
     return found
 
 
+def check_shared_bytes(arch: str | int | ArchLimits, shared_bytes: int) -> None:
+    """ValueError when `shared_bytes` (bytes per block) is over the arch's per-block opt-in maximum, so no
+    block of it can launch; the message names the limit."""
+    spec = arch_from_name(arch)
+    if shared_bytes > spec.max_shared_per_block:
+        raise ValueError(f"{shared_bytes} bytes of shared memory per block is over the {spec.name} per-block limit "
+                         f"of {spec.max_shared_per_block} bytes ({spec.max_shared_per_block // KB} KB opt-in maximum); "
+                         f"allowed: 0 to {spec.max_shared_per_block}")
+
+
 @dataclass(frozen=True)
 class OccupancyResult:
     """Resident blocks per SM and what limits them; `limits` are blocks/SM each resource alone allows."""

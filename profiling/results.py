@@ -47,6 +47,7 @@ Environment (same on every row of one run)
 
 from __future__ import annotations
 
+import csv
 import io
 import math
 import os
@@ -54,6 +55,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 SCHEMA_VERSION = 1
@@ -88,6 +90,10 @@ DTYPE_VALUES: tuple[str, ...] = ("fp16", "bf16", "fp32")
 ELEMENT_BYTES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp32": 4}
 SOURCE_COLUMN = "source"  # optional, added by concat_results(..., sources=...): which file a row came from
 PARQUET_VERSION_KEY = b"blockscope_schema_version"
+TIME_COLUMNS: tuple[str, ...] = ("median_us", "p20_us", "p80_us", "min_us", "max_us")  # must be > 0 and finite
+MAX_ROWS = 2_000_000  # rows per results file; checked from parquet metadata / CSV line count before parsing
+MAX_FILE_MB = 200  # size of one results file, MiB; .streamlit/config.toml server.maxUploadSize is the same
+_NAN_TOKENS = ("nan", "+nan", "-nan")
 _PICKLE_PREFIXES = (b"\x80", b"(dp", b"(lp", b"ccopy_reg")
 
 
@@ -115,13 +121,30 @@ def _cast(series: pd.Series, name: str, dtype: str) -> pd.Series:
                 return floats.astype("Int64")
             return series.astype("Int64")
         if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
-            series = pd.to_numeric(series.mask(series.astype("string") == ""), errors="raise")
+            return _floats_from_text(series)
         return series.astype("Float64")
     except (TypeError, ValueError) as error:
         bad = _first_bad_value(series, dtype)
         raise ResultsError(f"column {name!r} cannot be read as {dtype}{bad}: expected "
                            f"{'integers' if dtype == 'Int64' else 'numbers' if dtype == 'Float64' else 'text'} "
                            f"({type(error).__name__})") from None
+
+
+def _floats_from_text(series: pd.Series) -> pd.Series:
+    """Text -> Float64; '' and NA are missing, while 'NaN' stays a NaN value (rejected later by name)."""
+    text = series.astype("string").str.strip()
+    missing = (text.isna() | (text == "")).to_numpy(dtype=bool)
+    nan = text.str.lower().isin(_NAN_TOKENS).fillna(False).to_numpy(dtype=bool)
+    numbers = pd.to_numeric(text.mask(missing | nan), errors="raise").astype("Float64")
+    values = numbers.to_numpy(dtype="float64", na_value=0.0)
+    values[nan] = np.nan
+    return pd.Series(pd.arrays.FloatingArray(values, missing), index=series.index)
+
+
+def _nan_values(series: pd.Series) -> pd.Series:
+    """True where a Float64 value is NaN (a number that is not a number), False where it is missing (NA)."""
+    values = series.to_numpy(dtype="float64", na_value=0.0)
+    return pd.Series(np.isnan(values), index=series.index)
 
 
 def _first_bad_value(series: pd.Series, dtype: str) -> str:
@@ -182,6 +205,19 @@ def validate(df: pd.DataFrame, name: str = "results") -> pd.DataFrame:
     for column in ("median_us", "p20_us", "p80_us", "min_us", "max_us", "first_call_s", "gbps", "copy_gbps"):
         check(df[column] < 0, f"with negative {column}")
     ran = (df["error"].fillna("") == "") & (df["method"] != "none")
+    for column in TIME_COLUMNS:
+        values = df[column]
+        nan = ran & _nan_values(values)
+        if nan.any():
+            problems.append(f"{int(nan.sum())} timed row(s) with {column} NaN, not a number (first rows "
+                            f"{list(nan[nan].index[:3])}); expected a time in µs > 0, or an error text for a "
+                            "config that did not run")
+            continue
+        bad = ran & ((values == 0) | (values == math.inf)).fillna(False)  # negatives: reported above
+        if bad.any():
+            shown = ", ".join(f"row {i}: {values[i]}" for i in list(bad[bad].index[:3]))
+            problems.append(f"{int(bad.sum())} timed row(s) with {column} 0 or infinite ({shown}); "
+                            "expected a finite time in µs > 0")
     check(ran & df["median_us"].isna(), "with neither a median_us nor an error (truncated file?)")
     check((df["occupancy"] < 0) | (df["occupancy"] > 1), "with occupancy outside 0..1")
     check((df["masked_lane_fraction"] < 0) | (df["masked_lane_fraction"] > 1),
@@ -220,6 +256,9 @@ def _read_source(source: Any, name: str | None) -> tuple[bytes, str]:
     if isinstance(source, (str, Path)):
         path = Path(source)
         try:
+            if path.is_dir():
+                raise ResultsError(f"{name or path}: is a directory; expected a results .parquet or .csv file")
+            _check_size(path.stat().st_size, name or path.name)
             return path.read_bytes(), name or path.name
         except OSError as error:
             raise ResultsError(f"{name or path}: cannot read ({error.strerror or error})") from None
@@ -233,28 +272,54 @@ def _read_source(source: Any, name: str | None) -> tuple[bytes, str]:
 def load_results(source: str | Path | bytes | Any, name: str | None = None) -> pd.DataFrame:
     """Read a results .parquet or .csv (path, bytes or file object), normalized and validated.
 
-    Raises ResultsError (a ValueError) for empty, truncated, corrupt, pickled or foreign files, naming the
-    problem and what is expected. Never unpickles.
+    Raises ResultsError (a ValueError) for empty, truncated, corrupt, pickled or foreign files, files over
+    MAX_ROWS rows or MAX_FILE_MB MB (checked before parsing), timed rows whose times are NaN, 0 or infinite,
+    and running out of memory, naming the problem and what is expected. A UTF-8 byte-order mark and quoted
+    CSV headers are fine. Never unpickles.
     """
     data, name = _read_source(source, name)
+    _check_size(len(data), name)
     expected = f"expected a Blockscope results .parquet or .csv (schema v{SCHEMA_VERSION})"
     if not data.strip():
         raise ResultsError(f"{name}: the file is empty; {expected}")
-    if data.startswith(b"PAR1"):
-        frame = _read_parquet(data, name, expected)
-    elif data.startswith(_PICKLE_PREFIXES) or data[:2] == b"\x80\x04":
+    if data.startswith(_PICKLE_PREFIXES) or data[:2] == b"\x80\x04":
         raise ResultsError(f"{name}: looks like a Python pickle, which is never loaded (unsafe); {expected}")
-    else:
-        frame = _read_csv(data, name, expected)
-    if len(frame.columns) and not set(REQUIRED_COLUMNS) <= set(frame.columns):
-        missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-        raise ResultsError(f"{name}: not a Blockscope results file: missing column(s) {', '.join(missing)}; "
-                           f"{expected}")
     try:
-        table = normalize(frame)
-    except ResultsError as error:
-        raise ResultsError(f"{name}: {error}") from None
-    return validate(table, name)
+        frame = _read_parquet(data, name, expected) if data.startswith(b"PAR1") else _read_csv(data, name, expected)
+        if len(frame.columns) and not set(REQUIRED_COLUMNS) <= set(frame.columns):
+            missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+            raise ResultsError(f"{name}: not a Blockscope results file: missing column(s) {', '.join(missing)}; "
+                               f"{expected}")
+        try:
+            table = normalize(frame)
+        except ResultsError as error:
+            raise ResultsError(f"{name}: {error}") from None
+        return _nan_to_na(validate(table, name))
+    except MemoryError:
+        raise ResultsError(f"{name}: out of memory while loading ({len(data):,} bytes); load a smaller file "
+                           f"(at most {MAX_ROWS:,} rows, {MAX_FILE_MB} MB)") from None
+
+
+def _check_size(size: int, name: str) -> None:
+    """ResultsError when a file of `size` bytes is over MAX_FILE_MB."""
+    if size > MAX_FILE_MB * 2**20:
+        raise ResultsError(f"{name}: {size / 2**20:,.1f} MB is over the {MAX_FILE_MB} MB limit for a results "
+                           f"file; split it or filter the sweep (at most {MAX_ROWS:,} rows, {MAX_FILE_MB} MB)")
+
+
+def _check_rows(rows: int, name: str, what: str = "rows") -> None:
+    """ResultsError when a file holds more than MAX_ROWS rows (checked before parsing it)."""
+    if rows > MAX_ROWS:
+        raise ResultsError(f"{name}: {rows:,} {what} is over the {MAX_ROWS:,}-row limit for a results file; "
+                           f"split it or filter the sweep (at most {MAX_ROWS:,} rows, {MAX_FILE_MB} MB)")
+
+
+def _nan_to_na(table: pd.DataFrame) -> pd.DataFrame:
+    """NaN left in Float64 columns (outside timed rows' times, which validate rejects) becomes NA (missing)."""
+    for column, dtype in COLUMNS.items():
+        if dtype == "Float64" and _nan_values(table[column]).any():
+            table[column] = table[column].mask(_nan_values(table[column]))
+    return table
 
 
 def _read_parquet(data: bytes, name: str, expected: str) -> pd.DataFrame:
@@ -264,8 +329,17 @@ def _read_parquet(data: bytes, name: str, expected: str) -> pd.DataFrame:
     if not data.endswith(b"PAR1") or len(data) < 12:
         raise ResultsError(f"{name}: truncated parquet (no footer); {expected}")
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        rows = pq.ParquetFile(pa.BufferReader(data)).metadata.num_rows
+    except MemoryError:
+        raise
     except Exception as error:  # pyarrow raises ArrowInvalid, OSError, ... for corrupt data
+        raise ResultsError(f"{name}: corrupt parquet ({str(error).splitlines()[0][:200]}); {expected}") from None
+    _check_rows(rows, name)
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except MemoryError:
+        raise
+    except Exception as error:
         raise ResultsError(f"{name}: corrupt parquet ({str(error).splitlines()[0][:200]}); {expected}") from None
     version = (table.schema.metadata or {}).get(PARQUET_VERSION_KEY)
     if version is not None:
@@ -277,19 +351,44 @@ def _read_parquet(data: bytes, name: str, expected: str) -> pd.DataFrame:
             raise ResultsError(f"{name}: written with results schema v{number}, newer than this Blockscope "
                                f"(v{SCHEMA_VERSION}); {expected}")
     try:
-        return table.to_pandas()
+        frame = table.to_pandas()
+    except MemoryError:
+        raise
     except Exception as error:
         raise ResultsError(f"{name}: parquet columns cannot be read ({error}); {expected}") from None
+    return _keep_nan(table, frame)
+
+
+def _keep_nan(table: Any, frame: pd.DataFrame) -> pd.DataFrame:
+    """to_pandas turns NaN into missing in nullable float columns: put NaN back where the parquet holds NaN
+    (not null) in a time column, so validate names it instead of calling the row truncated."""
+    import pyarrow.compute as pc
+    import pyarrow.types as pat
+
+    for column in TIME_COLUMNS:
+        if column not in table.column_names or not pat.is_floating(table.schema.field(column).type):
+            continue
+        chunked = table.column(column)
+        nan = pc.fill_null(pc.is_nan(chunked), False).to_numpy(zero_copy_only=False)
+        if nan.any():
+            values = pc.fill_null(chunked, 0.0).to_numpy(zero_copy_only=False).astype("float64")
+            missing = chunked.is_null().to_numpy(zero_copy_only=False)
+            frame[column] = pd.Series(pd.arrays.FloatingArray(values, missing), index=frame.index)
+    return frame
 
 
 def _read_csv(data: bytes, name: str, expected: str) -> pd.DataFrame:
+    _check_rows(max(0, data.count(b"\n") - 1), name, "lines")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark (Excel's UTF-8 CSV) is dropped
     except UnicodeDecodeError:
         raise ResultsError(f"{name}: binary data, neither parquet nor UTF-8 CSV; {expected}") from None
     if "\x00" in text:
         raise ResultsError(f"{name}: binary data, neither parquet nor UTF-8 CSV; {expected}")
-    header = text.split("\n", 1)[0].strip().split(",")
+    try:
+        header = [column.strip() for column in next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])]
+    except csv.Error:
+        header = []
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise ResultsError(f"{name}: not a Blockscope results file: CSV header lacks column(s) "
@@ -298,6 +397,7 @@ def _read_csv(data: bytes, name: str, expected: str) -> pd.DataFrame:
         frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""])
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as error:
         raise ResultsError(f"{name}: malformed CSV ({str(error).splitlines()[0][:200]}); {expected}") from None
+    frame.columns = [str(column).strip() for column in frame.columns]
     if not text.endswith("\n") and len(frame):
         raise ResultsError(f"{name}: CSV does not end with a newline (truncated?); {expected}")
     return frame

@@ -165,6 +165,29 @@ def test_uploads_compare_files_and_skip_bad_ones(results_file: Path) -> None:
     latency = charts(at)[0]
     assert "NVIDIA A100 (synthetic) vs NVIDIA H200 (synthetic)" in latency["layout"]["title"]["text"]
     assert {"torch · a100.csv", "torch · h200.parquet"} <= trace_names(latency)
+    assert any("compared side by side, never mixed" in i.value for i in at.info)
+
+
+def test_one_file_with_two_gpus_is_compared_per_gpu(tmp_path: Path) -> None:
+    import pandas as pd
+
+    small = {"n_values": (256, 1024, 4096), "dtypes": ("fp16",), "variants": ("torch", "teaching", "online")}
+    table = pd.concat([synthetic_results(**small),
+                       synthetic_results(seed=1, gpu_name="NVIDIA A100 (synthetic)", run_id="synthetic-1", **small)],
+                      ignore_index=True)
+    at = load_path(new_app(), save_results(table, tmp_path / "two_gpus.parquet"))
+    notices = [i.value for i in at.info]
+    assert any("2 GPUs / runs / files loaded" in n and "NVIDIA A100 (synthetic)" in n for n in notices), notices
+    at.switch_page("pages/latency.py").run()
+    assert_page_ok(at, "latency")
+    assert {"teaching · NVIDIA A100 (synthetic)", "teaching · NVIDIA H200 (synthetic)"} <= trace_names(charts(at)[0])
+    assert any("Regime shading is off" in c.value for c in at.caption)
+    at.switch_page("pages/tradeoffs.py").run()
+    assert_page_ok(at, "tradeoffs")
+    assert at.segmented_control(key="trade_setup").options == ["NVIDIA A100 (synthetic)", "NVIDIA H200 (synthetic)"]
+    at.switch_page("pages/overview.py").run()
+    assert_page_ok(at, "overview")
+    assert any("compared with its own torch.softmax" in m.value for m in at.markdown)
 
 
 def test_tradeoffs_heatmaps_follow_the_variant(results_file: Path) -> None:
@@ -206,14 +229,17 @@ def test_occupancy_page_compiles_and_highlights_the_binding_limit(results_file: 
 
 
 def test_pages_survive_partial_data(tmp_path: Path) -> None:
-    """'auto' rows, compile-only rows (method 'none'), missing kernel names / compile columns, one dtype only."""
+    """'auto' rows, compile-only rows (method 'none'), missing kernel names / compile columns, one dtype only,
+    variant names the registry does not know (a peer backend, a renamed variant)."""
     import pandas as pd
 
     table = synthetic_results(n_values=(256, 1000, 4096), dtypes=("bf16",))
     auto = table[table["variant"] == "teaching"].assign(variant="auto", tunables="{}")
+    foreign = pd.concat([table[table["variant"] == "online"].assign(variant="inductor"),
+                         table[table["variant"] == "teaching"].assign(variant="teaching_v2")], ignore_index=True)
     compile_only = table[table["method"] == "cuda_graph"].head(3).assign(method="none", median_us=pd.NA,
                                                                            p20_us=pd.NA, p80_us=pd.NA)
-    table = pd.concat([table, auto, compile_only], ignore_index=True)
+    table = pd.concat([table, auto, foreign, compile_only], ignore_index=True)
     table.loc[table.index % 3 == 0, ["kernel_names", "n_regs", "occupancy", "first_call_s"]] = pd.NA
     path = tmp_path / "partial.csv"
     save_results(table, path)
@@ -222,6 +248,8 @@ def test_pages_survive_partial_data(tmp_path: Path) -> None:
     for page in PAGES:
         at.switch_page(page).run()
         assert_page_ok(at, page)
+    at.switch_page("pages/latency.py").run()
+    assert {"inductor", "teaching_v2"} <= trace_names(charts(at)[0])
 
 
 def test_pages_survive_filters_that_leave_nothing(results_file: Path) -> None:
@@ -247,3 +275,60 @@ def test_kernel_evidence_shows_names_first_calls_and_ptx(results_file: Path) -> 
     assert not at.exception, [e.message for e in at.exception]
     if not any("not available" in i.value for i in at.info):
         assert any(".entry" in c.value or ".version" in c.value for c in at.code), "no PTX shown"
+
+
+def test_filters_follow_the_data_source() -> None:
+    """Bundled -> Demo -> Bundled keeps every bundled variant and num_warps selected; a hidden value is named."""
+    if not BUNDLED_PATH.exists():
+        pytest.skip(f"{BUNDLED_PATH.name} is not bundled")
+    at = new_app()
+    variants = at.sidebar.multiselect(key="f_variants")
+    bundled_variants, bundled_warps = list(variants.options), list(at.sidebar.multiselect(key="f_warps").options)
+    assert {"auto", "splitrow"} <= set(bundled_variants) and len(bundled_warps) > 2
+    assert variants.value == bundled_variants
+    at.sidebar.radio(key="data_source").set_value("Demo data (synthetic)").run()
+    assert not at.exception
+    assert at.sidebar.multiselect(key="f_variants").value == at.sidebar.multiselect(key="f_variants").options
+    at.sidebar.radio(key="data_source").set_value("Bundled H200 dataset").run()
+    assert not at.exception
+    assert at.sidebar.multiselect(key="f_variants").value == bundled_variants
+    assert [str(w) for w in at.sidebar.multiselect(key="f_warps").value] == bundled_warps  # options are shown as text
+    assert not [i.value for i in at.sidebar.info if "Filters hide" in i.value]
+
+
+def test_deselected_values_stay_hidden_new_ones_are_selected_and_the_sidebar_says_so(tmp_path: Path) -> None:
+    first = save_results(synthetic_results(n_values=(256, 1024), variants=("torch", "teaching", "online")),
+                         tmp_path / "first.parquet")
+    second = save_results(synthetic_results(n_values=(256, 1024), variants=("torch", "teaching", "online",
+                                                                             "multirow")), tmp_path / "second.parquet")
+    at = load_path(new_app(), first)
+    at.sidebar.multiselect(key="f_variants").unselect("online").run()
+    hidden = [i.value for i in at.sidebar.info if "Filters hide" in i.value]
+    assert hidden and "1 of 3 variants (online)" in hidden[0] and "rows" in hidden[0], hidden
+    at.sidebar.text_input(key="typed_path").input(str(second)).run()
+    assert not at.exception
+    assert at.sidebar.multiselect(key="f_variants").value == ["torch", "multirow", "teaching"]  # new: selected
+    assert any("1 of 4 variants (online)" in i.value for i in at.sidebar.info)
+    at.sidebar.multiselect(key="f_warps").set_value([4]).run()
+    assert any("1 of 2 num_warps (8)" in i.value for i in at.sidebar.info)
+    third = save_results(synthetic_results(n_values=(128, 512, 2048), dtypes=("bf16",)), tmp_path / "third.parquet")
+    at.sidebar.select_slider(key="f_n_range").set_value((256, 256)).run()
+    at.sidebar.text_input(key="typed_path").input(str(third)).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.sidebar.selectbox(key="f_dtype").value == "bf16"
+    assert at.sidebar.select_slider(key="f_n_range").value == (128, 2048)
+    at.switch_page("pages/latency.py").run()
+    assert_page_ok(at, "latency")
+    assert charts(at)
+
+
+def test_upload_over_the_row_cap_is_an_error_not_a_crash(results_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from profiling import results
+
+    monkeypatch.setattr(results, "MAX_ROWS", 10)
+    at = new_app()
+    at.sidebar.radio(key="data_source").set_value("Upload results files").run()
+    at.sidebar.file_uploader(key="uploads").set_value([
+        ("big.parquet", results_file.read_bytes(), "application/octet-stream")]).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("big.parquet" in e.value and "over the 10-row limit" in e.value for e in at.sidebar.error)

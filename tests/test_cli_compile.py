@@ -88,3 +88,50 @@ def test_inspect_json_and_ptx(run):
     assert ".target sm_80" in data["ptx"] and "sass" not in data
     status, out, _ = run("inspect", "--n", "1000", "--num-warps", "4", "--arch", "sm_80")  # from the cache now
     assert status == 0 and "(offline, cached" in out and f"registers/thread {data['n_regs']}," in out
+
+
+def test_occupancy_over_the_per_block_shared_limit_is_an_error(run):
+    status, out, err = run("occupancy", "--regs", "32", "--num-warps", "4", "--shared-bytes", "300000")
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and "0.0%" not in err
+    assert "--shared-bytes" in err and "over the sm_90 per-block limit of 232448 bytes" in err
+    assert "allowed: 0 to 232448" in err
+    status, out, err = run("occupancy", "--arch", "sm_86", "--regs", "32", "--num-warps", "4",
+                           "--shared-bytes", "101377")
+    assert status == 2 and "sm_86 per-block limit of 101376 bytes" in err
+    status, out, _ = run("occupancy", "--regs", "32", "--num-warps", "4", "--shared-bytes", "232448")
+    assert status == 0 and "blocks/SM 1" in out  # exactly the limit still launches
+
+
+@pytest.mark.parametrize("argv", [["occupancy", "--regs", "32", "--num-warps", "4", "--json"],
+                                  ["occupancy", "--regs", "32", "--num-warps", "4"], ["--help"]])
+def test_closed_stdout_ends_quietly(argv, tmp_path):
+    """`python -m profiling ... | head -c 10`: the reader is gone before anything is written."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    read, write = os.pipe()
+    os.close(read)  # every write to the pipe now fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "profiling", *argv], stdout=write, stderr=subprocess.PIPE,
+                              cwd=Path(__file__).resolve().parents[1], timeout=120, text=True)
+    finally:
+        os.close(write)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.stderr == ""
+    # argparse's help printer swallows the error itself (status 0); a command's output gets 128 + SIGPIPE
+    assert done.returncode == (0 if argv == ["--help"] else cli_main.BROKEN_PIPE_STATUS)
+
+
+def test_output_into_head_is_cut_quietly():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(f"{sys.executable} -m profiling occupancy --regs 32 --num-warps 4 --json | head -c 10",
+                          shell=True, cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and len(done.stdout) == 10 and done.stdout.startswith("{")
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

@@ -340,3 +340,60 @@ def test_export_buttons_image_bytes_are_cached() -> None:
 
     with Image.open(io.BytesIO(png)) as image:
         assert image.size == (600, 400)
+
+
+def _foreign(tmp_path: Path) -> Path:
+    """A results CSV whose Triton rows carry names the registry does not know, one of them path-like."""
+    table = _small()
+    extra = table[table["variant"] == "teaching"]
+    table = pd.concat([table.assign(variant=table["variant"].replace({"teaching": "teaching_v2"})),
+                       extra.assign(variant="inductor"), extra.assign(variant="x/../../escaped"),
+                       extra.assign(variant="x_.._.._escaped")], ignore_index=True)
+    return save_results(table, tmp_path / "foreign.csv")
+
+
+def test_cli_exports_foreign_variants_inside_out(tmp_path: Path, cli, capsys: pytest.CaptureFixture) -> None:
+    import re
+
+    out = tmp_path / "deep" / "out"
+    assert cli(["export", "--results", str(_foreign(tmp_path)), "--out", str(out), "--format", "csv,html"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    written = sorted(p for p in tmp_path.rglob("*") if p.is_file() and p.name != "foreign.csv")
+    assert written and all(p.parent == out for p in written), written
+    assert all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", p.name) for p in written), written
+    names = {p.name for p in written}
+    assert {"heatmap_teaching_v2_fp16_per_call_events.csv", "heatmap_inductor_fp16_per_call_events.csv",
+            "heatmap_x_.._.._escaped_fp16_per_call_events.csv",
+            "heatmap_x_.._.._escaped_fp16_per_call_events-2.csv"} <= names  # two values, one safe name: no overwrite
+    latency = pd.read_csv(out / "latency_fp16_per_call_events.csv")
+    assert {"teaching_v2", "inductor", "x/../../escaped", "torch"} <= set(latency["variant"])  # shown as they are
+    assert "teaching_v2" in (out / export.REPORT_NAME).read_text(encoding="utf-8")
+
+
+def test_output_path_stays_inside(tmp_path: Path) -> None:
+    assert export.output_path(tmp_path, "../../etc/passwd", "csv") == tmp_path / "_.._etc_passwd.csv"
+    assert export.output_path(tmp_path, "..", "png").parent == tmp_path
+    assert export.output_path(tmp_path, "a b/c\\d:e", "s/vg").name == "a_b_c_d_e.s_vg"
+
+
+def test_export_page_exports_foreign_variants(tmp_path: Path) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from pages import _common as ui
+
+    df = dd.load_table(_foreign(tmp_path))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "export.py"), default_timeout=120)
+    at.session_state[ui.CONTEXT_KEY] = ui.Context(df=df, filtered=df, label="foreign")
+    at.run()
+    at.multiselect(key="exp_formats").set_value(["csv"]).run()
+    at.button(key="exp_run").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert any("Exported" in s.value for s in at.success)
+
+
+def test_cli_says_a_directory_is_a_directory(tmp_path: Path, cli, capsys: pytest.CaptureFixture) -> None:
+    assert cli(["export", "--results", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    line = _one_line_error(capsys)
+    assert "is a directory" in line and "expected a Blockscope results .parquet or .csv file" in line
+    assert "does not exist" not in line

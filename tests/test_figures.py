@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -177,3 +178,87 @@ def test_offline_vs_live_table_loads_with_differences():
     compared = table[table["offline_error"] == ""]
     assert (compared["regs_difference"] == compared["offline_n_regs"] - compared["live_n_regs"]).all()
     assert (compared["offline_shared_bytes"] == compared["live_shared_bytes"]).all()
+
+
+def _two_gpus() -> pd.DataFrame:
+    """One file, two GPUs: H200 teaching 10 µs vs torch 17 µs (1.70x); A100 teaching 100 µs vs torch 7 µs (0.07x)."""
+    small = {"n_values": (1024,), "dtypes": ("fp16",), "variants": ("torch", "teaching"), "num_warps": (4, 8),
+             "methods": ("cuda_graph", "per_call_events")}
+    h200 = synthetic_results(gpu_name="NVIDIA H200", run_id="h-1", **small)
+    a100 = synthetic_results(gpu_name="NVIDIA A100", run_id="a-1", **small)
+    h200["median_us"] = pd.array(np.where(h200["variant"] == "torch", 17.0, 10.0), dtype="Float64")
+    a100["median_us"] = pd.array(np.where(a100["variant"] == "torch", 7.0, 100.0), dtype="Float64")
+    a100.loc[(a100["variant"] == "teaching") & (a100["method"] == "per_call_events"), "median_us"] = 5.0
+    return pd.concat([h200, a100], ignore_index=True)
+
+
+def test_speedups_and_best_per_n_never_mix_gpus() -> None:
+    both = _two_gpus()
+    speedups = dd.speedup_vs_torch(both[both["method"] == "cuda_graph"]).set_index(dd.SETUP)["speedup"]
+    assert speedups.to_dict() == pytest.approx({"NVIDIA H200": 1.70, "NVIDIA A100": 0.07})
+    best = dd.best_per_n(both[both["method"] == "cuda_graph"])
+    assert len(best) == 4 and set(best[dd.SETUP]) == {"NVIDIA H200", "NVIDIA A100"}
+    wins = dd.finding_wins(both, "cuda_graph")
+    assert "NVIDIA H200 fp16: 1 of 1 N" in wins.text and "1.70x" in wins.text and "0.34" not in wins.text
+    assert set(wins.data[dd.SETUP]) == {"NVIDIA H200", "NVIDIA A100"}
+    flips = dd.finding_rank_flips(both)
+    assert set(flips.data[dd.SETUP]) == {"NVIDIA A100"}  # only the A100's winner changes with the method
+    warps = dd.best_warps_table(both[both["method"] == "cuda_graph"])
+    assert set(warps[dd.SETUP]) == {"NVIDIA H200", "NVIDIA A100"} and len(warps) == 2
+
+
+def test_figures_draw_gpus_side_by_side() -> None:
+    both = _two_gpus()
+    part = both[both["method"] == "cuda_graph"]
+    fig = figures.speedup_figure(dd.speedup_vs_torch(part), both, "cuda_graph", "fp16")
+    assert {t.name: float(t.y[0]) for t in fig.data} == pytest.approx(
+        {"teaching · NVIDIA H200": 1.70, "teaching · NVIDIA A100": 0.07})
+    fig = figures.latency_figure(both, "cuda_graph", "fp16")
+    assert {"torch · NVIDIA A100", "torch · NVIDIA H200", "teaching · NVIDIA A100"} <= names(fig)
+    assert "NVIDIA A100 vs NVIDIA H200" in fig.layout.title.text
+    fig = figures.best_speedup_figure(dd.speedup_vs_torch(part), both, "cuda_graph")
+    assert {t.name for t in fig.data if t.name and t.name.startswith("fp16")} == {"fp16 · NVIDIA H200",
+                                                                                   "fp16 · NVIDIA A100"}
+    assert dd.regime_spans(dd.regimes(part)) == []  # one shading cannot show two GPUs
+    with pytest.raises(ValueError, match="several GPUs"):
+        dd.warps_pivot(part[part["variant"] == "teaching"], "median_us")
+    specs = figures.standard_figures(both, method="cuda_graph")
+    heatmaps = sorted(s.name for s in specs if s.name.startswith("heatmap"))
+    assert heatmaps == ["heatmap_teaching_NVIDIA_A100_fp16_cuda_graph", "heatmap_teaching_NVIDIA_H200_fp16_cuda_graph"]
+
+
+def test_runs_of_one_gpu_split_only_when_they_timed_the_same_configs() -> None:
+    small = {"n_values": (256, 1024), "dtypes": ("fp16",), "variants": ("torch", "teaching"), "num_warps": (4,)}
+    first = synthetic_results(run_id="r1", **small)
+    rerun = synthetic_results(run_id="r2", **small).assign(median_us=lambda t: t["median_us"] * 3)
+    both = pd.concat([first, rerun], ignore_index=True)
+    assert dd.setup_columns(both) == ["run_id"]
+    speedups = dd.speedup_vs_torch(both[both["method"] == "cuda_graph"])
+    assert set(speedups[dd.SETUP]) == {"run r1", "run r2"} and len(speedups) == 4
+    parts = pd.concat([first[first["n_cols"] == 256], rerun[rerun["n_cols"] == 1024]], ignore_index=True)
+    assert dd.setup_columns(parts) == [] and dd.SETUP not in dd.best_per_n(parts).columns  # parts of one sweep
+
+
+def test_foreign_variants_are_drawn_and_have_no_lane_curve(df: pd.DataFrame) -> None:
+    foreign = pd.concat([df, df[df["variant"] == "teaching"].assign(variant="teaching_v2"),
+                         df[df["variant"] == "online"].assign(variant="liger")], ignore_index=True)
+    curve = dd.lane_curve(["teaching", "teaching_v2", "liger", "torch"], [256, 1024])
+    assert set(curve["variant"]) == {"teaching"}
+    specs = {s.name: s for s in figures.standard_figures(foreign, method="cuda_graph", dtypes=["fp16"])}
+    assert {"teaching_v2", "liger"} <= names(specs["latency_fp16_cuda_graph"].figure)
+    assert "heatmap_liger_fp16_cuda_graph" in specs
+    assert set(specs["masked_lanes"].data["variant"]) <= {"teaching", "multirow", "online", "persistent"}
+
+
+def test_hidden_by_filters_names_what_is_hidden(df: pd.DataFrame) -> None:
+    assert dd.hidden_by_filters(df, dd.Filters(dtype="fp16", method="cuda_graph")) is None
+    everything = dd.options(df)
+    assert dd.hidden_by_filters(df, dd.Filters(variants=tuple(everything["variants"]),
+                                               n_range=(everything["n_values"][0], everything["n_values"][-1]))) is None
+    text = dd.hidden_by_filters(df, dd.Filters(variants=("torch", "teaching", "online"), n_range=(256, 65536),
+                                               num_warps=(4,)))
+    assert text.startswith("Filters hide 2 of 5 variants (multirow, persistent); 1 of 2 num_warps (8); "
+                           "1 of 9 N outside 256–65,536: ")
+    kept = dd.apply_filters(df, dd.Filters(variants=("torch", "teaching", "online"), n_range=(256, 65536),
+                                           num_warps=(4,)), method=False)
+    assert text.endswith(f"{len(df) - len(kept):,} of {len(df):,} rows.")

@@ -233,3 +233,14 @@ def test_validation_main_writes_the_capture(tmp_path, monkeypatch):
         ("32", "blocks", "NVIDIA H200"), ("6", "registers", "NVIDIA H200")]
     assert rows[2]["error"].startswith("KeyError")  # fake_driver knows no 3-warp kernel: recorded, not fatal
     assert replay(out) == []
+
+
+def test_check_shared_bytes_names_the_per_block_limit() -> None:
+    from profiling.occupancy import check_shared_bytes
+
+    check_shared_bytes("sm_90", 227 * 1024)  # the opt-in maximum itself is fine
+    with pytest.raises(ValueError, match=r"300000 bytes .* over the sm_90 per-block limit of 232448 bytes "
+                                         r"\(227 KB opt-in maximum\); allowed: 0 to 232448"):
+        check_shared_bytes("sm_90", 300_000)
+    with pytest.raises(ValueError, match="sm_80 per-block limit of 166912 bytes"):
+        check_shared_bytes("8.0", 166_913)

@@ -188,3 +188,132 @@ def test_concat_results_labels_sources():
     assert len(concat_results([])) == 0
     with pytest.raises(ValueError, match="one label per frame"):
         concat_results([a, b], sources=["x"])
+
+
+def _csv_with(frame: pd.DataFrame, row: int, column: str, text: str) -> bytes:
+    """`frame` as CSV bytes with one cell replaced by `text` (as a CSV writer would never write it)."""
+    table = frame.astype({column: "string"})
+    table.loc[row, column] = text
+    return table.to_csv(index=False).encode()
+
+
+@pytest.mark.parametrize("column", ["median_us", "p20_us", "p80_us", "min_us", "max_us"])
+@pytest.mark.parametrize("value", ["inf", "0"])
+def test_rejects_zero_and_infinite_times_naming_row_and_column(column, value):
+    with pytest.raises(ResultsError, match=rf"timed row\(s\) with {column} 0 or infinite \(row 0: .*expected a "
+                                           r"finite time in µs > 0"):
+        load_results(_csv_with(sample(), 0, column, value), name="bad.csv")
+    bad = sample()
+    bad.loc[0, column] = float(value)
+    with pytest.raises(ResultsError, match=rf"{column} 0 or infinite \(row 0"):
+        validate(bad)
+
+
+def test_zero_or_missing_times_of_rows_that_did_not_run_are_fine():
+    frame = sample()
+    frame.loc[2, "median_us"] = 0.0  # row 2 is an error row
+    assert len(validate(frame)) == 3
+    frame = sample()
+    frame.loc[0, "p20_us"] = pd.NA  # a timed row without percentiles: old files
+    assert len(validate(frame)) == 3
+
+
+def test_nan_time_gets_its_own_message_in_csv_parquet_and_frames(tmp_path):
+    with pytest.raises(ResultsError, match=r"nan.csv: 1 timed row\(s\) with median_us NaN, not a number "
+                                           r"\(first rows \[0\]\)") as error:
+        load_results(_csv_with(sample(), 0, "median_us", "NaN"), name="nan.csv")
+    assert "truncated" not in str(error.value) and "cannot be read" not in str(error.value)
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(sample(), preserve_index=False)
+    median = table.column("median_us").to_pylist()
+    median[1] = float("nan")
+    table = table.set_column(table.column_names.index("median_us"), "median_us",
+                             pa.array(median, type=pa.float64()))
+    pq.write_table(table, tmp_path / "nan.parquet")
+    with pytest.raises(ResultsError, match=r"median_us NaN, not a number \(first rows \[1\]\)"):
+        load_results(tmp_path / "nan.parquet")
+
+    import numpy as np
+
+    frame = sample()
+    frame["max_us"] = pd.arrays.FloatingArray(np.array([np.nan, 11.0, 0.0]), np.array([False, False, True]))
+    with pytest.raises(ResultsError, match="max_us NaN"):
+        validate(frame)
+
+
+def test_nan_outside_timed_times_loads_as_missing():
+    frame = _csv_with(sample(), 2, "median_us", "nan")  # row 2 did not run
+    loaded = load_results(frame, name="ok.csv")
+    assert pd.isna(loaded.loc[2, "median_us"]) and loaded["median_us"].isna().tolist() == [False, False, True]
+
+
+def test_bom_and_quoted_headers_load(tmp_path):
+    frame = sample()
+    plain = frame.to_csv(index=False)
+    bom = b"\xef\xbb\xbf" + plain.encode()
+    pd.testing.assert_frame_equal(load_results(bom, name="excel.csv"), frame)
+    import csv
+
+    quoted = frame.to_csv(index=False, quoting=csv.QUOTE_ALL)
+    assert quoted.startswith('"variant","dtype"')
+    pd.testing.assert_frame_equal(load_results(quoted.encode(), name="quoted.csv"), frame)
+    (tmp_path / "both.csv").write_bytes(b"\xef\xbb\xbf" + quoted.encode())
+    pd.testing.assert_frame_equal(load_results(tmp_path / "both.csv"), frame)
+
+
+def test_row_cap_is_checked_before_parsing(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    big = pd.concat([sample()] * 4, ignore_index=True)  # 12 rows
+    parquet = save_results(big, tmp_path / "big.parquet")
+    csv_path = save_results(big, tmp_path / "big.csv")
+    monkeypatch.setattr(results, "MAX_ROWS", 10)
+
+    def no_parsing(*args, **kwargs):
+        raise AssertionError("parsed a file over the cap")
+
+    monkeypatch.setattr(pq, "read_table", no_parsing)
+    monkeypatch.setattr(pd, "read_csv", no_parsing)
+    with pytest.raises(ResultsError, match=r"big.parquet: 12 rows is over the 10-row limit"):
+        load_results(parquet)
+    with pytest.raises(ResultsError, match=r"big.csv: 12 lines is over the 10-row limit"):
+        load_results(csv_path)
+    monkeypatch.setattr(results, "MAX_ROWS", 12)
+    monkeypatch.undo()
+    assert len(load_results(parquet)) == 12
+
+
+def test_size_cap_and_memory_error(tmp_path, monkeypatch):
+    path = save_results(sample(), tmp_path / "run.parquet")
+    monkeypatch.setattr(results, "MAX_FILE_MB", 0)
+    with pytest.raises(ResultsError, match=r"run.parquet: .* MB is over the 0 MB limit"):
+        load_results(path)
+    with pytest.raises(ResultsError, match=r"upload.csv: .* MB is over the 0 MB limit"):
+        load_results(b"variant,dtype\n", name="upload.csv")
+    monkeypatch.undo()
+
+    import pyarrow.parquet as pq
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(pq, "read_table", out_of_memory)
+    with pytest.raises(ResultsError, match="run.parquet: out of memory while loading") as error:
+        load_results(path)
+    assert isinstance(error.value, ValueError)
+
+
+def test_upload_cap_matches_streamlit_config():
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == results.MAX_FILE_MB
+
+
+def test_directory_is_named_as_such(tmp_path):
+    with pytest.raises(ResultsError, match="is a directory; expected a results .parquet or .csv file"):
+        load_results(tmp_path)

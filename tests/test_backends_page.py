@@ -62,8 +62,12 @@ def test_kernel_ranges_join_consecutive_n(table):
 
 
 def test_the_page_renders_peers_from_a_loaded_file(tmp_path: Path, table):
+    from profiling.results import concat_results
+    from tests.synthetic import synthetic_results
+
+    teaching = synthetic_results(n_values=(128, 1000, 1001, 4096, 65536))
     path = tmp_path / "backends.parquet"
-    save_results(table, path)
+    save_results(concat_results([table, teaching[teaching["variant"] == "teaching"]]), path)
     at = load_path(new_app(), path)
     at.switch_page("pages/backends.py").run()
     assert not at.exception, [e.message for e in at.exception]
@@ -71,7 +75,9 @@ def test_the_page_renders_peers_from_a_loaded_file(tmp_path: Path, table):
     assert len(specs) >= 5
     assert {"torch", "inductor", "liger", "quack", "auto"} <= trace_names(specs[0])
     assert any("Which backend runs which shape" in s["layout"]["title"]["text"] for s in specs)
-    assert at.toggle(key="be_headline").value is True
+    assert at.toggle(key="be_headline").value is True and "teaching" not in trace_names(specs[0])
+    at.toggle(key="be_headline").set_value(False).run()
+    assert "teaching" in trace_names(charts(at)[0])
 
 
 def test_the_page_says_where_peers_come_from(monkeypatch, tmp_path: Path):

@@ -1,4 +1,4 @@
-"""`python -m profiling <command>`: occupancy, inspect, seed, sweep, export, bench.
+"""`python -m profiling <command>`: occupancy, inspect, seed, sweep, export, bench, numerics.
 
 Each command lives in a cli_* module exposing `register(subparsers)`; a handler returns an exit
 status or raises CLIError (printed as one line, exit 2).
@@ -11,7 +11,8 @@ import sys
 
 from .cli import CLIError, Parser
 
-COMMAND_MODULES = ("profiling.cli_compile", "profiling.cli_measure", "profiling.cli_bench", "profiling.cli_export")
+COMMAND_MODULES = ("profiling.cli_compile", "profiling.cli_measure", "profiling.cli_bench", "profiling.cli_export",
+                   "profiling.cli_numerics")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -187,7 +187,7 @@ def _fmt(value: float) -> str:
 
 def special_values_table(fn: Callable[[torch.Tensor], torch.Tensor], label: str, dtype: str, n_cols: int = 8, *,
                          seed: int = 0, device: str | torch.device = "cpu") -> list[dict[str, str]]:
-    """One record per special-values case: the input row, torch.softmax's answer, `label`'s answer, how they differ.
+    """One record per special-values case: how `label` differs from torch.softmax, the input row, both answers.
 
     Values are formatted with 3 significant digits; the comparison itself is exact (bits)."""
     kinds, x = special_matrix(n_cols, DTYPES[dtype], seed=seed, device=device)
@@ -199,14 +199,10 @@ def special_values_table(fn: Callable[[torch.Tensor], torch.Tensor], label: str,
         output, error = None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
     records = []
     for i, kind in enumerate(kinds):
-        record = {"case": kind, "input": "  ".join(_fmt(float(v)) for v in x[i].cpu()),
-                  "torch.softmax": "  ".join(_fmt(float(v)) for v in expected[i].cpu())}
-        if output is None:
-            record[label], record["difference"] = "", error
-        else:
-            record[label] = "  ".join(_fmt(float(v)) for v in output[i].cpu())
-            record["difference"] = describe_difference(output[i], expected[i])
-        records.append(record)
+        difference = error if output is None else describe_difference(output[i], expected[i])
+        records.append({"case": kind, "difference": difference, "input": "  ".join(_fmt(float(v)) for v in x[i].cpu()),
+                        "torch.softmax": "  ".join(_fmt(float(v)) for v in expected[i].cpu()),
+                        label: "" if output is None else "  ".join(_fmt(float(v)) for v in output[i].cpu())})
     return records
 
 

@@ -105,7 +105,10 @@ else:
 st.info("**Which platform.** This page shows **" + platform + "**. The CPU interpreter's numbers differ from a "
         "GPU's: on the interpreter `tl.exp` is numpy's float32 exp and `/` a correctly rounded division, while on "
         "NVIDIA GPUs Triton compiles `tl.exp` to a multiply by log2(e) + `ex2.approx.f32` and the division to "
-        "`div.full.f32` (both approximate), and torch.softmax runs its CUDA kernel instead of its CPU one. Load a "
+        "`div.full.f32` (both approximate), and torch.softmax runs its CUDA kernel instead of its CPU one. In "
+        "**bf16**, the interpreter's store truncates float32 to bf16 (round toward zero) and mangles subnormal "
+        "results, where the GPU rounds to nearest (`cvt.rn.bf16.f32`): the Triton kernels' bf16 errors on the "
+        "CPU interpreter overstate the GPU's. Load a "
         "file from `python -m profiling numerics --out …` (or `scripts/capture_numerics.py`) run on the GPU to see "
         "the GPU's numbers.")
 
@@ -180,7 +183,7 @@ ui.chart(fn.exp_probe_figure(probes, dtype, probe_platform),
          "num_probe", f"Measured on the {probe_platform}. On the CPU interpreter exp2 adds the rounding of the log2(e) "
                       "product; on NVIDIA GPUs tl.exp already is that product + ex2.approx, so the probes differ "
                       "there only where exp2's flush-to-zero variant drops subnormal results.")
-if st.checkbox("Show the probes' PTX instructions (offline compile for sm_90, ~10 s)", key="num_ptx"):
+if st.checkbox("Show the probes' PTX instructions (offline compile for sm_90, ~15 s)", key="num_ptx"):
     try:
         st.dataframe(pd.DataFrame([{"probe": k, "instructions": ", ".join(v)}
                                    for k, v in probe_instructions("sm_90").items()]),

@@ -146,6 +146,10 @@ def run_numerics_command(args: argparse.Namespace) -> int:
             print(json.dumps({**json_record(result), "device": where}))
     else:
         print(f"ULP error vs float64 softmax rounded to the output dtype; R={args.rows}, seed {args.seed}, on {where}")
+        if not cuda and "bf16" in args.dtypes and any(v != "torch" for v in args.variants):
+            from .numerics.probe import INTERPRETER_BF16_NOTE
+
+            print(f"note: {INTERPRETER_BF16_NOTE}")
         for line in table_lines(results):
             print(line)
     if out is not None:

@@ -370,8 +370,20 @@ def test_probe_ptx_uses_the_documented_exp_instructions():
     found = exp_instructions("sm_90")
     assert "ex2.approx.f32" in found["probe_exp"] and "mul.f32" in found["probe_exp"], found
     assert "ex2.approx.ftz.f32" in found["probe_exp2"], found
+    assert found["bf16 store"] == ["cvt.rn.bf16.f32"], "a GPU rounds float32 -> bf16 to nearest"
     with pytest.raises(ValueError, match="allowed: sm_XY"):
         exp_instructions("hopper")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU interpreter")
+def test_interpreter_bf16_store_truncates():
+    """INTERPRETER_BF16_NOTE: the interpreter stores float32 -> bf16 rounding toward zero (the GPU rounds)."""
+    x = torch.tensor([[0.0, -1.0, -2.0, -3.0, 0.5, -0.25, 1.5, -4.0]])
+    y32 = nm.softmax_callable("teaching")(x)
+    y16 = nm.softmax_callable("teaching")(x.to(torch.bfloat16))
+    truncated = ((y32.view(torch.int32) >> 16) << 16).view(torch.float32).to(torch.bfloat16)
+    assert torch.equal(y16, truncated), "the interpreter's bf16 store changed: update INTERPRETER_BF16_NOTE"
+    assert not torch.equal(y16, y32.to(torch.bfloat16)), "round-to-nearest would differ on these values"
 
 
 def test_run_numerics_rows_and_failures():

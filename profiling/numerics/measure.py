@@ -158,6 +158,40 @@ def describe_difference(output: torch.Tensor, expected: torch.Tensor, label: str
     return "; ".join(parts) or f"same as {label}"
 
 
+@dataclass
+class PreparedInput:
+    """One input with its float64 reference softmax (and torch.softmax's answer for 'special'), shared by
+    every softmax measured on it."""
+
+    name: str
+    x: torch.Tensor
+    reference: torch.Tensor
+    torch_output: torch.Tensor | None = None
+
+
+def prepare_input(input_name: str, dtype: str, n_rows: int, n_cols: int, *, seed: int = 0,
+                  device: str | torch.device = "cpu",
+                  torch_fn: Callable[[torch.Tensor], torch.Tensor] | None = None) -> PreparedInput:
+    """The seeded input on `device`, its float64 reference, and torch.softmax's answer when it is 'special'."""
+    x = make_input(input_name, n_rows, n_cols, DTYPES[dtype], seed=seed, device=device)
+    torch_output = None
+    if input_name == "special":
+        torch_output = (torch_fn or (lambda t: torch.softmax(t, dim=-1)))(x)
+    return PreparedInput(input_name, x, reference_softmax(x), torch_output)
+
+
+def measure_prepared(fn: Callable[[torch.Tensor], torch.Tensor], prepared: PreparedInput) -> tuple[UlpSummary, str]:
+    """(ULP summary, difference from torch.softmax) of `fn` on a prepared input ('' unless it is 'special')."""
+    x = prepared.x
+    output = fn(x)
+    if output.shape != x.shape or output.dtype != x.dtype:
+        raise ValueError(f"the softmax returned {tuple(output.shape)} {output.dtype}; expected "
+                         f"{tuple(x.shape)} {x.dtype}")
+    summary = summarize(output, prepared.reference, x)
+    versus = describe_difference(output, prepared.torch_output) if prepared.torch_output is not None else ""
+    return summary, versus
+
+
 def measure(fn: Callable[[torch.Tensor], torch.Tensor], dtype: str, n_rows: int, n_cols: int, input_name: str, *,
             seed: int = 0, device: str | torch.device = "cpu",
             torch_fn: Callable[[torch.Tensor], torch.Tensor] | None = None) -> tuple[UlpSummary, str]:
@@ -165,16 +199,8 @@ def measure(fn: Callable[[torch.Tensor], torch.Tensor], dtype: str, n_rows: int,
 
     The difference text is '' unless `input_name` is 'special' (there torch's answers are the comparison:
     the float64 reference is NaN on the undefined rows)."""
-    x = make_input(input_name, n_rows, n_cols, DTYPES[dtype], seed=seed, device=device)
-    output = fn(x)
-    if output.shape != x.shape or output.dtype != x.dtype:
-        raise ValueError(f"the softmax returned {tuple(output.shape)} {output.dtype}; expected "
-                         f"{tuple(x.shape)} {x.dtype}")
-    summary = summarize(output, reference_softmax(x), x)
-    versus = ""
-    if input_name == "special":
-        versus = describe_difference(output, (torch_fn or (lambda t: torch.softmax(t, dim=-1)))(x))
-    return summary, versus
+    prepared = prepare_input(input_name, dtype, n_rows, n_cols, seed=seed, device=device, torch_fn=torch_fn)
+    return measure_prepared(fn, prepared)
 
 
 def _fmt(value: float) -> str:
@@ -242,23 +268,24 @@ def run_numerics(names: Sequence[str], dtypes: Sequence[str], n_values: Sequence
                  env: Mapping[str, Any] | None = None, skip: Iterable[tuple] = (),
                  progress: Callable[[int, int, str], None] | None = None,
                  cancel: Callable[[], bool] | None = None,
-                 resolve: Callable[[str], Callable[[torch.Tensor], torch.Tensor]] | None = None
-                 ) -> list[NumericsResult]:
+                 resolve: Callable[[str], Callable[[torch.Tensor], torch.Tensor]] | None = None,
+                 within_limits: bool = False) -> list[NumericsResult]:
     """Measure every name x dtype x N x input at `n_rows` rows; one NumericsResult each, failures included.
 
     Rows follow the results schema (method 'none', `error` '' or why it failed, `env` columns copied).
     Keys in `skip` (see `result_key`) are not measured; `cancel()` True stops before the next one. A name
-    that does not resolve gives error rows; a softmax that raises gives an error row and the run goes on."""
-    from .resolve import softmax_callable
+    that does not resolve gives error rows; a softmax that raises gives an error row and the run goes on.
+    `within_limits`: leave out N over a name's limit (`resolve.max_n`) instead of recording its error row."""
+    from .resolve import max_n, softmax_callable
 
     resolve = resolve or softmax_callable
     env_row = dict(env or {})
     skip = set(skip)
-    jobs = [(name, dtype, n, inp) for dtype in dtypes for n in n_values for name in names for inp in inputs
-            if result_key(name, dtype, n_rows, n, inp) not in skip]
+    jobs = [(name, dtype, n, inp) for dtype in dtypes for n in n_values for inp in inputs for name in names
+            if result_key(name, dtype, n_rows, n, inp) not in skip and not (within_limits and n > max_n(name))]
     callables: dict[str, Any] = {}
     results: list[NumericsResult] = []
-    torch_fn = lambda t: torch.softmax(t, dim=-1)  # noqa: E731
+    prepared: dict[tuple, PreparedInput] = {}  # the current (dtype, N, input) only: one input in memory
     for done, (name, dtype, n_cols, input_name) in enumerate(jobs, start=1):
         if cancel is not None and cancel():
             break
@@ -275,8 +302,11 @@ def run_numerics(names: Sequence[str], dtypes: Sequence[str], n_values: Sequence
             fn = callables[name]
             if isinstance(fn, Exception):
                 raise fn
-            summary, versus = measure(fn, dtype, n_rows, n_cols, input_name, seed=seed, device=device,
-                                      torch_fn=torch_fn)
+            key = (dtype, n_cols, input_name)
+            if key not in prepared:
+                prepared.clear()
+                prepared[key] = prepare_input(input_name, dtype, n_rows, n_cols, seed=seed, device=device)
+            summary, versus = measure_prepared(fn, prepared[key])
             row.update(summary.columns(input_name))
         except Exception as error:  # a failing softmax is a result (error row), not the end of the run
             lines = str(error).strip().splitlines()

@@ -9,9 +9,10 @@ exponential differs.
 Where they run matters. On the CPU interpreter `tl.exp` is numpy's float32 exp (close to correctly
 rounded) and `tl.exp2(x * log2e)` adds the rounding of the product. On NVIDIA GPUs Triton already lowers an
 fp32 `tl.exp` to `mul.f32` by log2(e) + `ex2.approx.f32`, and `tl.exp2` to the same multiply +
-`ex2.approx.ftz.f32` (subnormal results flushed to zero); the division is `div.full.f32` (approximate).
-`exp_instructions()` compiles both probes offline and lists those instructions, so this is checked, not
-assumed (Triton 3.7.1, sm_90). The page says which platform its numbers come from.
+`ex2.approx.ftz.f32` (subnormal results flushed to zero); the division is `div.full.f32` (approximate),
+and a bf16 store rounds to nearest (`cvt.rn.bf16.f32`) where the interpreter truncates (see
+`INTERPRETER_BF16_NOTE`). `exp_instructions()` compiles the probes offline and lists those instructions, so
+this is checked, not assumed (Triton 3.7.1, sm_90). The page says which platform its numbers come from.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ import torch
 import triton
 import triton.language as tl
 
+INTERPRETER_BF16_NOTE = (
+    "the Triton CPU interpreter converts float32 to bf16 by truncation (round toward zero) and mangles "
+    "subnormal results, where a GPU rounds to nearest (cvt.rn.bf16.f32): Triton kernels' bf16 ULP errors on "
+    "the interpreter overstate the GPU's")
 PROBES: dict[str, bool] = {"probe_exp": False, "probe_exp2": True}  # name -> uses exp2 with a log2(e) prescale
 MAX_N = 65536
 LOG2E = 1.4426950408889634  # the prescale inside the kernel (a literal there: a jit function reads no globals)
@@ -65,24 +70,27 @@ def probe_softmax(x: torch.Tensor, use_exp2: bool) -> torch.Tensor:
     return output
 
 
-_INSTRUCTION = re.compile(r"\b(ex2\.[a-z0-9.]+|lg2\.[a-z0-9.]+|div\.[a-z0-9.]+|rcp\.[a-z0-9.]+|mul\.[a-z0-9.]*f32)")
+_INSTRUCTION = re.compile(r"\b(ex2\.[a-z0-9.]+|div\.[a-z0-9.]+|rcp\.[a-z0-9.]+|mul\.[a-z0-9.]*f32|"
+                          r"cvt\.[a-z0-9.]*\.(?:bf16|f16)\.f32)")
 
 
-def _ptx_instructions(use_exp2: bool, capability: int) -> list[str]:
-    """Distinct exp / multiply / divide PTX instructions of the fp32 probe (compiled here, no GPU needed)."""
+def _ptx_instructions(use_exp2: bool, capability: int, pointer: str = "fp32") -> list[str]:
+    """Distinct exp / multiply / divide / convert PTX instructions of the probe with `pointer` element type
+    (compiled here, no GPU needed)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    signature = {"output_ptr": "*fp32", "input_ptr": "*fp32", "input_row_stride": "i32", "output_row_stride": "i32",
-                 "n_cols": "i32", "BLOCK_SIZE": "constexpr", "USE_EXP2": "constexpr"}
+    signature = {"output_ptr": f"*{pointer}", "input_ptr": f"*{pointer}", "input_row_stride": "i32",
+                 "output_row_stride": "i32", "n_cols": "i32", "BLOCK_SIZE": "constexpr", "USE_EXP2": "constexpr"}
     source = ASTSource(_probe_softmax_kernel, signature, constexprs={"BLOCK_SIZE": 1024, "USE_EXP2": use_exp2})
     compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options={"num_warps": 4})
     return sorted(set(_INSTRUCTION.findall(compiled.asm["ptx"])))
 
 
 def exp_instructions(arch: str = "sm_90", timeout_s: float = 120.0) -> dict[str, list[str]]:
-    """{probe name: its exp / mul / div PTX instructions} for `arch` ('sm_90'), compiled offline.
+    """{probe name: its exp / mul / div PTX instructions (fp32 probe), 'bf16 store': the probe_exp kernel's
+    fp32 -> bf16 conversion} for `arch` ('sm_90'), compiled offline.
 
     Runs in a worker process without TRITON_INTERPRET (Triton cannot compile under the interpreter);
     RuntimeError with the worker's last line when the compile fails."""
@@ -102,4 +110,6 @@ def exp_instructions(arch: str = "sm_90", timeout_s: float = 120.0) -> dict[str,
 
 
 if __name__ == "__main__":  # worker: python -m profiling.numerics.probe 90
-    print(json.dumps({name: _ptx_instructions(use, int(sys.argv[1])) for name, use in PROBES.items()}))
+    found = {name: _ptx_instructions(use, int(sys.argv[1])) for name, use in PROBES.items()}
+    found["bf16 store"] = [i for i in _ptx_instructions(False, int(sys.argv[1]), "bf16") if i.startswith("cvt")]
+    print(json.dumps(found))

@@ -83,3 +83,17 @@ def softmax_callable(name: str) -> Softmax:
         if backend is not None:
             return _backend_callable(name, backend)
     raise ValueError(f"unknown softmax {name!r}; allowed: {', '.join(allowed_names())}")
+
+
+def max_n(name: str) -> int:
+    """Widest row `name` takes: a variant's or the probe's limit; torch and peer backends: no limit known here."""
+    import kernels
+
+    from .probe import MAX_N as PROBE_MAX_N
+    from .probe import PROBES
+
+    if name in kernels.VARIANTS:
+        return kernels.get_variant(name).max_n
+    if name in PROBES:
+        return PROBE_MAX_N
+    return 2**31 - 1

@@ -59,7 +59,7 @@ def test_json_lines_and_csv(capsys, tmp_path):
     code, out, err = run_cli(capsys, "--variants", "torch", "--dtypes", "bf16", "--n", "8", "--rows", "2",
                              "--inputs", "dominant", "--json", "--out", str(tmp_path / "n.csv"))
     assert code == 0 and err == ""
-    records = [json.loads(line) for line in out.splitlines()]
+    records = [json.loads(line) for line in out.splitlines()]  # torch only: no interpreter bf16 note either
     assert len(records) == 1
     record = records[0]
     assert (record["variant"], record["dtype"], record["n_cols"], record["numerics_input"]) == ("torch", "bf16", 8,
@@ -122,3 +122,67 @@ def test_module_entry_sets_the_interpreter_itself(tmp_path):
     assert done.returncode == 0, done.stderr[-800:]
     row = done.stdout.splitlines()[2].split()
     assert row[:4] == ["teaching", "fp32", "16", "near_uniform"], done.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the note is about the CPU interpreter")
+def test_bf16_on_the_interpreter_prints_the_truncation_note(capsys):
+    code, out, _ = run_cli(capsys, "--variants", "teaching", "--dtypes", "bf16", "--n", "8", "--rows", "2",
+                           "--inputs", "normal")
+    assert code == 0
+    assert out.splitlines()[1].startswith("note: the Triton CPU interpreter converts float32 to bf16 by truncation")
+
+
+# --- who beats torch, and the GPU capture script ----------------------------------------------------------------
+
+
+def _rows(variant: str, values: list[tuple[int, str, float, float]], error: str = "") -> list[dict]:
+    return [{"variant": variant, "dtype": "fp16", "n_rows": 64, "n_cols": n, "numerics_input": inp, "method": "none",
+             "error": error, "ulp_max": mx, "ulp_mean": mean, "gpu_name": "NVIDIA H200"} for n, inp, mx, mean in values]
+
+
+def test_versus_torch_counts_config_by_config():
+    import pandas as pd
+
+    from profiling.numerics import summary_lines, versus_torch
+
+    table = pd.DataFrame(
+        _rows("torch", [(128, "normal", 1, 0.1), (256, "normal", 2, 0.2), (512, "special", math.inf, 0.0)])
+        + _rows("teaching", [(128, "normal", 1, 0.05), (256, "normal", 3, 0.2), (512, "special", math.inf, 0.0)])
+        + _rows("online", [(128, "normal", 0, 0.0), (256, "normal", 2, 0.1)])
+        + _rows("online", [(512, "special", 0, 0.0)], error="RuntimeError: boom"))
+    verdicts = versus_torch(table).set_index("variant")
+    teaching, online = verdicts.loc["teaching"], verdicts.loc["online"]
+    assert (teaching.configs, teaching.ulp_max_beats, teaching.ulp_max_ties, teaching.ulp_max_loses) == (3, 0, 2, 1)
+    assert (teaching.ulp_mean_beats, teaching.ulp_mean_ties, teaching.ulp_mean_loses) == (1, 2, 0)
+    assert teaching.worst_loss == "N=256 normal: 3 vs torch 2 ULP" and not teaching.at_least_as_exact
+    assert online.configs == 2 and online.at_least_as_exact and online.worst_loss == "", "error rows are left out"
+    lines = summary_lines(table)
+    assert lines[0].startswith("online      fp16  at least as exact as torch: max ULP beats/ties/loses 1/1/0")
+    assert "LESS exact than torch somewhere" in lines[1] and lines[1].endswith("worst: N=256 normal: 3 vs torch 2 ULP")
+
+
+def test_capture_script_dry_run_cpu_run_resume_and_summary(tmp_path):
+    script = [sys.executable, str(ROOT / "scripts" / "capture_numerics.py")]
+    out = tmp_path / "capture.parquet"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*script, "--out", str(out), *argv], capture_output=True, text=True, cwd=ROOT, env=env,
+                              timeout=600)
+
+    dry = run("--dry-run", "--device", "cpu")
+    assert dry.returncode == 0, dry.stderr[-500:]
+    assert "x 3 dtypes x 39 N x 6 inputs at R=64" in dry.stdout and not out.exists()
+    first = run("--device", "cpu", "--n", "16", "--rows", "2", "--no-probes")
+    assert first.returncode == 0, first.stderr[-800:]
+    assert "complete: 126 measured" in first.stdout, first.stdout[-800:]
+    assert "vs torch.softmax (same GPU, dtype, R, N, input):" in first.stdout
+    table = load_results(out)
+    assert len(table) == 7 * 3 * 6 and set(table["error"]) == {""}
+    again = run("--device", "cpu", "--n", "16", "--rows", "2", "--no-probes")
+    assert "complete: 0 measured" in again.stdout and len(load_results(out)) == len(table), "a rerun resumes"
+    summary = run("--summary-only")
+    assert summary.returncode == 0 and any(line.startswith("teaching    fp16") for line in summary.stdout.splitlines())
+    if not torch.cuda.is_available():
+        refused = run("--n", "16")
+        assert refused.returncode == 2 and "no CUDA GPU here" in refused.stderr

@@ -186,3 +186,11 @@ def test_capture_script_dry_run_cpu_run_resume_and_summary(tmp_path):
     if not torch.cuda.is_available():
         refused = run("--n", "16")
         assert refused.returncode == 2 and "no CUDA GPU here" in refused.stderr
+
+
+@pytest.mark.gpu
+def test_gpu_runs_any_n(capsys):
+    code, out, _ = run_cli(capsys, "--variants", "torch,online", "--dtypes", "fp16", "--n", "262144", "--rows", "4",
+                           "--inputs", "normal")
+    assert code == 0 and "error" not in out
+    assert len([line for line in out.splitlines() if " 262144 " in line]) == 2

@@ -446,3 +446,33 @@ def test_numerics_package_imports_without_streamlit_or_plotly():
             "bad = [m for m in ('streamlit', 'plotly') if m in sys.modules]; assert not bad, bad")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-500:]
+
+
+# --- on the GPU (`make test-gpu`) --------------------------------------------------------------------------------
+
+GPU_MAX_ULP = {"fp16": 2, "bf16": 2, "fp32": 64}  # budget on standard-normal rows, N <= 4096, per output dtype
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_gpu_variants_within_budget_and_nan_semantics(dtype):
+    import kernels
+
+    names = ["torch", *kernels.VARIANTS, "probe_exp", "probe_exp2"]
+    results = nm.run_numerics(names, [dtype], [128, 1000, 4096], 64, ["normal", "special"], device="cuda",
+                              within_limits=True)
+    failed = [f"{r.row['variant']} N={r.row['n_cols']}: {r.error}" for r in results if r.error]
+    assert not failed, failed[:3]
+    for r in results:
+        s, label = r.summary, f"{r.row['variant']} {dtype} N={r.row['n_cols']} {r.row['numerics_input']}"
+        if r.row["numerics_input"] == "normal":
+            assert s.ulp_max <= GPU_MAX_ULP[dtype], f"{label}: {s.ulp_max} ULP at ({s.worst_row}, {s.worst_col})"
+        else:
+            assert s.nan_mismatches == 0, f"{label}: {s.nan_mismatches} NaN mismatches; vs torch: {r.versus_torch}"
+
+
+@pytest.mark.gpu
+def test_gpu_exp_and_exp2_probes_agree_without_subnormal_results():
+    """The page's claim: on the GPU tl.exp already is mul by log2(e) + ex2.approx; only ftz can differ."""
+    x = nm.make_input("normal", 64, 4096, torch.float32, device="cuda")
+    assert torch.equal(nm.softmax_callable("probe_exp")(x), nm.softmax_callable("probe_exp2")(x))

@@ -38,6 +38,13 @@ Evidence
     never timed), 'skipped: ...' (predicted pathological compile), or the exception
   max_abs_error: Float64 - max |y - float64 softmax| of the checked first call (inf when NaN appears wrongly)
   kernel_source: string - generated kernel code where a backend generates it (Inductor's output module)
+Numerics (profiling.numerics; <NA> where not measured): each output element's distance from the float64
+softmax rounded to the output dtype, in ULPs of that dtype (NaN vs number = +inf)
+  ulp_max, ulp_mean: Float64 - largest / mean ULP distance (mean over elements without a NaN mismatch)
+  ulp_frac_0, ulp_frac_1, ulp_frac_gt1: Float64 - fraction of elements at 0, 1, > 1 ULP, 0..1
+  rowsum_err_max: Float64 - largest |sum of a row's outputs - 1| (float64 sum; rows with a NaN reference skipped)
+  numerics_input: string - input distribution: 'normal' (the sweep's), 'scale10', 'scale30', 'dominant',
+    'near_uniform', 'special'
 Environment (same on every row of one run)
   run_id: string - unique id of the sweep run
   gpu_name: string, compute_capability: string ('9.0'), sm_count: Int64, driver_version: string,
@@ -77,12 +84,17 @@ COMPILE_COLUMNS: dict[str, str] = {
 }
 EVIDENCE_COLUMNS: dict[str, str] = {"kernel_names": "string", "error": "string", "max_abs_error": "Float64",
                                     "kernel_source": "string"}
+NUMERICS_COLUMNS: dict[str, str] = {
+    "ulp_max": "Float64", "ulp_mean": "Float64", "ulp_frac_0": "Float64", "ulp_frac_1": "Float64",
+    "ulp_frac_gt1": "Float64", "rowsum_err_max": "Float64", "numerics_input": "string",
+}
 ENV_COLUMNS: dict[str, str] = {
     "run_id": "string", "gpu_name": "string", "compute_capability": "string", "sm_count": "Int64",
     "driver_version": "string", "torch_version": "string", "triton_version": "string", "copy_gbps": "Float64",
     "measured_at": "string",
 }
-COLUMNS: dict[str, str] = {**CONFIG_COLUMNS, **TIMING_COLUMNS, **COMPILE_COLUMNS, **EVIDENCE_COLUMNS, **ENV_COLUMNS}
+COLUMNS: dict[str, str] = {**CONFIG_COLUMNS, **TIMING_COLUMNS, **COMPILE_COLUMNS, **EVIDENCE_COLUMNS,
+                           **NUMERICS_COLUMNS, **ENV_COLUMNS}
 TIMING_METHODS: tuple[str, ...] = ("per_call_events", "back_to_back_flushed", "cuda_graph")
 REQUIRED_COLUMNS: tuple[str, ...] = ("variant", "dtype", "n_rows", "n_cols", "method", "median_us")
 METHOD_VALUES: tuple[str, ...] = (*TIMING_METHODS, "none")

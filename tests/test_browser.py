@@ -24,7 +24,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 # (sidebar title, has charts)
 PAGES = (("Overview", False), ("Masked lanes", True), ("Occupancy", True), ("Latency", True),
-         ("Tradeoffs", True), ("Kernel evidence", True), ("Run sweep", False), ("Export", False))
+         ("Tradeoffs", True), ("Kernel evidence", True), ("Numerics", True), ("Run sweep", False), ("Export", False))
 
 pytestmark = [
     pytest.mark.browser,

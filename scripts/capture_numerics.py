@@ -30,17 +30,18 @@ MARGIN_S = 30.0  # stop this long before --max-minutes: the block in flight stil
 
 
 def softmax_names(include_probes: bool = True) -> list[str]:
-    """torch, every registered variant, the exp probes, and the peer backends that are available here."""
+    """torch, every registered variant, the exp probes, and (on a GPU) the peer backends available there."""
     import kernels
-    from profiling.numerics import backend_names
+    from profiling.backends import PEERS, get_backend
     from profiling.numerics.probe import PROBES
 
     names = ["torch", *kernels.VARIANTS, *(PROBES if include_probes else ())]
-    try:
-        from profiling.backends import get_backend
-    except ImportError:
-        return names
-    for name in backend_names():
+    import torch
+
+    for name in PEERS[1:]:
+        if not torch.cuda.is_available():
+            print(f"peer backend {name} left out: the capture measures GPU kernels, and no GPU is here", flush=True)
+            continue
         try:
             reason = get_backend(name).available()
         except Exception as error:  # a broken peer must not stop the capture

@@ -81,11 +81,12 @@ def test_failures_are_rows_not_crashes():
     results = run_numerics(["torch", "teaching"], ["fp32"], [70000], 1, ["normal"], device="cpu")
     lines = table_lines(results)
     assert "error" not in lines[1]
-    assert "error: ValueError: teaching: N=70000" in lines[2], lines
+    assert "error: ValueError: teaching does not support [1, 70000]" in lines[2], lines
+    assert "over teaching's limit of 65536" in lines[2]
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--variants", "torch,nope"], "unknown variant(s) nope; allowed: torch, teaching"),
+    (["--variants", "torch,nope"], "unknown variant(s) nope; allowed: torch, inductor, liger, quack, teaching"),
     (["--dtypes", "fp8"], "unknown dtype(s) fp8; allowed: fp16, bf16, fp32"),
     (["--inputs", "normal,gaussian"], "unknown input distribution(s) gaussian; allowed: normal, scale10"),
     (["--variants", ""], "--variants is empty; allowed: a comma-separated list"),

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import sys
-import types
 
 import numpy as np
 import pytest
 import torch
 
+import kernels
 from profiling import numerics as nm
 from profiling.numerics import inputs as inp
 from profiling.results import COLUMNS, load_results, save_results
@@ -283,51 +283,34 @@ def test_special_values_table_names_how_a_backend_differs():
 # --- resolver ---------------------------------------------------------------------------------------------------
 
 
-def test_softmax_callable_resolves_torch_variants_and_probes(monkeypatch):
-    monkeypatch.setitem(sys.modules, "profiling.backends", None)  # before that module lands: ImportError
-    import kernels
-
+def test_softmax_callable_resolves_torch_variants_and_probes():
     x = torch.randn(3, 20)
     assert torch.equal(nm.softmax_callable("torch")(x), torch.softmax(x, dim=-1))
-    assert nm.softmax_callable("teaching") is kernels.get_variant("teaching").launcher
-    assert nm.allowed_names()[:2] == ("torch", "teaching") and "probe_exp2" in nm.allowed_names()
-    with pytest.raises(ValueError, match=r"unknown softmax 'nope'; allowed: torch, teaching, .*probe_exp"):
+    assert torch.equal(nm.softmax_callable("teaching")(x), kernels.softmax(x, variant="teaching"))
+    assert nm.allowed_names()[:5] == ("torch", "inductor", "liger", "quack", "teaching")
+    assert "probe_exp2" in nm.allowed_names()
+    with pytest.raises(ValueError, match=r"unknown softmax 'nope'; allowed: torch, inductor, .*probe_exp"):
         nm.softmax_callable("nope")
 
 
-def test_softmax_callable_uses_peer_backends_when_present(monkeypatch):
-    class Backend:
-        def __init__(self, reason=None, unsupported=None):
-            self.reason, self.unsupported = reason, unsupported
+def test_softmax_callable_uses_peer_backends(monkeypatch):
+    from profiling import backends
+    from profiling.backends.inductor import InductorBackend
+    from profiling.backends.liger import LigerBackend
+    from profiling.backends.quack import QuackBackend
 
-        def available(self):
-            return self.reason
-
-        def supports(self, n_rows, n_cols, dtype):
-            return self.unsupported if n_cols > 4 else None
-
-        def prepare(self, x):
-            return lambda: torch.softmax(x, dim=-1) * 1
-
-    table = {"liger": Backend(), "quack": Backend(reason="needs sm_90+"), "inductor": Backend(unsupported="N > 4")}
-
-    def get_backend(name):
-        if name not in table:
-            raise ValueError(f"unknown backend {name!r}")
-        return table[name]
-
-    module = types.ModuleType("profiling.backends")
-    module.get_backend, module.BACKENDS = get_backend, tuple(table)
-    monkeypatch.setitem(sys.modules, "profiling.backends", module)
+    monkeypatch.setattr(LigerBackend, "available", lambda self: None)
+    monkeypatch.setattr(LigerBackend, "prepare", lambda self, x: lambda: torch.softmax(x, dim=-1) * 1)
+    monkeypatch.setattr(QuackBackend, "available", lambda self: "needs sm_90+")
+    monkeypatch.setattr(InductorBackend, "supports", lambda self, r, n, d: "N > 4" if n > 4 else None)
     x = torch.randn(2, 4)
     assert torch.equal(nm.softmax_callable("liger")(x), torch.softmax(x, dim=-1))
     with pytest.raises(ValueError, match="'quack' is unavailable here: needs sm_90"):
         nm.softmax_callable("quack")
     with pytest.raises(ValueError, match="inductor does not support .*N > 4"):
         nm.softmax_callable("inductor")(torch.randn(2, 8))
-    assert nm.allowed_names()[-3:] == ("liger", "quack", "inductor")
-    with pytest.raises(ValueError, match="allowed: .*liger, quack, inductor"):
-        nm.softmax_callable("nope")
+    assert nm.allowed_names()[:4] == backends.PEERS and nm.allowed_names()[-2:] == ("probe_exp", "probe_exp2")
+
 
 
 # --- kernels through the measurement ----------------------------------------------------------------------------

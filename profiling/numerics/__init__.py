@@ -29,13 +29,13 @@ from .measure import (
     sweep_columns,
     ulp_counts,
 )
-from .resolve import PEER_BACKENDS, TORCH, allowed_names, backend_names, max_n, softmax_callable
+from .resolve import TORCH, allowed_names, max_n, softmax_callable
 from .ulp import NAN_MISMATCH, from_ordered, ordered_int, round_to_dtype, row_sum_error, ulp_distance
 
 __all__ = [
-    "CPU_MAX_N", "DEFAULT_ROWS", "DTYPES", "INPUTS", "NAN_MISMATCH", "NUMERICS_COLUMNS", "PEER_BACKENDS",
+    "CPU_MAX_N", "DEFAULT_ROWS", "DTYPES", "INPUTS", "NAN_MISMATCH", "NUMERICS_COLUMNS",
     "SPECIAL_DESCRIPTIONS", "SPECIAL_ROWS", "TORCH", "NumericsResult", "PreparedInput", "UlpSummary",
-    "allowed_names", "backend_names", "check_input_name", "describe_difference", "from_ordered", "make_input",
+    "allowed_names", "check_input_name", "describe_difference", "from_ordered", "make_input",
     "max_n", "measure", "measure_prepared", "ordered_int", "prepare_input", "reference_softmax", "result_key",
     "results_frame", "round_to_dtype", "row_sum_error", "run_numerics", "softmax_callable", "special_matrix",
     "special_values_table", "summarize", "summary_lines", "sweep_columns", "ulp_counts", "ulp_distance",

@@ -7,39 +7,16 @@ from collections.abc import Callable
 import torch
 
 TORCH = "torch"
-PEER_BACKENDS: tuple[str, ...] = ("inductor", "liger", "quack")  # served by profiling.backends once it lands
 
 Softmax = Callable[[torch.Tensor], torch.Tensor]
 
 
-def _get_backend() -> Callable[[str], object] | None:
-    try:
-        from profiling.backends import get_backend
-    except ImportError:
-        return None
-    return get_backend
-
-
-def backend_names() -> tuple[str, ...]:
-    """Peer backend names profiling.backends serves (empty before that module exists)."""
-    if _get_backend() is None:
-        return ()
-    import profiling.backends as backends
-
-    for attribute in ("BACKENDS", "PEERS", "BACKEND_NAMES"):
-        names = getattr(backends, attribute, None)
-        if names:
-            return tuple(names)
-    return PEER_BACKENDS
-
-
 def allowed_names() -> tuple[str, ...]:
-    """Every name `softmax_callable` resolves: torch, the registered variants, the probes, peer backends."""
-    import kernels
-
+    """Every name `softmax_callable` resolves: the backends (torch, peers, every variant) and the exp probes."""
+    from ..backends import backend_names
     from .probe import PROBES
 
-    return (TORCH, *kernels.VARIANTS, *PROBES, *backend_names())
+    return (*backend_names(), *PROBES)
 
 
 def _backend_callable(name: str, backend: object) -> Softmax:
@@ -60,29 +37,21 @@ def _backend_callable(name: str, backend: object) -> Softmax:
 def softmax_callable(name: str) -> Softmax:
     """x -> softmax(x) over the last dim for `name`; ValueError for unknown or unavailable names.
 
-    'torch' is torch.softmax in the input dtype; a kernels.VARIANTS name its launcher; 'probe_exp' /
-    'probe_exp2' the numerics probe kernel; any other name goes to profiling.backends.get_backend when that
-    module exists (its `.available()` reason raises here, `.supports()` per input at call time)."""
-    if name == TORCH:
-        return lambda x: torch.softmax(x, dim=-1)
-    import kernels
-
-    if name in kernels.VARIANTS:
-        return kernels.get_variant(name).launcher
+    'probe_exp' / 'probe_exp2' are the numerics probe kernel; every other name is a profiling.backends backend
+    ('torch', 'inductor', 'liger', 'quack', a kernels.VARIANTS name): its `.available()` reason raises here,
+    its `.supports()` reason per input at call time."""
     from .probe import PROBES, probe_softmax
 
     if name in PROBES:
         use_exp2 = PROBES[name]
         return lambda x: probe_softmax(x, use_exp2)
-    get_backend = _get_backend()
-    if get_backend is not None:
-        try:
-            backend = get_backend(name)
-        except (KeyError, ValueError):
-            backend = None
-        if backend is not None:
-            return _backend_callable(name, backend)
-    raise ValueError(f"unknown softmax {name!r}; allowed: {', '.join(allowed_names())}")
+    from ..backends import get_backend
+
+    try:
+        backend = get_backend(name)
+    except ValueError:
+        raise ValueError(f"unknown softmax {name!r}; allowed: {', '.join(allowed_names())}") from None
+    return _backend_callable(name, backend)
 
 
 def max_n(name: str) -> int:

@@ -57,6 +57,9 @@ def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{variant}: expected a torch.Tensor, got {type(x).__name__}")
+    if x.requires_grad and torch.is_grad_enabled():  # raw launchers record no graph: never drop gradients silently
+        raise RuntimeError(f"{variant}: x requires grad and raw launchers have no autograd; allowed: "
+                           "kernels.softmax(x, variant=...) (autograd) or a call under torch.no_grad()")
     if x.dtype not in SUPPORTED_DTYPES:
         raise TypeError(
             f"{variant}: unsupported dtype {x.dtype}; allowed: {', '.join(str(d) for d in SUPPORTED_DTYPES)}"

@@ -57,6 +57,9 @@ def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{variant}: expected a torch.Tensor, got {type(x).__name__}")
+    if x.requires_grad and torch.is_grad_enabled():  # raw launchers record no graph: never drop gradients silently
+        raise RuntimeError(f"{variant}: x requires grad and raw launchers have no autograd; allowed: "
+                           "kernels.softmax(x, variant=...) (autograd) or a call under torch.no_grad()")
     if x.dtype not in SUPPORTED_DTYPES:
         raise TypeError(
             f"{variant}: unsupported dtype {x.dtype}; allowed: {', '.join(str(d) for d in SUPPORTED_DTYPES)}"
@@ -109,10 +112,13 @@ def cached_plans(plan: Callable[..., LaunchPlan]) -> Callable[[int, int, torch.d
 
 def prepare_launch(x: object, variant: str, max_n: int, plans: Callable[[int, int, torch.dtype, dict], LaunchPlan],
                    tunables: dict) -> tuple[torch.Tensor, LaunchPlan, torch.Tensor]:
-    """The launcher prologue every variant shares: validated rows [R, N], the memoized plan, the output rows."""
+    """The launcher prologue every variant shares: validated rows [R, N], the memoized plan, the output rows
+    (tunable `out`, from kernels.softmax only: a checked output viewable as rows [R, N], written in place)."""
+    out = tunables.pop("out", None)
     rows = check_input(x, variant, max_n)
     n_rows, n_cols = rows.shape
-    return rows, plans(n_rows, max(n_cols, 1), rows.dtype, tunables), empty_like_rows(rows)
+    output = empty_like_rows(rows) if out is None else out.view(rows.shape)
+    return rows, plans(n_rows, max(n_cols, 1), rows.dtype, tunables), output
 
 
 def empty_like_rows(rows: torch.Tensor) -> torch.Tensor:

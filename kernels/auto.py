@@ -150,6 +150,7 @@ def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim with the variant and tunables tuned for this GPU, dtype and shape."""
     from .registry import get_variant
 
+    out = tunables.pop("out", None)  # from kernels.softmax: Triton launchers write into it, torch's route does not
     check_tunables(NAME, tunables, TUNABLES)
     rows = check_input(x, NAME, MAX_N)
     n_rows, n_cols = rows.shape
@@ -162,4 +163,4 @@ def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
         variant, chosen = choose(*key)
         _CHOICES[key] = (torch_softmax if variant == "torch" else get_variant(variant).launcher, chosen)
     launcher, chosen = _CHOICES[key]
-    return launcher(x, **chosen)
+    return launcher(x, **chosen) if out is None or launcher is torch_softmax else launcher(x, out=out, **chosen)

@@ -8,8 +8,9 @@ from typing import Any
 
 import torch
 
-from . import auto, multirow, online, persistent, splitrow, teaching
+from . import auto, multirow, online, ops, persistent, splitrow, teaching
 from ._common import SUPPORTED_DTYPES
+from .autograd import SoftmaxFunction
 from .plan import LaunchPlan
 
 
@@ -69,6 +70,111 @@ def get_variant(name: str) -> Variant:
         raise ValueError(f"unknown variant {name!r}; allowed: {', '.join(VARIANTS)}") from None
 
 
-def softmax(x: torch.Tensor, variant: str = "teaching", **tunables: int) -> torch.Tensor:
-    """Softmax over the last dim of `x` with a registered Triton variant and its tunables."""
-    return get_variant(variant).launcher(x, **tunables)
+def softmax(x: torch.Tensor, dim: int | str = -1, variant: str | None = None, *, out: torch.Tensor | None = None,
+            inplace: bool = False, **tunables: int) -> torch.Tensor:
+    """Softmax of `x` over `dim` with a registered Triton variant (default 'teaching') and its tunables.
+
+    Differentiable: every variant's backward is the Triton backward (kernels/backward.py) on the saved output.
+    Under torch.compile it calls the blockscope::softmax op (kernels/ops.py), traced without graph breaks.
+    `dim` other than the last is moved last (a copy when the moved last dim is not unit-stride); the result is
+    then a view of a buffer with `dim` innermost. `out`: a preallocated output of x's shape, dtype and device,
+    not overlapping x (written in place when viewable as rows, else copied into); returned. `inplace=True`
+    writes into x and returns x. Neither takes autograd (as torch's out= ops). The old positional form
+    softmax(x, "online", tile=2048) still works: a str second argument is the variant.
+    """
+    if isinstance(dim, str):  # softmax(x, "online"): the variant, as before `dim` existed
+        if variant is not None:
+            raise TypeError(f"softmax: variant given twice ({dim!r} and {variant!r}); allowed: one of them")
+        dim, variant = -1, dim
+    entry = get_variant("teaching" if variant is None else variant)
+    if dim == -1 and out is None and not inplace and not torch.compiler.is_compiling():  # the common call
+        if isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
+            return SoftmaxFunction.apply(x, entry.launcher, tunables)
+        return entry.launcher(x, **tunables)
+    ndim = x.dim() if isinstance(x, torch.Tensor) else 0
+    if ndim and not -ndim <= dim < ndim:
+        raise IndexError(f"softmax: dim={dim} is out of range for a rank-{ndim} tensor; allowed: {-ndim}..{ndim - 1}")
+    last = not ndim or dim % ndim == ndim - 1
+    if out is not None or inplace:
+        return _softmax_into(x, dim, last, entry, out, inplace, tunables)
+    moved = x if last else x.movedim(dim, -1)
+    if torch.compiler.is_compiling():
+        y = torch.ops.blockscope.softmax(moved, entry.name, ops.encode_tunables(tunables))
+    elif isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
+        y = SoftmaxFunction.apply(moved, entry.launcher, tunables)
+    else:
+        y = entry.launcher(moved, **tunables)
+    return y if last else y.movedim(-1, dim)
+
+
+def _softmax_into(x: torch.Tensor, dim: int, last: bool, entry: Variant, out: torch.Tensor | None, inplace: bool,
+                  tunables: dict) -> torch.Tensor:
+    """softmax(..., out=...) / softmax(..., inplace=True): checks, then the launch writes into the target."""
+    if not isinstance(x, torch.Tensor):
+        return entry.launcher(x, **tunables)  # the launcher names the problem
+    if x.requires_grad and torch.is_grad_enabled():
+        raise RuntimeError("softmax: out= and inplace=True do not support autograd and x requires grad; allowed: "
+                           "out=None, inplace=False (differentiable) or a call under torch.no_grad()")
+    if inplace:
+        if out is not None and out is not x:
+            raise ValueError("softmax: inplace=True writes into x; allowed: out=None or out=x")
+        out = x
+    else:
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"softmax: out must be a torch.Tensor, got {type(out).__name__}")
+        if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
+            raise ValueError(f"softmax: out is {tuple(out.shape)} {out.dtype} on {out.device}; allowed: x's "
+                             f"{tuple(x.shape)} {x.dtype} on {x.device}")
+        if out.requires_grad and torch.is_grad_enabled():
+            raise RuntimeError("softmax: out requires grad; out= does not support autograd")
+        if any(stride == 0 and size > 1 for size, stride in zip(out.shape, out.stride(), strict=True)):
+            raise ValueError("softmax: out has elements sharing memory (a zero stride); allowed: distinct elements")
+        if not torch.compiler.is_compiling() and _overlap(x, out):
+            raise ValueError("softmax: out overlaps x's memory; allowed: a separate tensor, or inplace=True to "
+                             "write into x")
+    moved_x = x if last else x.movedim(dim, -1)
+    moved_out = out if last else out.movedim(dim, -1)
+    if torch.compiler.is_compiling():
+        moved_out.copy_(torch.ops.blockscope.softmax(moved_x, entry.name, ops.encode_tunables(tunables)))
+        return out
+    if moved_out.stride(-1) == 1 and (moved_out.dim() == 2 or moved_out.is_contiguous()):  # rows view: in place
+        y = entry.launcher(moved_x, out=moved_out, **tunables)
+        if y.data_ptr() == moved_out.data_ptr() or y.numel() == 0:
+            return out
+    else:
+        y = entry.launcher(moved_x, **tunables)
+    moved_out.copy_(y)  # out not viewable as rows, or auto's torch route
+    return out
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when a and b share a storage and their byte ranges intersect (conservative for interleaved views)."""
+    if a.numel() == 0 or b.numel() == 0 or a.is_meta:
+        return False
+    if a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+
+    def span(t: torch.Tensor) -> tuple[int, int]:
+        low = t.data_ptr() + sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True) if s < 0) * t.itemsize
+        high = t.data_ptr() + (sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True) if s > 0) + 1) \
+            * t.itemsize
+        return low, high
+
+    (a_low, a_high), (b_low, b_high) = span(a), span(b)
+    return a_low < b_high and b_low < a_high
+
+
+class Softmax(torch.nn.Module):
+    """nn.Module for kernels.softmax: Softmax(dim=-1, variant="auto", **tunables), differentiable, compilable."""
+
+    def __init__(self, dim: int = -1, variant: str = "auto", **tunables: int) -> None:
+        super().__init__()
+        get_variant(variant)
+        self.dim, self.variant, self.tunables = dim, variant, dict(tunables)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return softmax(x, self.dim, self.variant, **self.tunables)
+
+    def extra_repr(self) -> str:
+        return ", ".join([f"dim={self.dim}", f"variant={self.variant!r}",
+                          *(f"{name}={value}" for name, value in self.tunables.items())])

@@ -26,6 +26,18 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
 
 
+@functools.cache
+def triton_interprets() -> bool:
+    """Whether Triton itself was imported with TRITON_INTERPRET=1: it decides once, at import, when it decorates its
+    own helpers (tl.max, ...) as interpreter functions; setting the variable later leaves them GPU-only."""
+    try:
+        from triton.language import standard
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # another Triton layout: trust the variable
+        return interpreting()
+    return isinstance(standard.max, InterpretedFunction)
+
+
 def next_power_of_2(n: int) -> int:
     """Smallest power of two >= n (1 for n <= 1), the seed's BLOCK_SIZE rule."""
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
@@ -51,8 +63,9 @@ def dtype_from_name(name: str | torch.dtype) -> torch.dtype:
 def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
     """Validate a softmax input and return it viewed as rows [R, N] with unit column stride.
 
-    Raises TypeError for a non-tensor or unsupported dtype, ValueError for a wrong device,
-    a 0-d tensor or N over the variant's limit. Cheap on the common path (2-D, unit column stride):
+    Raises TypeError for a non-tensor or unsupported dtype, ValueError for a wrong device (a CPU tensor needs
+    TRITON_INTERPRET=1 set before triton was imported), a 0-d tensor or N over the variant's limit (unless the
+    tensor is empty). Cheap on the common path (2-D, unit column stride):
     it runs on every launch.
     """
     if not isinstance(x, torch.Tensor):
@@ -69,11 +82,15 @@ def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
             )
         if x.device.type != "cpu":
             raise ValueError(f"{variant}: tensor on {x.device}; allowed with TRITON_INTERPRET=1: cpu or cuda")
+        if not triton_interprets():
+            raise ValueError(f"{variant}: tensor on cpu, but TRITON_INTERPRET=1 was set after triton was imported "
+                             "(its kernels are GPU-only now); allowed: set TRITON_INTERPRET=1 before importing "
+                             "triton, or a cuda tensor")
     shape = x.shape
     if not shape:
         raise ValueError(f"{variant}: softmax needs at least one dimension, got a 0-d tensor")
     n_cols = shape[-1]
-    if n_cols > max_n:
+    if n_cols > max_n and x.numel() > 0:  # an empty tensor has nothing to compute at any N
         raise ValueError(f"{variant}: N={n_cols} is over this variant's limit; allowed: 1 <= N <= {max_n}")
     if x.stride(-1) != 1 and x.numel() > 0:
         x = x.contiguous()  # kernels address columns with unit stride: copy a strided last dim
@@ -112,7 +129,8 @@ def prepare_launch(x: object, variant: str, max_n: int, plans: Callable[[int, in
     """The launcher prologue every variant shares: validated rows [R, N], the memoized plan, the output rows."""
     rows = check_input(x, variant, max_n)
     n_rows, n_cols = rows.shape
-    return rows, plans(n_rows, max(n_cols, 1), rows.dtype, tunables), empty_like_rows(rows)
+    plan_n = n_cols if 1 <= n_cols <= max_n else 1  # empty rows of any N: the plan only validates the tunables
+    return rows, plans(n_rows, plan_n, rows.dtype, tunables), empty_like_rows(rows)
 
 
 def empty_like_rows(rows: torch.Tensor) -> torch.Tensor:

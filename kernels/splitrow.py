@@ -48,7 +48,8 @@ WINDOW_BYTES = 16  # window starts and ends round to 16 bytes: 8 fp16/bf16 or 4 
 INTERPRETER_ROW_GROUPS = 2
 TUNABLES = {
     "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 8",
-    "chunk": f"columns per program, a power of two from {MIN_CHUNK} to {MAX_CHUNK}; default min(next_pow2(N), 16384)",
+    "chunk": f"columns per program, a power of two from {MIN_CHUNK} to {MAX_CHUNK}; default max({MIN_CHUNK}, "
+             f"min(next_pow2(N), 16384)), doubled while a row would need over {MAX_CHUNKS} chunks",
     "prefetch": "1: load the next row's chunk before waiting on this one (more registers), 0: no; default 0",
     "counter": "1: chunks count themselves into a per-row counter (release/acquire, memset per launch), 0: programs "
                "poll the row's epoch-tagged partials (no fence); default 1 when CHUNKS > 16",
@@ -195,16 +196,25 @@ def default_window(n_cols: int) -> int:
     return 0 if n_cols % 16 == 0 else 1
 
 
+def default_chunk(n_cols: int, align: int = 1) -> int:
+    """Columns per program by default: max(MIN_CHUNK, min(next_pow2(N), 16384)), doubled (up to MAX_CHUNK) while a
+    row of N columns plus the window's `align` - 1 elements of slack would need over MAX_CHUNKS chunks."""
+    chunk = max(MIN_CHUNK, min(next_power_of_2(n_cols), 16384))
+    while chunk < MAX_CHUNK and triton.cdiv(n_cols + align - 1, chunk) > MAX_CHUNKS:
+        chunk *= 2
+    return chunk
+
+
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
     """CHUNKS = cdiv(N + window slack, CHUNK) programs per row; grid resolved at launch (resident programs,
     whole rows)."""
     check_tunables(NAME, tunables, TUNABLES)
     if not 1 <= n_cols <= MAX_N:
         raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N}")
-    chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", max(MIN_CHUNK, min(next_power_of_2(n_cols),
-                                                                                   16384))), MIN_CHUNK, MAX_CHUNK)
     window = check_int_choice(NAME, "window", tunables.get("window", default_window(n_cols)), (0, 1))
     align = WINDOW_BYTES // dtype.itemsize if window else 1
+    chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", default_chunk(n_cols, align)), MIN_CHUNK,
+                             MAX_CHUNK)
     chunks = triton.cdiv(n_cols + align - 1, chunk)
     if chunks > MAX_CHUNKS:
         raise ValueError(f"{NAME}: N={n_cols} needs {chunks} chunks of {chunk}; allowed: at most {MAX_CHUNKS} "

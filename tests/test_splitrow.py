@@ -103,3 +103,17 @@ def test_specialization_key_follows_what_triton_specializes():
     assert specialization_key((x,)) != specialization_key((x.float(),))  # pointer dtype
     assert specialization_key((x[1:],))[0][1] is False  # 2-byte offset: not 16-byte aligned
     assert specialization_key((2**31,)) != specialization_key((2**31 - 16,))  # needs 64 bits
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
+@pytest.mark.parametrize("n_cols", [2**23 + 1, 2**24 - 1, 2**24])
+def test_default_chunk_scales_with_n_up_to_max_n(n_cols, dtype):
+    """The default chunk (16384) allowed at most 2**24 - 16383 columns with the window: N = 2**24 - 1 failed."""
+    plan = splitrow.plan(1, n_cols, dtype)
+    chunks, chunk = plan.constexprs["CHUNKS"], plan.constexprs["CHUNK"]
+    assert chunks <= splitrow.MAX_CHUNKS and chunk <= splitrow.MAX_CHUNK
+    assert chunks * chunk >= n_cols + plan.constexprs["ALIGN"] - 1
+    assert splitrow.plan(1, 100_000, dtype).constexprs["CHUNK"] == 16384  # unchanged where it fits
+    with pytest.raises(ValueError, match="needs .* chunks of 256; allowed: at most 1024 .raise chunk."):
+        splitrow.plan(1, n_cols, dtype, chunk=256)
+

@@ -184,24 +184,28 @@ DIRECT_LAUNCH = os.environ.get("BLOCKSCOPE_DIRECT_LAUNCH", "1") != "0"  # 0: alw
 
 
 def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int], num_warps: int,
-           num_stages: int = 1) -> None:
+           num_stages: int = 1, cooperative: bool = False) -> None:
     """Launch a @triton.jit kernel: `args` are its runtime arguments in order, `constexprs` the rest by name.
 
     On a GPU the compiled kernel is cached here per (device, constexprs, options, Triton's specialization of
     `args`) and launched directly, skipping JITFunction.run's per-call argument binding and cache key (host
     time that decides launch-bound shapes). Under the interpreter, or if this Triton's CompiledKernel lacks
-    what the direct path needs, the kernel is launched the usual way.
+    what the direct path needs, the kernel is launched the usual way. `cooperative` compiles with Triton's
+    `launch_cooperative_grid` option: the launch carries CU_LAUNCH_ATTRIBUTE_COOPERATIVE, so all its programs are
+    resident together or the launch fails (RuntimeError); callers check `cooperative_launch_supported()` first.
     """
+    options = {"launch_cooperative_grid": True} if cooperative and not interpreting() else {}
     if not DIRECT_LAUNCH or interpreting() or not args[0].is_cuda:
-        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **constexprs)
+        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **options, **constexprs)
         return
     device = args[0].device.index
-    key = (id(kernel), device, tuple(constexprs.items()), num_warps, num_stages, specialization_key(args))
+    key = (id(kernel), device, tuple(constexprs.items()), num_warps, num_stages, bool(options),
+           specialization_key(args))
     entry = _COMPILED.get(key, False)
     if entry is False:
-        entry = _COMPILED[key] = _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages)
+        entry = _COMPILED[key] = _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, options)
     if entry is None:  # no direct path on this Triton
-        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **constexprs)
+        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **options, **constexprs)
         return
     compiled, slots, current_stream, knobs = entry
     values = iter(args)
@@ -213,14 +217,15 @@ def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int
                  knobs.runtime.launch_exit_hook, *bound)
 
 
-def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages) -> tuple | None:
+def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, options=None) -> tuple | None:
     """(CompiledKernel, per-parameter slot: None for the next runtime arg or the constexpr's value, stream getter,
     triton.knobs), or None when this Triton version lacks one of them."""
     try:
         from triton import knobs
         from triton.runtime import driver
 
-        compiled = kernel.warmup(*args, grid=grid, num_warps=num_warps, num_stages=num_stages, **constexprs)
+        compiled = kernel.warmup(*args, grid=grid, num_warps=num_warps, num_stages=num_stages, **(options or {}),
+                                 **constexprs)
         compiled._init_handles()
         slots = [constexprs[p.name] if p.is_constexpr else None for p in kernel.params]
         if sum(slot is None for slot in slots) != len(args):
@@ -228,6 +233,17 @@ def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages) -> tu
         return compiled, slots, driver.active.get_current_stream, knobs
     except (AttributeError, ImportError, KeyError, TypeError):
         return None
+
+
+@functools.cache
+def cooperative_launch_supported() -> bool:
+    """Whether this Triton's CUDA backend takes the `launch_cooperative_grid` option (Triton >= 3.3; 3.6 and 3.7 do),
+    which launches through cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE."""
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return False
+    return "launch_cooperative_grid" in getattr(CUDAOptions, "__dataclass_fields__", {})
 
 
 @functools.cache

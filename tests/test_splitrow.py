@@ -117,3 +117,15 @@ def test_default_chunk_scales_with_n_up_to_max_n(n_cols, dtype):
     with pytest.raises(ValueError, match="needs .* chunks of 256; allowed: at most 1024 .raise chunk."):
         splitrow.plan(1, n_cols, dtype, chunk=256)
 
+
+def test_cooperative_launch_is_available_and_failures_are_recognised():
+    """Triton 3.6 and 3.7 both take launch_cooperative_grid; the launcher falls back to 'online' only on errors
+    from the cooperative attribute."""
+    from kernels._common import cooperative_launch_supported
+
+    assert cooperative_launch_supported()
+    assert splitrow._is_cooperative_failure(RuntimeError("Triton Error [CUDA]: too many blocks in cooperative launch"))
+    assert splitrow._is_cooperative_failure(RuntimeError("Triton Error [CUDA]: operation not supported"))
+    assert not splitrow._is_cooperative_failure(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert splitrow._cooperative({"CHUNKS": 4}) and not splitrow._cooperative({"CHUNKS": 1})
+    assert "cooperative launch" in splitrow.__doc__ and "online" in splitrow.__doc__

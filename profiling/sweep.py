@@ -7,17 +7,22 @@ gather compile facts (profiling.compiled / occupancy / lanes, imported lazily; N
 time each method. A failing config becomes error rows and the sweep goes on. Kernel names come from a
 trace pass after all timing (one torch.profiler call per config, also filling rows of earlier runs that
 lack them): CUPTI, once initialised, can stay attached and slow later launches, so no trace precedes a
-timed call. Rows are saved to `out` periodically (atomic rewrite), and a rerun skips the
-(config, method) pairs already there, so an interrupted sweep resumes from its output file.
-Timer, tracer, compile facts and environment are injectable for CPU tests.
+timed call. Rows are saved to `out` periodically (atomic, fsynced rewrite) under an exclusive lock on `out`
+(a sidecar '<out>.lock' held for the whole sweep; a second writer gets ResultsLockError naming the holder),
+and a rerun skips the (config, method) pairs already there, so an interrupted sweep resumes from its output
+file. Timer, tracer, compile facts and environment are injectable for CPU tests.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
+import os
+import socket
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +34,7 @@ import kernels
 from kernels import DTYPE_NAMES, dtype_from_name, get_variant
 
 from . import timing
-from .env import arch_of, fingerprint
+from .env import arch_of, fingerprint, utc_now_iso
 from .results import (
     COLUMNS,
     COMPILE_COLUMNS,
@@ -274,6 +279,59 @@ def existing_keys(table: pd.DataFrame) -> set[tuple]:
     return {row_key(*values) for values in sub.itertuples(index=False, name=None)}
 
 
+class ResultsLockError(RuntimeError):
+    """Another sweep holds the output file's lock; the message names its pid, host and start time."""
+
+
+def lock_path(out: str | Path) -> Path:
+    """The sidecar lock file of a results file: 'run.parquet' -> 'run.parquet.lock'."""
+    out = Path(out)
+    return out.with_name(out.name + ".lock")
+
+
+def _holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f"pid {info['pid']} on {info['host']}, started {info['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder not recorded yet"
+
+
+@contextlib.contextmanager
+def results_lock(out: str | Path) -> Iterator[Path]:
+    """Hold an exclusive fcntl.flock on `out`'s sidecar lock file for the block (it records pid, host and start
+    time, and is removed on release). ResultsLockError at once when another writer holds it."""
+    out = Path(out)
+    path = lock_path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise ResultsLockError(f"{out} is being written by another sweep ({holder}; lock {path.name}); "
+                                   "allowed: one sweep per output file at a time (wait for it, or use another "
+                                   "output file)") from None
+        try:  # a holder that just finished removed the file we opened: lock the current one instead
+            current = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            break
+        os.close(fd)
+    try:
+        record = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": utc_now_iso()})
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record.encode(), 0)
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # still holding the lock: no one else can be between open and flock on this inode
+        os.close(fd)
+
+
 @dataclass
 class _Shape:
     key: tuple = ()
@@ -307,8 +365,9 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
               graph_calls: int = timing.DEFAULT_GRAPH_CALLS) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
-    `out` (.parquet/.csv) is read first (pairs already present are skipped) and rewritten every
-    `save_every_s` seconds and at the end, also when interrupted. `progress(done, total, config)` is called
+    `out` (.parquet/.csv) is locked for the whole sweep (ResultsLockError if another sweep holds it), read first
+    (pairs already present are skipped) and rewritten every `save_every_s` seconds and at the end, also when
+    interrupted (any exception, KeyboardInterrupt included). `progress(done, total, config)` is called
     after each config (total counts configs still to run); `cancel()` returning True stops before the next
     config. `compile_cap_s`: after a first call slower than this, later configs of the same variant with at
     least as many lanes per thread are skipped (a running compile cannot be interrupted). Defaults: CUDA
@@ -335,69 +394,72 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
     arch = None if device.type == "cuda" else arch_of(env_row)
     compile_facts = compile_facts or default_compile_facts
 
-    out_path = Path(out) if out is not None else None
-    existing = load_results(out_path) if out_path is not None and out_path.exists() else empty_results()
-    done_keys = existing_keys(existing)
-    new_rows: list[dict[str, Any]] = []
-    state = SweepState()
-    last_save = time.perf_counter()
-
-    filled = False  # the trace pass named rows already in the file
-
-    def save() -> None:
-        nonlocal last_save
-        if out_path is not None and (new_rows or filled):
-            save_results(_table(existing, new_rows), out_path)
+    with contextlib.ExitStack() as stack:
+        if out is not None:
+            stack.enter_context(results_lock(out))
+        out_path = Path(out) if out is not None else None
+        existing = load_results(out_path) if out_path is not None and out_path.exists() else empty_results()
+        done_keys = existing_keys(existing)
+        new_rows: list[dict[str, Any]] = []
+        state = SweepState()
         last_save = time.perf_counter()
 
-    pending: list[tuple[Config, kernels.LaunchPlan | None, str, str, list[str]]] = []
-    order = sorted(range(len(configs)), key=lambda i: (configs[i].dtype, configs[i].n_rows, configs[i].n_cols))
-    for i in order:
-        config = configs[i]
-        plan, plan_error = None, ""
+        filled = False  # the trace pass named rows already in the file
+
+        def save() -> None:
+            nonlocal last_save
+            if out_path is not None and (new_rows or filled):
+                save_results(_table(existing, new_rows), out_path)
+            last_save = time.perf_counter()
+
+        pending: list[tuple[Config, kernels.LaunchPlan | None, str, str, list[str]]] = []
+        order = sorted(range(len(configs)), key=lambda i: (configs[i].dtype, configs[i].n_rows, configs[i].n_cols))
+        for i in order:
+            config = configs[i]
+            plan, plan_error = None, ""
+            try:
+                plan = resolve_plan(config, gpu_name)
+            except Exception as error:  # bad tunables for this N: an error row
+                plan_error = _error_text(error)
+            tunables = resolved_tunables_json(config, plan)
+            todo = [m for m in methods if row_key(config.variant, config.dtype, config.n_rows, config.n_cols, tunables,
+                                                  m) not in done_keys]
+            if todo:
+                pending.append((config, plan, plan_error, tunables, todo))
+            else:
+                state.skipped_existing += 1
+        state.total = len(pending)
+        shape = _Shape()
         try:
-            plan = resolve_plan(config, gpu_name)
-        except Exception as error:  # bad tunables for this N: an error row
-            plan_error = _error_text(error)
-        tunables = resolved_tunables_json(config, plan)
-        todo = [m for m in methods
-                if row_key(config.variant, config.dtype, config.n_rows, config.n_cols, tunables, m) not in done_keys]
-        if todo:
-            pending.append((config, plan, plan_error, tunables, todo))
-        else:
-            state.skipped_existing += 1
-    state.total = len(pending)
-    shape = _Shape()
-    try:
-        for config, plan, plan_error, tunables, todo in pending:
-            if cancel is not None and cancel():
-                state.cancelled = True
-                break
-            rows = _run_config(config, plan, plan_error, tunables, todo, device=device, clock=clock,
-                               compile_facts=compile_facts, arch=arch, shape=shape, reps=reps, warmup=warmup,
-                               target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
-                               max_lanes=max_lanes_per_thread, compile_cap_s=compile_cap_s, state=state, seed=seed,
-                               graph_calls=graph_calls)
-            for row in rows:
-                row.update(env_row)
-                if row.get("gbps") is not None and env_row.get("copy_gbps"):
-                    row["copy_fraction"] = row["gbps"] / env_row["copy_gbps"]
-            state.errors += sum(1 for row in rows if row["error"])
-            new_rows.extend(rows)
-            state.done += 1
-            if progress is not None:
-                progress(state.done, state.total, config)
-            if time.perf_counter() - last_save >= save_every_s:
-                save()
-        if tracer is not None and not state.cancelled:
-            existing, filled = _trace_pass(existing, new_rows, tracer, device, gpu_name, cancel, seed)
-    finally:
-        shape.x = shape.reference = None
-        save()
-    table = _table(existing, new_rows)
-    state.seconds = time.perf_counter() - started
-    table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
-    return table
+            for config, plan, plan_error, tunables, todo in pending:
+                if cancel is not None and cancel():
+                    state.cancelled = True
+                    break
+                rows = _run_config(config, plan, plan_error, tunables, todo, device=device, clock=clock,
+                                   compile_facts=compile_facts, arch=arch, shape=shape, reps=reps, warmup=warmup,
+                                   target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
+                                   max_lanes=max_lanes_per_thread, compile_cap_s=compile_cap_s, state=state, seed=seed,
+                                   graph_calls=graph_calls)
+                for row in rows:
+                    row.update(env_row)
+                    if row.get("gbps") is not None and env_row.get("copy_gbps"):
+                        row["copy_fraction"] = row["gbps"] / env_row["copy_gbps"]
+                state.errors += sum(1 for row in rows if row["error"])
+                new_rows.extend(rows)
+                state.done += 1
+                if progress is not None:
+                    progress(state.done, state.total, config)
+                if time.perf_counter() - last_save >= save_every_s:
+                    save()
+            if tracer is not None and not state.cancelled:
+                existing, filled = _trace_pass(existing, new_rows, tracer, device, gpu_name, cancel, seed)
+        finally:
+            shape.x = shape.reference = None
+            save()
+        table = _table(existing, new_rows)
+        state.seconds = time.perf_counter() - started
+        table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
+        return table
 
 
 def _config_from_row(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str) -> Config:

@@ -29,8 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     sweep = subparsers.add_parser("sweep", help="time variants x dtypes x N x num_warps into a results file",
                                   description="Sweep variants x dtypes x N x R x num_warps x tunables, one row per "
-                                  "(config, timing method); resumes from --out if it exists. Ctrl-C, SIGTERM and "
-                                  "SIGHUP save the rows measured so far; one sweep per --out at a time (lock file).")
+                                  "(config, timing method); resumes from --out if it exists (rows of this GPU and "
+                                  "torch/Triton versions; transient errors are retried). Ctrl-C, SIGTERM and SIGHUP "
+                                  "save the rows measured so far; one sweep per --out at a time (lock file).")
     sweep.add_argument("--variants", type=str_list, help="comma list (default: torch and every Triton variant)")
     sweep.add_argument("--dtypes", type=str_list, help="comma list of fp16,bf16,fp32 (default all)")
     sweep.add_argument("--n", type=int_list, help="comma list of N (default: powers of two 128..262144 with "
@@ -46,6 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument("--warmup", type=_non_negative_int, default=25, help="warmup calls per method (default 25)")
     sweep.add_argument("--max-minutes", type=_positive_float, help="stop cleanly after this long (resume later)")
     sweep.add_argument("--no-trace", action="store_true", help="skip the torch.profiler kernel-name trace")
+    sweep.add_argument("--retry-errors", action="store_true", help="measure every error row of --out again "
+                       "(default: only transient ones, e.g. CUDA out of memory or driver errors)")
     sweep.add_argument("--out", required=True, metavar="FILE", help="results .parquet or .csv (resumed if present)")
     sweep.set_defaults(handler=run_sweep_command)
 
@@ -307,7 +310,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     try:
         with save_on_signals():
             table = run_sweep(configs, methods=methods, out=out, reps=args.reps, warmup=args.warmup,
-                              trace=not args.no_trace, progress=callback,
+                              trace=not args.no_trace, progress=callback, retry_errors=args.retry_errors,
                               cancel=(lambda: time.monotonic() > deadline) if deadline else None)
     except Stopped as stop:
         close()

@@ -10,7 +10,11 @@ lack them): CUPTI, once initialised, can stay attached and slow later launches, 
 timed call. Rows are saved to `out` periodically (atomic, fsynced rewrite) under an exclusive lock on `out`
 (a sidecar '<out>.lock' held for the whole sweep; a second writer gets ResultsLockError naming the holder),
 and a rerun skips the (config, method) pairs already there, so an interrupted sweep resumes from its output
-file. Timer, tracer, compile facts and environment are injectable for CPU tests.
+file. Resuming counts only rows measured on the same GPU with the same torch and Triton versions (rows of
+another GPU stay in the file and are measured again here), and never error rows of a transient failure (CUDA
+out of memory, CUDA/driver errors, RuntimeErrors from a launch): those are retried and replaced by the new
+result; deterministic errors (over a limit, bad tunables, a predicted pathological compile, a wrong result)
+are kept unless `retry_errors`. Timer, tracer, compile facts and environment are injectable for CPU tests.
 """
 
 from __future__ import annotations
@@ -273,10 +277,76 @@ def row_key(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str, m
     return (str(variant), str(dtype), int(n_rows), int(n_cols), str(tunables), str(method))
 
 
-def existing_keys(table: pd.DataFrame) -> set[tuple]:
-    cols = ["variant", "dtype", "n_rows", "n_cols", "tunables", "method"]
-    sub = table[cols].astype(object).where(table[cols].notna(), "{}")
+KEY_COLUMNS: tuple[str, ...] = ("variant", "dtype", "n_rows", "n_cols", "tunables", "method")
+RESUME_ENV_COLUMNS: tuple[str, ...] = ("gpu_name", "torch_version", "triton_version")
+# error rows that say nothing about the config: retried on resume (first line of the error, lower case)
+TRANSIENT_ERROR_MARKERS: tuple[str, ...] = ("out of memory", "cuda error", "cuda driver", "driver error",
+                                            "triton error [cuda]", "cuda_error_", "cudaerror", "device-side assert",
+                                            "launch failed", "unspecified launch failure")
+TRANSIENT_ERROR_TYPES: tuple[str, ...] = ("RuntimeError:", "OutOfMemoryError:", "AcceleratorError:", "CudaError:")
+DETERMINISTIC_ERROR_PREFIXES: tuple[str, ...] = ("skipped:", "wrong result:", "ValueError:", "TypeError:",
+                                                 "CompilationError:", "OutOfResources:", "NotImplementedError:")
+
+
+def error_kind(error: str | None) -> str:
+    """'' for a row that ran; 'deterministic' for errors the config will give again (over a variant's limit, bad
+    tunables, a predicted pathological compile, a wrong result, compile errors, Triton's out of resource), kept on
+    resume; 'transient' for CUDA out of memory, CUDA/driver errors and other RuntimeErrors from a launch, retried."""
+    text = "" if error is None or error is pd.NA else str(error).strip()
+    if not text:
+        return ""
+    lower = text.lower()
+    if text.startswith(DETERMINISTIC_ERROR_PREFIXES) or "out of resource" in lower:
+        return "deterministic"
+    if text.startswith(TRANSIENT_ERROR_TYPES) or any(marker in lower for marker in TRANSIENT_ERROR_MARKERS):
+        return "transient"
+    return "deterministic"
+
+
+def resume_env(env: Mapping[str, Any]) -> tuple[str, ...]:
+    """(gpu_name, torch_version, triton_version) of a run: rows count as done only for the same three."""
+    return tuple("" if env.get(name) is None or env.get(name) is pd.NA else str(env.get(name))
+                 for name in RESUME_ENV_COLUMNS)
+
+
+def _key_frame(table: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    sub = table[list(columns)].astype(object)
+    return sub.where(table[list(columns)].notna(), None)
+
+
+def _resume_masks(table: pd.DataFrame, env: Mapping[str, Any] | None,
+                  retry_errors: bool) -> tuple[pd.Series, pd.Series]:
+    """(rows that count as done, error rows this run re-measures and replaces) of `table` for a run in `env`."""
+    same_env = pd.Series(True, index=table.index)
+    if env is not None:
+        wanted = resume_env(env)
+        for name, value in zip(RESUME_ENV_COLUMNS, wanted, strict=True):
+            same_env &= table[name].astype("string").fillna("") == value
+    kinds = table["error"].map(error_kind) if len(table) else pd.Series([], dtype=object)
+    retried = (kinds != "") if retry_errors else (kinds == "transient")
+    return same_env & ~retried, same_env & retried
+
+
+def existing_keys(table: pd.DataFrame, env: Mapping[str, Any] | None = None, *,
+                  retry_errors: bool = False) -> set[tuple]:
+    """row_key of the rows that count as done when resuming: with `env`, only rows measured with its gpu_name,
+    torch_version and triton_version; never error rows of a transient failure (nor any error row with
+    `retry_errors`)."""
+    done, _ = _resume_masks(table, env, retry_errors)
+    sub = _key_frame(table[done], KEY_COLUMNS)
+    sub["tunables"] = sub["tunables"].fillna("{}")
     return {row_key(*values) for values in sub.itertuples(index=False, name=None)}
+
+
+def _replaceable_rows(table: pd.DataFrame, env: Mapping[str, Any] | None, retry_errors: bool) -> dict[tuple, list]:
+    """row_key -> index of this run's environment's error rows that a new result for that key replaces."""
+    _, retried = _resume_masks(table, env, retry_errors)
+    sub = _key_frame(table[retried], KEY_COLUMNS)
+    sub["tunables"] = sub["tunables"].fillna("{}")
+    out: dict[tuple, list] = {}
+    for index, values in zip(sub.index, sub.itertuples(index=False, name=None), strict=True):
+        out.setdefault(row_key(*values), []).append(index)
+    return out
 
 
 class ResultsLockError(RuntimeError):
@@ -362,12 +432,13 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
               max_lanes_per_thread: float | None = DEFAULT_MAX_LANES_PER_THREAD,
               compile_cap_s: float | None = DEFAULT_COMPILE_CAP_S, progress: Progress | None = None,
               cancel: Cancel | None = None, save_every_s: float = 20.0, seed: int = 0,
-              graph_calls: int = timing.DEFAULT_GRAPH_CALLS) -> pd.DataFrame:
+              graph_calls: int = timing.DEFAULT_GRAPH_CALLS, retry_errors: bool = False) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
     `out` (.parquet/.csv) is locked for the whole sweep (ResultsLockError if another sweep holds it), read first
-    (pairs already present are skipped) and rewritten every `save_every_s` seconds and at the end, also when
-    interrupted (any exception, KeyboardInterrupt included). `progress(done, total, config)` is called
+    (pairs already measured in this environment are skipped; transient error rows, or all error rows with
+    `retry_errors`, are measured again and replaced) and rewritten every `save_every_s` seconds and at the end,
+    also when interrupted (any exception, KeyboardInterrupt included). `progress(done, total, config)` is called
     after each config (total counts configs still to run); `cancel()` returning True stops before the next
     config. `compile_cap_s`: after a first call slower than this, later configs of the same variant with at
     least as many lanes per thread are skipped (a running compile cannot be interrupted). Defaults: CUDA
@@ -399,7 +470,9 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
             stack.enter_context(results_lock(out))
         out_path = Path(out) if out is not None else None
         existing = load_results(out_path) if out_path is not None and out_path.exists() else empty_results()
-        done_keys = existing_keys(existing)
+        done_keys = existing_keys(existing, env_row, retry_errors=retry_errors)
+        replaceable = _replaceable_rows(existing, env_row, retry_errors)  # row_key -> error rows a new result replaces
+        replaced: list = []  # index of `existing` rows replaced by this run's rows
         new_rows: list[dict[str, Any]] = []
         state = SweepState()
         last_save = time.perf_counter()
@@ -409,7 +482,7 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
         def save() -> None:
             nonlocal last_save
             if out_path is not None and (new_rows or filled):
-                save_results(_table(existing, new_rows), out_path)
+                save_results(_table(existing.drop(index=replaced), new_rows), out_path)
             last_save = time.perf_counter()
 
         pending: list[tuple[Config, kernels.LaunchPlan | None, str, str, list[str]]] = []
@@ -445,6 +518,8 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
                     if row.get("gbps") is not None and env_row.get("copy_gbps"):
                         row["copy_fraction"] = row["gbps"] / env_row["copy_gbps"]
                 state.errors += sum(1 for row in rows if row["error"])
+                for row in rows:
+                    replaced.extend(replaceable.pop(row_key(*(row[c] for c in KEY_COLUMNS)), ()))
                 new_rows.extend(rows)
                 state.done += 1
                 if progress is not None:
@@ -456,7 +531,7 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
         finally:
             shape.x = shape.reference = None
             save()
-        table = _table(existing, new_rows)
+        table = _table(existing.drop(index=replaced), new_rows)
         state.seconds = time.perf_counter() - started
         table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
         return table

@@ -69,6 +69,11 @@ def test_foreign_out_file_is_refused(capsys, tmp_path):
     assert out.read_text() == "a,b\n1,2\n"
 
 
+def test_retry_errors_flag():
+    assert parse(["sweep", "--out", "x.csv", "--retry-errors"]).retry_errors
+    assert not parse(["sweep", "--out", "x.csv"]).retry_errors
+
+
 @pytest.mark.skipif(not NO_CUDA, reason="checks the no-GPU message")
 @pytest.mark.parametrize("argv", [["seed"], ["sweep", "--out", "x.parquet", "--variants", "torch", "--n", "128"]])
 def test_without_cuda_says_so(capsys, tmp_path, argv, monkeypatch):

@@ -277,12 +277,13 @@ def save_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) 
 
 
 def check_out_path(text: str) -> Path:
-    """--out as a Path: CLIError for a suffix other than .parquet/.csv or a directory."""
+    """--out as a Path: CLIError for a directory or a suffix other than .parquet/.csv."""
     out = Path(text)
+    if out.is_dir() or text.endswith(("/", "\\")):
+        raise CLIError(f"--out {text} is a directory; allowed: a results file path ending in .parquet or .csv "
+                       f"(e.g. {out / 'sweep.parquet'})")
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise CLIError(f"--out {text}: unsupported suffix {out.suffix!r}; allowed: .parquet or .csv")
-    if out.is_dir():
-        raise CLIError(f"--out {text} is a directory; allowed: a .parquet or .csv file path")
     return out
 
 

@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -677,6 +677,12 @@ def _run_job(job: CompileJob, request: dict, what: str) -> None:
     else:
         job.finished_at = time.monotonic()
         job.set_result(info)
+
+
+def result_within(job: Future, seconds: float) -> CompileInfo | None:
+    """The job's CompileInfo if it is done within `seconds`, else None (still running); raises the job's error."""
+    wait([job], timeout=seconds)
+    return job.result() if job.done() else None
 
 
 def inspect_async(variant: str, n_cols: int, dtype: str | torch.dtype, arch: str | None = None, n_rows: int = 4096,

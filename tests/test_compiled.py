@@ -304,3 +304,13 @@ def test_a_failed_background_job_is_kept_for_a_while(tmp_path, monkeypatch):
     assert retry is not job
     with pytest.raises(compiled.CompileTimeout):
         retry.result(timeout=30)
+
+
+@pytest.mark.gpu
+def test_live_inspect_in_a_worker_matches_in_process():
+    """The CLI's path on a GPU (--timeout): the live JIT runs in a killable worker; same facts, no handle."""
+    here = inspect("teaching", 1000, "fp16", num_warps=4)
+    worker = inspect("teaching", 1000, "fp16", num_warps=4, timeout_s=120)
+    assert worker.source == "live" and worker.function_handle is None and worker.arch == here.arch
+    assert (worker.n_regs, worker.shared_bytes, worker.spill_store_bytes) == (
+        here.n_regs, here.shared_bytes, here.spill_store_bytes)

@@ -203,14 +203,13 @@ _PTXAS_REGS = re.compile(r"Used (\d+) registers")
 
 
 def parse_ptxas_log(log: str) -> dict[str, int] | None:
-    """Registers/thread, stack, spill store/load bytes per thread from a `ptxas -v` log (the last kernel in it), or
-    None when the log has no such lines."""
-    frames, regs = _PTXAS_FRAME.findall(log), _PTXAS_REGS.findall(log)
-    if not frames or not regs:
+    """Registers/thread, stack, spill store/load bytes per thread from a `ptxas -v` log (its first function: a
+    Triton module holds one kernel), or None when the log has no such lines."""
+    frame, regs = _PTXAS_FRAME.search(log), _PTXAS_REGS.search(log)
+    if not frame or not regs:
         return None
-    stack, stores, loads = frames[-1]
-    return {"n_regs": int(regs[-1]), "stack_bytes": int(stack), "spill_store_bytes": int(stores),
-            "spill_load_bytes": int(loads)}
+    return {"n_regs": int(regs.group(1)), "stack_bytes": int(frame.group(1)),
+            "spill_store_bytes": int(frame.group(2)), "spill_load_bytes": int(frame.group(3))}
 
 
 def ptxas_usage(ptx: str, capability: int) -> dict[str, int]:

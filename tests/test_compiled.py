@@ -224,7 +224,7 @@ def test_ptxas_runs_once_per_compile(tmp_path, results):
     assert (facts["again"]["stack_bytes"], facts["again"]["spill_store_bytes"]) == (0, 0)
 
 
-def test_parse_ptxas_log_reads_the_last_kernel():
+def test_parse_ptxas_log():
     log = ("ptxas info    : Compiling entry function 'row_softmax_kernel' for 'sm_90a'\n"
            "ptxas info    : Function properties for row_softmax_kernel\n"
            "    2048 bytes stack frame, 2044 bytes spill stores, 2040 bytes spill loads\n"

@@ -26,6 +26,18 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
 
 
+@functools.cache
+def triton_interprets() -> bool:
+    """Whether Triton itself was imported with TRITON_INTERPRET=1: it decides once, at import, when it decorates its
+    own helpers (tl.max, ...) as interpreter functions; setting the variable later leaves them GPU-only."""
+    try:
+        from triton.language import standard
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # another Triton layout: trust the variable
+        return interpreting()
+    return isinstance(standard.max, InterpretedFunction)
+
+
 def next_power_of_2(n: int) -> int:
     """Smallest power of two >= n (1 for n <= 1), the seed's BLOCK_SIZE rule."""
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
@@ -51,8 +63,9 @@ def dtype_from_name(name: str | torch.dtype) -> torch.dtype:
 def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
     """Validate a softmax input and return it viewed as rows [R, N] with unit column stride.
 
-    Raises TypeError for a non-tensor or unsupported dtype, ValueError for a wrong device,
-    a 0-d tensor or N over the variant's limit. Cheap on the common path (2-D, unit column stride):
+    Raises TypeError for a non-tensor or unsupported dtype, ValueError for a wrong device (a CPU tensor needs
+    TRITON_INTERPRET=1 set before triton was imported), a 0-d tensor or N over the variant's limit (unless the
+    tensor is empty). Cheap on the common path (2-D, unit column stride):
     it runs on every launch.
     """
     if not isinstance(x, torch.Tensor):
@@ -72,11 +85,15 @@ def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
             )
         if x.device.type != "cpu":
             raise ValueError(f"{variant}: tensor on {x.device}; allowed with TRITON_INTERPRET=1: cpu or cuda")
+        if not triton_interprets():
+            raise ValueError(f"{variant}: tensor on cpu, but TRITON_INTERPRET=1 was set after triton was imported "
+                             "(its kernels are GPU-only now); allowed: set TRITON_INTERPRET=1 before importing "
+                             "triton, or a cuda tensor")
     shape = x.shape
     if not shape:
         raise ValueError(f"{variant}: softmax needs at least one dimension, got a 0-d tensor")
     n_cols = shape[-1]
-    if n_cols > max_n:
+    if n_cols > max_n and x.numel() > 0:  # an empty tensor has nothing to compute at any N
         raise ValueError(f"{variant}: N={n_cols} is over this variant's limit; allowed: 1 <= N <= {max_n}")
     if x.stride(-1) != 1 and x.numel() > 0:
         x = x.contiguous()  # kernels address columns with unit stride: copy a strided last dim
@@ -117,8 +134,9 @@ def prepare_launch(x: object, variant: str, max_n: int, plans: Callable[[int, in
     out = tunables.pop("out", None)
     rows = check_input(x, variant, max_n)
     n_rows, n_cols = rows.shape
+    plan_n = n_cols if 1 <= n_cols <= max_n else 1  # empty rows of any N: the plan only validates the tunables
     output = empty_like_rows(rows) if out is None else out.view(rows.shape)
-    return rows, plans(n_rows, max(n_cols, 1), rows.dtype, tunables), output
+    return rows, plans(n_rows, plan_n, rows.dtype, tunables), output
 
 
 def empty_like_rows(rows: torch.Tensor) -> torch.Tensor:
@@ -172,24 +190,28 @@ DIRECT_LAUNCH = os.environ.get("BLOCKSCOPE_DIRECT_LAUNCH", "1") != "0"  # 0: alw
 
 
 def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int], num_warps: int,
-           num_stages: int = 1) -> None:
+           num_stages: int = 1, cooperative: bool = False) -> None:
     """Launch a @triton.jit kernel: `args` are its runtime arguments in order, `constexprs` the rest by name.
 
     On a GPU the compiled kernel is cached here per (device, constexprs, options, Triton's specialization of
     `args`) and launched directly, skipping JITFunction.run's per-call argument binding and cache key (host
     time that decides launch-bound shapes). Under the interpreter, or if this Triton's CompiledKernel lacks
-    what the direct path needs, the kernel is launched the usual way.
+    what the direct path needs, the kernel is launched the usual way. `cooperative` compiles with Triton's
+    `launch_cooperative_grid` option: the launch carries CU_LAUNCH_ATTRIBUTE_COOPERATIVE, so all its programs are
+    resident together or the launch fails (RuntimeError); callers check `cooperative_launch_supported()` first.
     """
+    options = {"launch_cooperative_grid": True} if cooperative and not interpreting() else {}
     if not DIRECT_LAUNCH or interpreting() or not args[0].is_cuda:
-        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **constexprs)
+        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **options, **constexprs)
         return
     device = args[0].device.index
-    key = (id(kernel), device, tuple(constexprs.items()), num_warps, num_stages, specialization_key(args))
+    key = (id(kernel), device, tuple(constexprs.items()), num_warps, num_stages, bool(options),
+           specialization_key(args))
     entry = _COMPILED.get(key, False)
     if entry is False:
-        entry = _COMPILED[key] = _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages)
+        entry = _COMPILED[key] = _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, options)
     if entry is None:  # no direct path on this Triton
-        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **constexprs)
+        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **options, **constexprs)
         return
     compiled, slots, current_stream, knobs = entry
     values = iter(args)
@@ -201,14 +223,15 @@ def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int
                  knobs.runtime.launch_exit_hook, *bound)
 
 
-def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages) -> tuple | None:
+def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, options=None) -> tuple | None:
     """(CompiledKernel, per-parameter slot: None for the next runtime arg or the constexpr's value, stream getter,
     triton.knobs), or None when this Triton version lacks one of them."""
     try:
         from triton import knobs
         from triton.runtime import driver
 
-        compiled = kernel.warmup(*args, grid=grid, num_warps=num_warps, num_stages=num_stages, **constexprs)
+        compiled = kernel.warmup(*args, grid=grid, num_warps=num_warps, num_stages=num_stages, **(options or {}),
+                                 **constexprs)
         compiled._init_handles()
         slots = [constexprs[p.name] if p.is_constexpr else None for p in kernel.params]
         if sum(slot is None for slot in slots) != len(args):
@@ -216,6 +239,17 @@ def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages) -> tu
         return compiled, slots, driver.active.get_current_stream, knobs
     except (AttributeError, ImportError, KeyError, TypeError):
         return None
+
+
+@functools.cache
+def cooperative_launch_supported() -> bool:
+    """Whether this Triton's CUDA backend takes the `launch_cooperative_grid` option (Triton >= 3.3; 3.6 and 3.7 do),
+    which launches through cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE."""
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return False
+    return "launch_cooperative_grid" in getattr(CUDAOptions, "__dataclass_fields__", {})
 
 
 @functools.cache

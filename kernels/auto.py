@@ -29,7 +29,7 @@ NAME = "auto"
 SHIPPED_DIR = Path(__file__).parent / "tuned"
 TUNABLES: dict[str, str] = {}
 TABLE_FORMAT = 1
-MAX_N = splitrow.MAX_N  # the widest rows any choice can take (split-row programs)
+MAX_N = splitrow.MAX_N  # the widest rows any choice takes (split-row programs; 'online' when a row cannot be resident)
 
 
 def user_table_dir() -> Path:
@@ -72,7 +72,8 @@ def heuristic_choice(n_rows: int, n_cols: int) -> tuple[str, dict[str, int]]:
         return "multirow", {}
     if block <= 16384:
         return "teaching", {"num_warps": min(32, max(4, block // 512))}
-    return "splitrow", {"chunk": 8192, "num_warps": 8}
+    # chunk 8192 unless a row of N would need more chunks than splitrow takes (8: the widest window slack)
+    return "splitrow", {"chunk": max(8192, splitrow.default_chunk(n_cols, align=8)), "num_warps": 8}
 
 
 def _nearest(entries: list[dict], n_rows: int, n_cols: int) -> dict:

@@ -6,9 +6,18 @@ launch's epoch, waits until all CHUNKS partials of the row are in, combines them
 Two ways to wait (`counter`): poll the row's tagged words until every tag is this launch's (a tag travels
 in the word it vouches for, so neither side fences and loads in flight, e.g. the prefetched next row,
 keep going; each poll reads 16 x CHUNKS bytes), or count chunks into a per-row counter with a release
-add and poll that one word with acquire (fences; counters zeroed before each launch). Waiting is safe
-only when every program of the grid is resident at once, so the grid is SMs x blocks/SM (driver
-occupancy API), rounded down to whole rows, and programs loop over rows like the persistent variant.
+add and poll that one word with acquire (fences; counters zeroed before each launch).
+
+Waiting is safe only when every program of the grid is resident at once, and CUDA guarantees that only for a
+cooperative launch. So on the GPU a launch with CHUNKS > 1 is cooperative (Triton's `launch_cooperative_grid`
+option, CU_LAUNCH_ATTRIBUTE_COOPERATIVE through cuLaunchKernelEx; Triton 3.3+): the driver starts all of its
+programs together or fails the launch at once ("too many blocks in cooperative launch"), so a grid sharing the
+GPU with kernels on other streams never waits on programs that are not running. The grid is SMs x blocks/SM
+(driver occupancy API, the cooperative limit), rounded down to whole rows, and programs loop over rows like the
+persistent variant. Where that cannot work, splitrow runs `online` instead (looped, one program per row, never
+waits) and warns once per config: a row needs more programs than fit on the GPU at once (very wide rows: a
+2**24-column fp32 row is more than an H200's register file), this Triton has no cooperative launch, or the
+cooperative launch fails. CHUNKS == 1 exchanges nothing and launches normally.
 The epoch lives on the GPU (the launch's last program out bumps it), so CUDA-graph replays get fresh
 epochs and no launch needs a memset for the tags: stale words carry older epochs.
 
@@ -23,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 from collections.abc import Iterator
 
 import torch
@@ -35,6 +45,7 @@ from ._common import (
     check_int_choice,
     check_power_of_2,
     check_tunables,
+    cooperative_launch_supported,
     driver_blocks_per_sm,
     interpreting,
     next_power_of_2,
@@ -52,7 +63,8 @@ WINDOW_BYTES = 16  # window starts and ends round to 16 bytes: 8 fp16/bf16 or 4 
 INTERPRETER_ROW_GROUPS = 2
 TUNABLES = {
     "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 8",
-    "chunk": f"columns per program, a power of two from {MIN_CHUNK} to {MAX_CHUNK}; default min(next_pow2(N), 16384)",
+    "chunk": f"columns per program, a power of two from {MIN_CHUNK} to {MAX_CHUNK}; default max({MIN_CHUNK}, "
+             f"min(next_pow2(N), 16384)), doubled while a row would need over {MAX_CHUNKS} chunks",
     "prefetch": "1: load the next row's chunk before waiting on this one (more registers), 0: no; default 0",
     "counter": "1: chunks count themselves into a per-row counter (release/acquire, memset per launch), 0: programs "
                "poll the row's epoch-tagged partials (no fence); default 1 when CHUNKS > 16",
@@ -199,16 +211,25 @@ def default_window(n_cols: int) -> int:
     return 0 if n_cols % 16 == 0 else 1
 
 
+def default_chunk(n_cols: int, align: int = 1) -> int:
+    """Columns per program by default: max(MIN_CHUNK, min(next_pow2(N), 16384)), doubled (up to MAX_CHUNK) while a
+    row of N columns plus the window's `align` - 1 elements of slack would need over MAX_CHUNKS chunks."""
+    chunk = max(MIN_CHUNK, min(next_power_of_2(n_cols), 16384))
+    while chunk < MAX_CHUNK and triton.cdiv(n_cols + align - 1, chunk) > MAX_CHUNKS:
+        chunk *= 2
+    return chunk
+
+
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
     """CHUNKS = cdiv(N + window slack, CHUNK) programs per row; grid resolved at launch (resident programs,
     whole rows)."""
     check_tunables(NAME, tunables, TUNABLES)
     if not 1 <= n_cols <= MAX_N:
         raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N}")
-    chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", max(MIN_CHUNK, min(next_power_of_2(n_cols),
-                                                                                   16384))), MIN_CHUNK, MAX_CHUNK)
     window = check_int_choice(NAME, "window", tunables.get("window", default_window(n_cols)), (0, 1))
     align = WINDOW_BYTES // dtype.itemsize if window else 1
+    chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", default_chunk(n_cols, align)), MIN_CHUNK,
+                             MAX_CHUNK)
     chunks = triton.cdiv(n_cols + align - 1, chunk)
     if chunks > MAX_CHUNKS:
         raise ValueError(f"{NAME}: N={n_cols} needs {chunks} chunks of {chunk}; allowed: at most {MAX_CHUNKS} "
@@ -231,26 +252,81 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
 _plans = cached_plans(plan)
 _BLOCKS_PER_SM: dict[tuple, int] = {}
 _SM_COUNT: dict[int | None, int] = {}
+_FALLBACKS: dict[tuple, str] = {}  # residency key -> why this config runs 'online' on the GPU
+
+
+def _cooperative(constexprs: dict[str, int]) -> bool:
+    """Launch cooperatively: programs wait on each other (CHUNKS > 1) and this Triton can."""
+    return constexprs["CHUNKS"] > 1 and cooperative_launch_supported()
+
+
+def _residency_key(args: tuple, launch: LaunchPlan, device: torch.device, constexprs: dict[str, int]) -> tuple:
+    return (device.index, launch.dtype, launch.num_warps, tuple(constexprs.items()), specialization_key(args))
+
+
+def resident_programs(args: tuple, launch: LaunchPlan, device: torch.device,
+                      constexprs: dict[str, int] | None = None) -> int:
+    """SM count x blocks per SM (driver occupancy API) of the kernel compiled for these args, with the options it
+    is launched with (`constexprs`: the launch's, default the plan's): the most programs resident at once, which is
+    also the largest grid a cooperative launch takes."""
+    constexprs = constexprs or launch.constexprs
+    key = _residency_key(args, launch, device, constexprs)
+    if key not in _BLOCKS_PER_SM:
+        options = {"launch_cooperative_grid": True} if _cooperative(constexprs) else {}
+        compiled = row_softmax_splitrow_kernel.warmup(*args, num_warps=launch.num_warps, num_stages=1, grid=(1,),
+                                                      **options, **constexprs)
+        compiled._init_handles()
+        _BLOCKS_PER_SM[key] = driver_blocks_per_sm(compiled.function, launch.num_warps, compiled.metadata.shared)
+        _SM_COUNT[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _SM_COUNT[device.index] * _BLOCKS_PER_SM[key]
 
 
 def resident_row_groups(args: tuple, launch: LaunchPlan, device: torch.device,
                         constexprs: dict[str, int] | None = None) -> int:
-    """Rows in flight: (SM count x blocks per SM) // CHUNKS, from the driver's occupancy of the kernel compiled
-    for these args (`constexprs`: the launch's, default the plan's)."""
+    """Rows in flight: resident programs // CHUNKS; ValueError when one row's CHUNKS programs do not fit at once."""
     constexprs = constexprs or launch.constexprs
     chunks = constexprs["CHUNKS"]
-    key = (device.index, launch.dtype, launch.num_warps, tuple(constexprs.items()), specialization_key(args))
-    if key not in _BLOCKS_PER_SM:
-        compiled = row_softmax_splitrow_kernel.warmup(*args, num_warps=launch.num_warps, num_stages=1, grid=(1,),
-                                                      **constexprs)
-        compiled._init_handles()
-        _BLOCKS_PER_SM[key] = driver_blocks_per_sm(compiled.function, launch.num_warps, compiled.metadata.shared)
-        _SM_COUNT[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
-    resident = _SM_COUNT[device.index] * _BLOCKS_PER_SM[key]
+    resident = resident_programs(args, launch, device, constexprs)
     if resident < chunks:
         raise ValueError(f"{NAME}: {chunks} chunks per row but only {resident} programs fit on the GPU at once; "
                          "allowed: a larger chunk")
     return resident // chunks
+
+
+def fallback_reason(args: tuple, launch: LaunchPlan, device: torch.device,
+                    constexprs: dict[str, int] | None = None) -> str | None:
+    """Why a GPU launch of this config runs 'online' instead (None: splitrow runs): the cooperative launch its
+    waiting needs is missing from this Triton or failed before, or one row's programs do not fit on the GPU at once."""
+    constexprs = constexprs or launch.constexprs
+    if constexprs["CHUNKS"] == 1:
+        return None  # nothing is exchanged: no program waits
+    known = _FALLBACKS.get(_residency_key(args, launch, device, constexprs))
+    if known is not None:
+        return known
+    if not cooperative_launch_supported():
+        return "this Triton has no cooperative launch (launch_cooperative_grid), which waiting programs need"
+    resident = resident_programs(args, launch, device, constexprs)
+    if resident < constexprs["CHUNKS"]:
+        return (f"a row needs {constexprs['CHUNKS']} programs of {constexprs['CHUNK']} columns but only {resident} "
+                "fit on the GPU at once")
+    return None
+
+
+def _is_cooperative_failure(error: BaseException) -> bool:
+    """A launch error from the cooperative attribute ('too many blocks in cooperative launch', not supported)."""
+    text = str(error).lower()
+    return "cooperative" in text or "not supported" in text
+
+
+def _run_online(x: torch.Tensor, key: tuple, reason: str, remember: bool = True) -> torch.Tensor:
+    if key not in _FALLBACKS:
+        warnings.warn(f"{NAME}: {reason}; ran 'online' instead (it never waits on other programs)", RuntimeWarning,
+                      stacklevel=3)
+    if remember:
+        _FALLBACKS[key] = reason
+    from .online import softmax_online
+
+    return softmax_online(x)
 
 
 _WORKSPACES: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
@@ -330,6 +406,18 @@ def softmax_splitrow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
         for phase in phases:  # programs run one after another here: publish all, then combine
             row_softmax_splitrow_kernel[launch.grid](*args, PHASE=phase, **constexprs)
         return output.view(x.shape)
+    key = _residency_key(args, launch, rows.device, constexprs)
+    reason = fallback_reason(args, launch, rows.device, constexprs)
+    if reason is not None:
+        return _run_online(x, key, reason)
     groups = min(n_rows, resident_row_groups(args, launch, rows.device, constexprs))
-    launch_kernel(row_softmax_splitrow_kernel, (groups * constexprs["CHUNKS"],), args, constexprs, launch.num_warps)
+    try:
+        launch_kernel(row_softmax_splitrow_kernel, (groups * constexprs["CHUNKS"],), args, constexprs,
+                      launch.num_warps, cooperative=_cooperative(constexprs))
+    except RuntimeError as error:
+        if not _is_cooperative_failure(error):
+            raise
+        capturing = torch.cuda.is_current_stream_capturing()  # a failure while capturing may be the capture's
+        return _run_online(x, key, f"the cooperative launch failed ({str(error).strip().splitlines()[0][:200]})",
+                           remember=not capturing)
     return output.view(x.shape)

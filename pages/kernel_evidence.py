@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from pages import _common as ui
@@ -50,14 +52,23 @@ if len(errors):
                      hide_index=True, key="ev_errors")
 
 
-@st.cache_data(show_spinner="Compiling offline (cached on disk after the first time)…", max_entries=16)
-def assembly(variant: str, n_cols: int, dtype: str, arch: str, num_warps: int) -> dict:
+REFRESH_S = 1.0  # while a background compile runs, the page reruns itself this long after it has rendered
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def compile_problem(variant: str, n_cols: int, dtype: str, num_warps: int) -> str | None:
+    """Why compiling this config would take minutes (the sweep's prediction), or None."""
+    from profiling.cli_compile import predicted_problem
+
+    return predicted_problem(variant, n_cols, dtype, 4096, {"num_warps": num_warps})
+
+
+def start_compile(variant: str, n_cols: int, dtype: str, arch: str, num_warps: int):
+    """The background compile of one config (profiling.compiled.inspect_async): returns at once."""
     import kernels
     from profiling import compiled
 
-    info = compiled.inspect(variant, n_cols, kernels.dtype_from_name(dtype), arch=arch, num_warps=num_warps)
-    return {k: getattr(info, k, None) for k in ("n_regs", "spill_store_bytes", "shared_bytes", "compile_seconds",
-                                                 "source", "ptx", "sass")}
+    return compiled.inspect_async(variant, n_cols, kernels.dtype_from_name(dtype), arch=arch, num_warps=num_warps)
 
 
 st.subheader("PTX / SASS of one config")
@@ -70,17 +81,38 @@ dtype = c[3].selectbox("dtype", ("fp16", "bf16", "fp32"), key="ev_dtype")
 arch_names = dd.arch_names()
 arch = c[4].selectbox("arch", arch_names, key="ev_arch", index=arch_names.index(dd.data_arch(ctx.df))
                       if dd.data_arch(ctx.df) in arch_names else 0)
+compiling = None  # the background compile this page waits for (rerun shortly)
 if st.toggle("Compile and show assembly", False, key="ev_show",
-             help="Offline compile on this machine (a few seconds the first time, then cached on disk)."):
+             help="Offline compile on this machine, in the background (a few seconds the first time, then cached on "
+                  "disk); configs predicted to compile for minutes are not compiled unless forced."):
+    info = None
     try:
-        info = assembly(variant, int(n_cols), dtype, arch, int(num_warps))
+        from profiling import compiled
+
+        problem = compile_problem(variant, int(n_cols), dtype, int(num_warps))
+        force = False
+        if problem:
+            st.warning(f"Not compiled: {problem.removeprefix('skipped: ')}.")
+            force = st.checkbox("Compile anyway (in the background; it may take minutes)", False, key="ev_force")
+        if not problem or force:
+            job = start_compile(variant, int(n_cols), dtype, arch, int(num_warps))
+            with st.spinner(f"Compiling {job.label}…"):
+                info = compiled.result_within(job, compiled.BACKGROUND_WAIT_S)
+            if info is None:
+                compiling = job
+                st.info(f"Compiling {job.label} in the background (given up after {job.timeout_s:.0f} s); this "
+                        "page reruns by itself until it is done — rerun/refresh shortly.")
     except ImportError:
         st.info("profiling.compiled is not available yet in this checkout.")
     except Exception as error:
         st.error(f"Compile failed: {error}")
-    else:
-        st.caption(f"{info['n_regs']} registers/thread, {info['spill_store_bytes']} B spilled, "
-                   f"{info['shared_bytes']} B shared; {info['source']} compile in {info['compile_seconds'] or 0:.1f} s")
+    if info is not None:
+        st.caption(f"{info.n_regs} registers/thread, {info.spill_store_bytes} B spilled, "
+                   f"{info.shared_bytes} B shared; {info.source} compile in {info.compile_seconds or 0:.1f} s")
         ptx_tab, sass_tab = st.tabs(["PTX", "SASS"])
-        ptx_tab.code(info["ptx"] or "(no PTX)", language="asm", height=420)
-        sass_tab.code(info["sass"] or "(no SASS: needs nvdisasm / cuobjdump)", language="asm", height=420)
+        ptx_tab.code(info.ptx or "(no PTX)", language="asm", height=420)
+        sass_tab.code(info.sass or "(no SASS: needs nvdisasm / cuobjdump)", language="asm", height=420)
+
+if compiling is not None and not compiling.done() and time.monotonic() < compiling.deadline:
+    time.sleep(REFRESH_S)  # the page has rendered; look again (a widget change interrupts this rerun)
+    st.rerun()

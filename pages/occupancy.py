@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, is_dataclass
 
 import pandas as pd
@@ -12,16 +13,23 @@ from profiling import dashboard_data as dd
 from profiling import figures
 
 COMPILE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow")
+REFRESH_S = 1.0  # while a background compile runs, the page reruns itself this long after it has rendered
 
 
-@st.cache_data(show_spinner="Compiling offline (cached on disk after the first time)…", max_entries=64)
-def compile_info(variant: str, n_cols: int, dtype: str, arch: str, num_warps: int) -> dict:
-    """compiled.inspect for one config as a plain dict (registers, spills, shared, source, ptx, sass)."""
+@st.cache_data(show_spinner=False, max_entries=256)
+def compile_problem(variant: str, n_cols: int, dtype: str, num_warps: int) -> str | None:
+    """Why compiling this config would take minutes (the sweep's prediction), or None."""
+    from profiling.cli_compile import predicted_problem
+
+    return predicted_problem(variant, n_cols, dtype, 4096, {"num_warps": num_warps})
+
+
+def start_compile(variant: str, n_cols: int, dtype: str, arch: str, num_warps: int):
+    """The background compile of one config (profiling.compiled.inspect_async): returns at once."""
     import kernels
     from profiling import compiled
 
-    info = compiled.inspect(variant, n_cols, kernels.dtype_from_name(dtype), arch=arch, num_warps=num_warps)
-    return asdict(info) if is_dataclass(info) else dict(vars(info))
+    return compiled.inspect_async(variant, n_cols, kernels.dtype_from_name(dtype), arch=arch, num_warps=num_warps)
 
 
 @st.cache_data(show_spinner=False)
@@ -68,18 +76,37 @@ dtype = c[4].selectbox("dtype", ("fp16", "bf16", "fp32"), index=("fp16", "bf16",
 
 facts: dict | None = None
 occ: dict | None = None
+compiling = None  # the background compile this page waits for (rerun shortly)
+source = ""
 try:
-    facts = compile_info(variant, int(n_cols), dtype, arch, int(num_warps))
-    source = f"compiled {facts.get('source', 'offline')} for {arch} in {facts.get('compile_seconds', 0):.1f} s"
+    from profiling import compiled
+
+    problem = compile_problem(variant, int(n_cols), dtype, int(num_warps))
+    force = False
+    if problem:
+        st.warning(f"Not compiled: {problem.removeprefix('skipped: ')}.")
+        force = st.checkbox("Compile anyway (in the background; it may take minutes)", False, key="occ_force")
+    if not problem or force:
+        job = start_compile(variant, int(n_cols), dtype, arch, int(num_warps))
+        with st.spinner(f"Compiling {job.label}…"):
+            info = compiled.result_within(job, compiled.BACKGROUND_WAIT_S)
+        if info is None:
+            compiling = job
+            st.info(f"Compiling {job.label} in the background (given up after {job.timeout_s:.0f} s); this page "
+                    "reruns by itself until it is done — rerun/refresh shortly. Meanwhile: the sweep's compile "
+                    "columns, if any.")
+        else:
+            facts = asdict(info) if is_dataclass(info) else dict(vars(info))
+            source = f"compiled {facts.get('source', 'offline')} for {arch} in {facts.get('compile_seconds', 0):.1f} s"
 except ImportError:
     source = "profiling.compiled is not available yet: facts from the sweep's compile columns"
-except Exception as error:  # an invalid config or a compile failure: say which
+except Exception as error:  # an invalid config, a compile failure or timeout: say which
     st.error(f"Compile failed for {variant} N={n_cols} num_warps={num_warps} {dtype} on {arch}: {error}")
-    source = ""
 row = sweep_row(ctx.df, variant, dtype, int(n_cols), int(num_warps))
 if facts is None and row is not None:
     facts = {k: (None if pd.isna(row[k]) else int(row[k]))
              for k in ("n_regs", "spill_store_bytes", "spill_load_bytes", "shared_bytes")}
+    source = source or "from the sweep's compile columns"
 if facts is not None:
     try:
         occ = occupancy_of(arch, int(facts["n_regs"]), int(num_warps), int(facts["shared_bytes"] or 0))
@@ -186,3 +213,7 @@ if offline_vs_live is not None:
                "live_shared_bytes", "offline_shared_bytes", "live_spill_store_bytes", "offline_spill_store_bytes"]
     with st.expander("Data: offline vs live (data/offline_vs_live.csv)"):
         st.dataframe(compared[columns], hide_index=True, key="occ_offline_live")
+
+if compiling is not None and not compiling.done() and time.monotonic() < compiling.deadline:
+    time.sleep(REFRESH_S)  # the page has rendered; look again (a widget change interrupts this rerun)
+    st.rerun()

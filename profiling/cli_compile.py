@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import time
 
 from .cli import CLIError, positive_int
 
 MAX_SHARED_ARG = 1 << 30  # bytes; anything larger is a typo
 MAX_REGS_ARG = 255
+DEFAULT_TIMEOUT_S = 120.0  # an inspect compile; longer ones are killed (see --timeout)
+PROGRESS_EVERY_S = 10.0  # a 'still compiling' line on stderr this often
 
 
 def _bounded_int(low: int, high: int, unit: str):
@@ -59,7 +63,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     inspect.add_argument("--json", action="store_true", help="print JSON")
     inspect.add_argument("--ptx", action="store_true", help="also print the PTX")
     inspect.add_argument("--sass", action="store_true", help="also print the SASS")
+    inspect.add_argument("--force", action="store_true", help="compile even a config predicted to compile for "
+                         "minutes (over 256 lanes per thread; refused otherwise)")
+    inspect.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                         help=f"give up on the compile after this long, killing it (default {DEFAULT_TIMEOUT_S:g})")
     inspect.set_defaults(handler=run_inspect)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; allowed: seconds > 0") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not positive; allowed: seconds > 0")
+    return value
 
 
 def run_occupancy(args: argparse.Namespace) -> int:
@@ -96,7 +114,27 @@ def _limits_table(result) -> str:
     return "\n".join(lines)
 
 
+def predicted_problem(variant: str, n_cols: int, dtype: str, n_rows: int, tunables: dict[str, int]) -> str | None:
+    """The sweep's prediction for this config (profiling.sweep.predicted_compile_problem): why compiling it would
+    take minutes, or None. ValueError for an invalid config (the variant's own message)."""
+    import kernels
+
+    from .sweep import DEFAULT_MAX_LANES_PER_THREAD, predicted_compile_problem
+
+    try:
+        torch_dtype = kernels.dtype_from_name(dtype)
+    except TypeError as error:
+        raise ValueError(str(error)) from None
+    spec = kernels.get_variant(variant)
+    if n_cols > spec.max_n:
+        raise ValueError(f"{variant}: N={n_cols} is over this variant's limit; allowed: 1 <= N <= {spec.max_n}")
+    plan = spec.plan(n_rows, n_cols, torch_dtype, **tunables)
+    return predicted_compile_problem(plan, DEFAULT_MAX_LANES_PER_THREAD)
+
+
 def run_inspect(args: argparse.Namespace) -> int:
+    from concurrent.futures import TimeoutError as WaitTimeout
+
     from . import compiled, occupancy
 
     tunables = {name: value for name, value in (
@@ -106,10 +144,29 @@ def run_inspect(args: argparse.Namespace) -> int:
     try:
         if args.arch is not None:
             occupancy.arch_from_name(args.arch)
-        info = compiled.inspect(args.variant, args.n, args.dtype, arch=args.arch, n_rows=args.rows, **tunables)
+        problem = predicted_problem(args.variant, args.n, args.dtype, args.rows, tunables)
+        if problem and not args.force:  # answered before any compile: such configs take minutes
+            raise CLIError(f"refused: {problem.removeprefix('skipped: ')}; allowed: --force to compile anyway "
+                           f"(killed after --timeout {args.timeout:g} s), or more --num-warps")
+        job = compiled.inspect_async(args.variant, args.n, args.dtype, arch=args.arch, n_rows=args.rows,
+                                     timeout_s=args.timeout, **tunables)
+        if not job.done():
+            sys.stderr.write(f"compiling {job.label} in a worker (killed after {args.timeout:g} s)...\n")
+            sys.stderr.flush()
+        while True:
+            try:
+                info = job.result(timeout=PROGRESS_EVERY_S)
+                break
+            except WaitTimeout:
+                sys.stderr.write(f"  still compiling {job.label}: {time.monotonic() - job.started_at:.0f} s of at "
+                                 f"most {args.timeout:g} s\n")
+                sys.stderr.flush()
         result = occupancy.occupancy(info.arch, info.n_regs, info.num_warps, info.shared_bytes)
     except (ValueError, TypeError) as error:
         raise CLIError(str(error).splitlines()[0]) from None
+    except compiled.CompileTimeout:
+        raise CLIError(f"compile timed out after {args.timeout:g} s (worker killed); allowed: --timeout SECONDS to "
+                       "wait longer") from None
     except RuntimeError as error:
         raise CLIError(f"compile failed: {str(error).strip().splitlines()[-1][:300]}") from None
     out = {**info.to_dict(), "blocks_per_sm": result.blocks_per_sm, "warps_per_sm": result.warps_per_sm,

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     sweep = subparsers.add_parser("sweep", help="time variants x dtypes x N x num_warps into a results file",
                                   description="Sweep variants x dtypes x N x R x num_warps x tunables, one row per "
-                                  "(config, timing method); resumes from --out if it exists.")
+                                  "(config, timing method); resumes from --out if it exists (rows of this GPU and "
+                                  "torch/Triton versions; transient errors are retried). Ctrl-C, SIGTERM and SIGHUP "
+                                  "save the rows measured so far; one sweep per --out at a time (lock file).")
     sweep.add_argument("--variants", type=str_list, help="comma list of backends: torch, inductor, liger, quack "
                        "and the Triton variants (default: torch, the peers available here, every Triton variant)")
     sweep.add_argument("--dtypes", type=str_list, help="comma list of fp16,bf16,fp32 (default all)")
@@ -43,6 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument("--warmup", type=_non_negative_int, default=25, help="warmup calls per method (default 25)")
     sweep.add_argument("--max-minutes", type=_positive_float, help="stop cleanly after this long (resume later)")
     sweep.add_argument("--no-trace", action="store_true", help="skip the torch.profiler kernel-name trace")
+    sweep.add_argument("--retry-errors", action="store_true", help="measure every error row of --out again "
+                       "(default: only transient ones, e.g. CUDA out of memory or driver errors)")
     sweep.add_argument("--out", required=True, metavar="FILE", help="results .parquet or .csv (resumed if present)")
     sweep.set_defaults(handler=run_sweep_command)
 
@@ -237,15 +244,55 @@ def _progress_reporter(stream: Any = None) -> tuple[Any, Any]:
     return callback, close
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a sweep: raised like Ctrl-C's KeyboardInterrupt, so run_sweep saves on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def save_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) -> Iterator[None]:
+    """Turn the first of `signals` into Stopped (a KeyboardInterrupt) for the block, so the sweep saves the rows done
+    so far as it does for Ctrl-C; later ones arrive while it saves and are ignored. Previous handlers come back on
+    exit (main thread only: elsewhere the block runs unchanged)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        if not fired:
+            fired.append(signum)
+            raise Stopped(signum)
+
+    previous = {signum: signal.signal(signum, handler) for signum in signals}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def check_out_path(text: str) -> Path:
+    """--out as a Path: CLIError for a directory or a suffix other than .parquet/.csv."""
+    out = Path(text)
+    if out.is_dir() or text.endswith(("/", "\\")):
+        raise CLIError(f"--out {text} is a directory; allowed: a results file path ending in .parquet or .csv "
+                       f"(e.g. {out / 'sweep.parquet'})")
+    if out.suffix.lower() not in (".parquet", ".csv"):
+        raise CLIError(f"--out {text}: unsupported suffix {out.suffix!r}; allowed: .parquet or .csv")
+    return out
+
+
 def run_sweep_command(args: argparse.Namespace) -> int:
     from .results import ResultsError, load_results
-    from .sweep import estimate_seconds, run_sweep
+    from .sweep import ResultsLockError, estimate_seconds, run_sweep
 
-    out = Path(args.out)
-    if out.suffix.lower() not in (".parquet", ".csv"):
-        raise CLIError(f"--out {args.out}: unsupported suffix {out.suffix!r}; allowed: .parquet or .csv")
-    if out.is_dir():
-        raise CLIError(f"--out {args.out} is a directory; allowed: a .parquet or .csv file path")
+    out = check_out_path(args.out)
     configs = sweep_configs_from_args(args)
     if out.exists():
         try:
@@ -263,9 +310,16 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     callback, close = _progress_reporter()
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        table = run_sweep(configs, methods=methods, out=out, reps=args.reps, warmup=args.warmup,
-                          trace=not args.no_trace, progress=callback,
-                          cancel=(lambda: time.monotonic() > deadline) if deadline else None)
+        with save_on_signals():
+            table = run_sweep(configs, methods=methods, out=out, reps=args.reps, warmup=args.warmup,
+                              trace=not args.no_trace, progress=callback, retry_errors=args.retry_errors,
+                              cancel=(lambda: time.monotonic() > deadline) if deadline else None)
+    except Stopped as stop:
+        close()
+        sys.stderr.write(f"stopped by {stop}: the rows measured so far are saved in {out} (rerun to resume)\n")
+        return 128 + stop.signum
+    except ResultsLockError as error:
+        raise CLIError(str(error)) from None
     finally:
         close()
     info = table.attrs.get("sweep", {})

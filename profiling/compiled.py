@@ -5,6 +5,12 @@
   the kernel source, arch, dtype, constexprs, specialization, warps, stages and Triton version.
 * live: on a CUDA GPU, the real JIT (`kernel.warmup`) and the loaded function's attributes.
 
+ptxas runs once per compile: Triton's own `ptxas -v` log (TRITON_DUMP_PTXAS_LOG, captured from its stdout)
+gives registers, spills and stack; a separate `ptxas -v` run happens only when Triton served the kernel from
+its cache and printed nothing. `timeout_s` (the CLI's --timeout) runs the compile in a worker process group
+killed when it is over; `inspect_async` starts such a compile in the background and returns a future at once
+(the dashboard polls it), with results cached on disk as before.
+
 Offline compiles specialize arguments as a live launch would: pointers 16-byte aligned, integer arguments
 divisible by 16 marked so, integers equal to 1 turned into constants. Under TRITON_INTERPRET=1 Triton's own
 helpers (tl.max, ...) are interpreter functions and cannot be compiled in that process, so the compile runs
@@ -16,15 +22,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect as pyinspect
+import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -39,7 +48,12 @@ from . import occupancy as occ
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CACHE_FORMAT = 1
 DEFAULT_ARCH = "sm_90"
-WORKER_TIMEOUT_S = 120.0  # per config in a worker process
+WORKER_TIMEOUT_S = 120.0  # per config in a worker process (the CLI's --timeout default); the worker is killed after
+BACKGROUND_WAIT_S = 2.0  # how long a dashboard rerun waits on a background compile before saying it is running
+
+
+class CompileTimeout(RuntimeError):
+    """A compile ran past its timeout; its worker process group was killed."""
 
 
 @dataclass
@@ -188,6 +202,16 @@ _PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (
 _PTXAS_REGS = re.compile(r"Used (\d+) registers")
 
 
+def parse_ptxas_log(log: str) -> dict[str, int] | None:
+    """Registers/thread, stack, spill store/load bytes per thread from a `ptxas -v` log (its first function: a
+    Triton module holds one kernel), or None when the log has no such lines."""
+    frame, regs = _PTXAS_FRAME.search(log), _PTXAS_REGS.search(log)
+    if not frame or not regs:
+        return None
+    return {"n_regs": int(regs.group(1)), "stack_bytes": int(frame.group(1)),
+            "spill_store_bytes": int(frame.group(2)), "spill_load_bytes": int(frame.group(3))}
+
+
 def ptxas_usage(ptx: str, capability: int) -> dict[str, int]:
     """Registers/thread, stack, spill store/load bytes per thread from the wheel's `ptxas -v` on `ptx`."""
     with tempfile.TemporaryDirectory(prefix="blockscope-ptxas-") as tmp:
@@ -199,11 +223,28 @@ def ptxas_usage(ptx: str, capability: int) -> dict[str, int]:
     log = done.stdout + done.stderr
     if done.returncode != 0:
         raise RuntimeError(f"ptxas failed ({done.returncode}): {log.strip()[-500:]}")
-    frame, regs = _PTXAS_FRAME.search(log), _PTXAS_REGS.search(log)
-    if not frame or not regs:
+    usage = parse_ptxas_log(log)
+    if usage is None:
         raise RuntimeError(f"could not read ptxas -v output: {log.strip()[-500:]}")
-    return {"n_regs": int(regs.group(1)), "stack_bytes": int(frame.group(1)),
-            "spill_store_bytes": int(frame.group(2)), "spill_load_bytes": int(frame.group(3))}
+    return usage
+
+
+@contextlib.contextmanager
+def triton_ptxas_log() -> Iterator[io.StringIO]:
+    """Capture the `ptxas -v` log of Triton's own cubin step for compiles in the block (TRITON_DUMP_PTXAS_LOG makes
+    Triton print it to stdout), so nobody runs ptxas a second time to read registers and spills. Empty when
+    Triton serves the kernel from its cache. Redirects this process's stdout for the block."""
+    buffer = io.StringIO()
+    previous = os.environ.get("TRITON_DUMP_PTXAS_LOG")
+    os.environ["TRITON_DUMP_PTXAS_LOG"] = "1"
+    try:
+        with contextlib.redirect_stdout(buffer):
+            yield buffer
+    finally:
+        if previous is None:
+            os.environ.pop("TRITON_DUMP_PTXAS_LOG", None)
+        else:
+            os.environ["TRITON_DUMP_PTXAS_LOG"] = previous
 
 
 def cubin_registers(cubin: bytes) -> int | None:
@@ -254,10 +295,11 @@ def _compile_facts(spec, plan, torch_dtype, arch: occ.ArchLimits) -> dict[str, A
     signature, constexprs, attrs = _specialization(spec, plan, torch_dtype)
     start = time.perf_counter()
     source = ASTSource(_jit_function(spec), signature, constexprs=constexprs, attrs=attrs)
-    compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32),
-                              options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
+    with triton_ptxas_log() as log:
+        compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32),
+                                  options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
     ptx = compiled.asm["ptx"]
-    usage = ptxas_usage(ptx, capability)
+    usage = parse_ptxas_log(log.getvalue()) or ptxas_usage(ptx, capability)  # the latter: a Triton cache hit
     regs = cubin_registers(compiled.asm["cubin"])
     seconds = time.perf_counter() - start
     return {
@@ -311,8 +353,11 @@ def _prepare(variant, n_cols, dtype, arch, n_rows, tunables, cache_root: Path | 
 
 def inspect_offline(variant: str, n_cols: int, dtype: str | torch.dtype, arch: str = DEFAULT_ARCH,
                     n_rows: int = 4096, *, cache: bool = True, cache_root: str | Path | None = None,
-                    **tunables: int) -> CompileInfo:
-    """Compile `variant` for `arch` without a GPU and read its resources (ptxas -v, cuobjdump); disk-cached."""
+                    timeout_s: float | None = None, **tunables: int) -> CompileInfo:
+    """Compile `variant` for `arch` without a GPU and read its resources (ptxas -v, cuobjdump); disk-cached.
+
+    With `timeout_s` (seconds) the compile runs in a worker process group killed after that long (CompileTimeout);
+    under TRITON_INTERPRET=1 it always runs in a worker (WORKER_TIMEOUT_S unless given)."""
     root = Path(cache_root) if cache_root else None
     spec_arch, spec, plan, torch_dtype, dtype_name, path = _prepare(variant, n_cols, dtype, arch, n_rows, tunables,
                                                                      root)
@@ -320,24 +365,31 @@ def inspect_offline(variant: str, n_cols: int, dtype: str | torch.dtype, arch: s
         entry = _read_cache(path)
         if entry is not None:
             return _info(entry, spec.name, spec_arch.name, dtype_name, n_cols, n_rows, plan, "offline", True)
-    if interpreting():
-        result = _run_workers([_request(variant, n_cols, dtype_name, spec_arch.name, n_rows, tunables, root, cache)],
-                              workers=1)[0]
-        if isinstance(result, CompileInfo):
-            return result
-        raise RuntimeError(f"offline compile failed: {result['error']}")
+    if interpreting() or timeout_s is not None:
+        request = _request(variant, n_cols, dtype_name, spec_arch.name, n_rows, tunables, root, cache)
+        return _worker_result(_run_workers([request], workers=1, timeout_s=timeout_s)[0], "offline compile")
     facts = _compile_facts(spec, plan, torch_dtype, spec_arch)
     if cache:
         _write_cache(path, facts)
     return _info(facts, spec.name, spec_arch.name, dtype_name, n_cols, n_rows, plan, "offline", False)
 
 
+def _worker_result(result: CompileInfo | dict, what: str) -> CompileInfo:
+    """A worker's CompileInfo, or its error raised (CompileTimeout when the worker was killed at its timeout)."""
+    if isinstance(result, CompileInfo):
+        result.function_handle = None  # the worker's CUfunction means nothing in this process
+        return result
+    if result.get("timed_out"):
+        raise CompileTimeout(f"{what} {result['error']}")
+    raise RuntimeError(f"{what} failed: {result['error']}")
+
+
 # ---------------------------------------------------------------- many, in worker processes
 
 
-def _request(variant, n_cols, dtype_name, arch, n_rows, tunables, root, cache) -> dict:
+def _request(variant, n_cols, dtype_name, arch, n_rows, tunables, root, cache, live: bool = False) -> dict:
     return {"variant": variant, "n_cols": n_cols, "dtype": dtype_name, "arch": arch, "n_rows": n_rows,
-            "tunables": dict(tunables), "cache_root": str(root) if root else None, "cache": cache}
+            "tunables": dict(tunables), "cache_root": str(root) if root else None, "cache": cache, "live": live}
 
 
 def _config_request(config: Mapping[str, Any], cache_root: Path | None, cache: bool) -> dict:
@@ -371,19 +423,48 @@ def _result_lines(text: str | bytes | None) -> list[dict]:
     return lines
 
 
-def _run_chunk(requests: list[dict], results: dict[int, Any], indices: list[int]) -> None:
-    """One worker process compiles `requests` in order, one result line each; a crash fails that config only."""
+def _worker_command() -> list[str]:
+    return [sys.executable, "-m", "profiling.compiled", "--worker"]
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)  # the worker and what it started (ptxas, cuobjdump)
+
+
+def _run_worker_process(payload: str, timeout_s: float) -> tuple[int | None, str, str]:
+    """Run one worker in a process group of its own with `payload` on stdin: (exit status, or None when it ran past
+    `timeout_s` seconds and the group was killed; stdout; stderr)."""
+    process = subprocess.Popen(_worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, env=_worker_env(),
+                               start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(payload, timeout=timeout_s)
+        return process.returncode, stdout, stderr
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        stdout, stderr = process.communicate()
+        return None, stdout, stderr
+    except BaseException:  # KeyboardInterrupt, ...: never leave a compile running
+        _kill_group(process)
+        process.wait()
+        raise
+
+
+def _run_chunk(requests: list[dict], results: dict[int, Any], indices: list[int], timeout_s: float) -> None:
+    """One worker process compiles `requests` in order, one result line each; a crash or a timeout (`timeout_s`
+    seconds per config still to do) fails that config only."""
     pending = list(zip(indices, requests, strict=True))
     while pending:
+        timed_out = False
+        budget = timeout_s * len(pending)
         try:
-            done = subprocess.run([sys.executable, "-m", "profiling.compiled", "--worker"],
-                                  input=json.dumps([r for _, r in pending]), capture_output=True, text=True,
-                                  cwd=REPO_ROOT, env=_worker_env(), timeout=60 + WORKER_TIMEOUT_S * len(pending))
-            lines = _result_lines(done.stdout)
-            failure = f"worker exited {done.returncode}: {done.stderr.strip()[-300:]}"
-        except subprocess.TimeoutExpired as error:
-            lines = _result_lines(error.stdout)
-            failure = "worker timed out"
+            status, stdout, stderr = _run_worker_process(json.dumps([r for _, r in pending]), budget)
+            lines = _result_lines(stdout)
+            if status is None:
+                failure, timed_out = f"timed out after {budget:g} s (worker killed)", True
+            else:
+                failure = f"worker exited {status}: {stderr.strip()[-300:]}"
         except OSError as error:
             lines, failure = [], f"could not start a worker: {error}"
         for (index, _), line in zip(pending, lines, strict=False):
@@ -391,7 +472,8 @@ def _run_chunk(requests: list[dict], results: dict[int, Any], indices: list[int]
         if len(lines) >= len(pending):
             return
         index, request = pending[len(lines)]
-        results[index] = {"error": f"{failure} (while compiling this config)", "config": request}
+        results[index] = {"error": f"{failure} (while compiling this config)", "config": request,
+                          **({"timed_out": True} if timed_out else {})}
         pending = pending[len(lines) + 1:]  # the configs after the one that failed get a fresh worker
 
 
@@ -401,11 +483,12 @@ def _from_line(line: dict) -> CompileInfo | dict:
     return CompileInfo(**{k: v for k, v in line.items() if k in {f.name for f in fields(CompileInfo)}})
 
 
-def _run_workers(requests: list[dict], workers: int) -> list[CompileInfo | dict]:
+def _run_workers(requests: list[dict], workers: int, timeout_s: float | None = None) -> list[CompileInfo | dict]:
     results: dict[int, Any] = {}
     workers = max(1, min(workers, len(requests)))
+    timeout_s = WORKER_TIMEOUT_S if timeout_s is None else timeout_s
     chunks = [list(range(i, len(requests), workers)) for i in range(workers)]
-    threads = [threading.Thread(target=_run_chunk, args=([requests[i] for i in chunk], results, chunk))
+    threads = [threading.Thread(target=_run_chunk, args=([requests[i] for i in chunk], results, chunk, timeout_s))
                for chunk in chunks if chunk]
     for thread in threads:
         thread.start()
@@ -416,11 +499,12 @@ def _run_workers(requests: list[dict], workers: int) -> list[CompileInfo | dict]
 
 
 def inspect_many(configs: Iterable[Mapping[str, Any]], workers: int = 2, *, cache: bool = True,
-                 cache_root: str | Path | None = None) -> list[CompileInfo | dict]:
+                 cache_root: str | Path | None = None, timeout_s: float | None = None) -> list[CompileInfo | dict]:
     """Offline-inspect many configs in `workers` processes; per config a CompileInfo or {'error', 'config'}.
 
     A config is a dict with variant, n_cols, dtype, arch (default sm_90), n_rows (default 4096) and its
-    tunables (inline or under 'tunables'). Invalid configs and compile failures never stop the others.
+    tunables (inline or under 'tunables'). Invalid configs and compile failures never stop the others; a config
+    compiling longer than `timeout_s` (default WORKER_TIMEOUT_S) seconds gets an error with 'timed_out'.
     """
     root = Path(cache_root) if cache_root else None
     requests = [_config_request(c, root, cache) for c in configs]
@@ -440,7 +524,7 @@ def inspect_many(configs: Iterable[Mapping[str, Any]], workers: int = 2, *, cach
         except Exception as error:
             out[i] = {"error": f"{type(error).__name__}: {error}", "config": request}
     if todo:
-        for i, result in zip(todo, _run_workers([requests[i] for i in todo], workers), strict=True):
+        for i, result in zip(todo, _run_workers([requests[i] for i in todo], workers, timeout_s), strict=True):
             out[i] = result
     return out  # type: ignore[return-value]
 
@@ -451,9 +535,13 @@ def _worker_main() -> None:
     for request in json.loads(sys.stdin.read()):
         try:
             with contextlib.redirect_stdout(sys.stderr):  # Triton prints PTX on ptxas errors
-                info = inspect_offline(request["variant"], request["n_cols"], request["dtype"], request["arch"],
-                                       request["n_rows"], cache=request.get("cache", True),
-                                       cache_root=request.get("cache_root"), **request["tunables"])
+                if request.get("live"):
+                    info = inspect_live(request["variant"], request["n_cols"], request["dtype"], request["n_rows"],
+                                        **request["tunables"])
+                else:
+                    info = inspect_offline(request["variant"], request["n_cols"], request["dtype"], request["arch"],
+                                           request["n_rows"], cache=request.get("cache", True),
+                                           cache_root=request.get("cache_root"), **request["tunables"])
             line = asdict(info)
         except Exception as error:
             line = {"error": f"{type(error).__name__}: {str(error).strip()[:500]}", "config": request}
@@ -499,7 +587,8 @@ def inspect_live(variant: str, n_cols: int, dtype: str | torch.dtype, n_rows: in
     args = _live_args(spec, plan, torch_dtype, torch.device("cuda"))
     options = {"num_warps": plan.num_warps, "num_stages": plan.num_stages, "grid": (1,), **plan.constexprs}
     start = time.perf_counter()
-    compiled = kernel.warmup(*args, **options)
+    with triton_ptxas_log() as log:
+        compiled = kernel.warmup(*args, **options)
     compiled._init_handles()
     cold = time.perf_counter() - start
     start = time.perf_counter()
@@ -509,7 +598,7 @@ def inspect_live(variant: str, n_cols: int, dtype: str | torch.dtype, n_rows: in
     usage: dict[str, int | None] = {"spill_store_bytes": None, "spill_load_bytes": None}
     try:
         major, minor = torch.cuda.get_device_capability()
-        usage.update(ptxas_usage(ptx, major * 10 + minor))
+        usage.update(parse_ptxas_log(log.getvalue()) or ptxas_usage(ptx, major * 10 + minor))
     except Exception:  # spill bytes are best effort: the loaded function's facts below are what counts
         pass
     try:
@@ -527,13 +616,116 @@ def inspect_live(variant: str, n_cols: int, dtype: str | torch.dtype, n_rows: in
     )
 
 
-def inspect(variant: str, n_cols: int, dtype: str | torch.dtype, arch: str | None = None, n_rows: int = 4096,
-            **tunables: int) -> CompileInfo:
-    """Live on the CUDA GPU when `arch` is None or names it (and not interpreting), else offline (default sm_90)."""
+def _live_here(arch: str | None) -> str | None:
+    """This GPU's 'sm_XY' when `arch` (None: this GPU) names it and kernels are not interpreted, else None."""
     here = None if interpreting() else live_arch()
     if here is not None and (arch is None or occ.arch_from_name(arch).name == here):
+        return here
+    return None
+
+
+def inspect(variant: str, n_cols: int, dtype: str | torch.dtype, arch: str | None = None, n_rows: int = 4096, *,
+            timeout_s: float | None = None, **tunables: int) -> CompileInfo:
+    """Live on the CUDA GPU when `arch` is None or names it (and not interpreting), else offline (default sm_90).
+
+    With `timeout_s` (seconds) the compile runs in a worker process group killed after that long (CompileTimeout);
+    a live compile in a worker returns no function handle."""
+    here = _live_here(arch)
+    if here is None:
+        return inspect_offline(variant, n_cols, dtype, arch or DEFAULT_ARCH, n_rows=n_rows, timeout_s=timeout_s,
+                               **tunables)
+    if timeout_s is None:
         return inspect_live(variant, n_cols, dtype, n_rows=n_rows, **tunables)
-    return inspect_offline(variant, n_cols, dtype, arch or DEFAULT_ARCH, n_rows=n_rows, **tunables)
+    _, _, _, _, dtype_name, _ = _prepare(variant, n_cols, dtype, here, n_rows, tunables, None)  # ValueError here
+    request = _request(variant, n_cols, dtype_name, here, n_rows, tunables, None, False, live=True)
+    return _worker_result(_run_workers([request], workers=1, timeout_s=timeout_s)[0], "live compile")
+
+
+# ---------------------------------------------------------------- in the background
+
+
+class CompileJob(Future):
+    """A background compile: a concurrent.futures.Future of CompileInfo (its exception: CompileTimeout or
+    RuntimeError) that also says what it compiles (`label`), when it started and by when it ends at the latest
+    (`deadline`; time.monotonic() seconds: the worker is killed at its timeout)."""
+
+    def __init__(self, label: str, timeout_s: float) -> None:
+        super().__init__()
+        self.label = label
+        self.timeout_s = timeout_s
+        self.started_at = time.monotonic()
+        self.deadline = self.started_at + timeout_s + 30.0  # + worker start and cache write
+        self.finished_at: float | None = None
+
+
+_JOBS: dict[tuple, CompileJob] = {}
+_JOBS_LOCK = threading.Lock()
+_EXECUTOR: list[ThreadPoolExecutor] = []
+JOB_ERROR_TTL_S = 60.0  # a failed job answers reruns this long before a new call compiles again
+MAX_JOBS_KEPT = 256
+
+
+def _run_job(job: CompileJob, request: dict, what: str) -> None:
+    if not job.set_running_or_notify_cancel():
+        return
+    try:
+        info = _worker_result(_run_workers([request], workers=1, timeout_s=job.timeout_s)[0], what)
+    except BaseException as error:
+        job.finished_at = time.monotonic()
+        job.set_exception(error)
+    else:
+        job.finished_at = time.monotonic()
+        job.set_result(info)
+
+
+def result_within(job: Future, seconds: float) -> CompileInfo | None:
+    """The job's CompileInfo if it is done within `seconds`, else None (still running); raises the job's error."""
+    wait([job], timeout=seconds)
+    return job.result() if job.done() else None
+
+
+def inspect_async(variant: str, n_cols: int, dtype: str | torch.dtype, arch: str | None = None, n_rows: int = 4096,
+                  *, timeout_s: float = WORKER_TIMEOUT_S, cache_root: str | Path | None = None,
+                  **tunables: int) -> CompileJob:
+    """Start, or join, a background compile of one config (as `inspect`: live on this GPU, else offline) and return
+    its CompileJob at once; never blocks on the compile. An invalid config raises ValueError here.
+
+    A disk-cache hit comes back already done (a finished offline compile leaves its result there, as `inspect`
+    does). Otherwise a worker process (killed after `timeout_s` seconds) runs on a small thread pool; calls for
+    the same config while it runs get the same job, as do calls after a live one finished (no disk cache) and,
+    for JOB_ERROR_TTL_S seconds, after one failed; then a new call compiles again."""
+    here = _live_here(arch)
+    target = here or arch or DEFAULT_ARCH
+    root = Path(cache_root) if cache_root else None
+    spec_arch, spec, plan, _, dtype_name, path = _prepare(variant, n_cols, dtype, target, n_rows, tunables, root)
+    key = (variant, n_cols, dtype_name, spec_arch.name, here is not None, n_rows, tuple(sorted(tunables.items())),
+           str(root))
+    with _JOBS_LOCK:
+        earlier = _JOBS.get(key)
+        if earlier is not None and not earlier.done():
+            return earlier
+        failed = earlier is not None and earlier.exception() is not None
+        if failed and time.monotonic() < (earlier.finished_at or 0.0) + JOB_ERROR_TTL_S:
+            return earlier
+        source = "live" if here else "offline"
+        job = CompileJob(f"{spec.name} N={n_cols} {dtype_name} for {spec_arch.name} ({source})", timeout_s)
+        entry = None if here else _read_cache(path)
+        if entry is not None:  # offline results live in the disk cache
+            job.finished_at = job.started_at
+            job.set_result(_info(entry, spec.name, spec_arch.name, dtype_name, n_cols, n_rows, plan, "offline", True))
+            return job
+        if earlier is not None and not failed:  # a live result, or the cache could not be written
+            return earlier
+        if len(_JOBS) >= MAX_JOBS_KEPT:  # forget finished jobs, oldest first
+            for old in [k for k, j in _JOBS.items() if j.done()][:MAX_JOBS_KEPT // 2]:
+                del _JOBS[old]
+        _JOBS[key] = job
+        if not _EXECUTOR:
+            _EXECUTOR.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="blockscope-compile"))
+        request = _request(variant, n_cols, dtype_name, spec_arch.name, n_rows, tunables, root, True,
+                           live=here is not None)
+        _EXECUTOR[0].submit(_run_job, job, request, f"{source} compile")
+    return job
 
 
 if __name__ == "__main__":

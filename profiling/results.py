@@ -240,26 +240,45 @@ def validate(df: pd.DataFrame, name: str = "results") -> pd.DataFrame:
 
 
 def save_results(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write a validated results table: .parquet (schema_version in the metadata) or .csv, by suffix; atomic."""
+    """Write a validated results table: .parquet (schema_version in the metadata) or .csv, by suffix; atomic and
+    durable (a temporary file per writer, fsynced, renamed over `path`, then the directory fsynced)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".parquet", ".csv"):
         raise ResultsError(f"{path.name}: unsupported results file suffix {path.suffix!r}; allowed: .parquet, .csv")
     table = validate(normalize(df), path.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    if suffix == ".parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # one per writer and call
+    try:
+        if suffix == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
-        arrow = pa.Table.from_pandas(table, preserve_index=False)
-        metadata = dict(arrow.schema.metadata or {})
-        metadata[PARQUET_VERSION_KEY] = str(SCHEMA_VERSION).encode()
-        pq.write_table(arrow.replace_schema_metadata(metadata), tmp)
-    else:
-        table.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+            arrow = pa.Table.from_pandas(table, preserve_index=False)
+            metadata = dict(arrow.schema.metadata or {})
+            metadata[PARQUET_VERSION_KEY] = str(SCHEMA_VERSION).encode()
+            pq.write_table(arrow.replace_schema_metadata(metadata), tmp)
+        else:
+            table.to_csv(tmp, index=False)
+        _fsync(tmp)  # the data is on disk before the rename makes it the file
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync(path.parent)  # and the rename itself
     return path
+
+
+def _fsync(path: Path) -> None:
+    """fsync a file or directory (directories: best effort, some filesystems refuse)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        if not path.is_dir():
+            raise
+    finally:
+        os.close(fd)
 
 
 def _read_source(source: Any, name: str | None) -> tuple[bytes, str]:

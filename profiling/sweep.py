@@ -7,17 +7,26 @@ gather compile facts (profiling.compiled / occupancy / lanes, imported lazily; N
 time each method. A failing config becomes error rows and the sweep goes on. Kernel names come from a
 trace pass after all timing (one torch.profiler call per config, also filling rows of earlier runs that
 lack them): CUPTI, once initialised, can stay attached and slow later launches, so no trace precedes a
-timed call. Rows are saved to `out` periodically (atomic rewrite), and a rerun skips the
-(config, method) pairs already there, so an interrupted sweep resumes from its output file.
-Timer, tracer, compile facts and environment are injectable for CPU tests.
+timed call. Rows are saved to `out` periodically (atomic, fsynced rewrite) under an exclusive lock on `out`
+(a sidecar '<out>.lock' held for the whole sweep; a second writer gets ResultsLockError naming the holder),
+and a rerun skips the (config, method) pairs already there, so an interrupted sweep resumes from its output
+file. Resuming counts only rows measured on the same GPU with the same torch and Triton versions (rows of
+another GPU stay in the file and are measured again here), and never error rows of a transient failure (CUDA
+out of memory, CUDA/driver errors, RuntimeErrors from a launch): those are retried and replaced by the new
+result; deterministic errors (over a limit, bad tunables, a predicted pathological compile, a wrong result)
+are kept unless `retry_errors`. Timer, tracer, compile facts and environment are injectable for CPU tests.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
+import os
+import socket
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +38,7 @@ import kernels
 from kernels import DTYPE_NAMES, dtype_from_name, get_variant
 
 from . import timing
-from .env import arch_of, fingerprint
+from .env import arch_of, fingerprint, utc_now_iso
 from .results import (
     COLUMNS,
     COMPILE_COLUMNS,
@@ -332,10 +341,129 @@ def row_key(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str, m
     return (str(variant), str(dtype), int(n_rows), int(n_cols), str(tunables), str(method))
 
 
-def existing_keys(table: pd.DataFrame) -> set[tuple]:
-    cols = ["variant", "dtype", "n_rows", "n_cols", "tunables", "method"]
-    sub = table[cols].astype(object).where(table[cols].notna(), "{}")
+KEY_COLUMNS: tuple[str, ...] = ("variant", "dtype", "n_rows", "n_cols", "tunables", "method")
+RESUME_ENV_COLUMNS: tuple[str, ...] = ("gpu_name", "torch_version", "triton_version")
+# error rows that say nothing about the config: retried on resume (first line of the error, lower case)
+TRANSIENT_ERROR_MARKERS: tuple[str, ...] = ("out of memory", "cuda error", "cuda driver", "driver error",
+                                            "triton error [cuda]", "cuda_error_", "cudaerror", "device-side assert",
+                                            "launch failed", "unspecified launch failure")
+TRANSIENT_ERROR_TYPES: tuple[str, ...] = ("RuntimeError:", "OutOfMemoryError:", "AcceleratorError:", "CudaError:")
+DETERMINISTIC_ERROR_PREFIXES: tuple[str, ...] = ("skipped:", "wrong result:", "ValueError:", "TypeError:",
+                                                 "CompilationError:", "OutOfResources:", "NotImplementedError:")
+
+
+def error_kind(error: str | None) -> str:
+    """'' for a row that ran; 'deterministic' for errors the config will give again (over a variant's limit, bad
+    tunables, a predicted pathological compile, a wrong result, compile errors, Triton's out of resource), kept on
+    resume; 'transient' for CUDA out of memory, CUDA/driver errors and other RuntimeErrors from a launch, retried."""
+    text = "" if error is None or error is pd.NA else str(error).strip()
+    if not text:
+        return ""
+    lower = text.lower()
+    if text.startswith(DETERMINISTIC_ERROR_PREFIXES) or "out of resource" in lower:
+        return "deterministic"
+    if text.startswith(TRANSIENT_ERROR_TYPES) or any(marker in lower for marker in TRANSIENT_ERROR_MARKERS):
+        return "transient"
+    return "deterministic"
+
+
+def resume_env(env: Mapping[str, Any]) -> tuple[str, ...]:
+    """(gpu_name, torch_version, triton_version) of a run: rows count as done only for the same three."""
+    return tuple("" if env.get(name) is None or env.get(name) is pd.NA else str(env.get(name))
+                 for name in RESUME_ENV_COLUMNS)
+
+
+def _key_frame(table: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    sub = table[list(columns)].astype(object)
+    return sub.where(table[list(columns)].notna(), None)
+
+
+def _resume_masks(table: pd.DataFrame, env: Mapping[str, Any] | None,
+                  retry_errors: bool) -> tuple[pd.Series, pd.Series]:
+    """(rows that count as done, error rows this run re-measures and replaces) of `table` for a run in `env`."""
+    same_env = pd.Series(True, index=table.index)
+    if env is not None:
+        wanted = resume_env(env)
+        for name, value in zip(RESUME_ENV_COLUMNS, wanted, strict=True):
+            same_env &= table[name].astype("string").fillna("") == value
+    kinds = table["error"].map(error_kind) if len(table) else pd.Series([], dtype=object)
+    retried = (kinds != "") if retry_errors else (kinds == "transient")
+    return same_env & ~retried, same_env & retried
+
+
+def existing_keys(table: pd.DataFrame, env: Mapping[str, Any] | None = None, *,
+                  retry_errors: bool = False) -> set[tuple]:
+    """row_key of the rows that count as done when resuming: with `env`, only rows measured with its gpu_name,
+    torch_version and triton_version; never error rows of a transient failure (nor any error row with
+    `retry_errors`)."""
+    done, _ = _resume_masks(table, env, retry_errors)
+    sub = _key_frame(table[done], KEY_COLUMNS)
+    sub["tunables"] = sub["tunables"].fillna("{}")
     return {row_key(*values) for values in sub.itertuples(index=False, name=None)}
+
+
+def _replaceable_rows(table: pd.DataFrame, env: Mapping[str, Any] | None, retry_errors: bool) -> dict[tuple, list]:
+    """row_key -> index of this run's environment's error rows that a new result for that key replaces."""
+    _, retried = _resume_masks(table, env, retry_errors)
+    sub = _key_frame(table[retried], KEY_COLUMNS)
+    sub["tunables"] = sub["tunables"].fillna("{}")
+    out: dict[tuple, list] = {}
+    for index, values in zip(sub.index, sub.itertuples(index=False, name=None), strict=True):
+        out.setdefault(row_key(*values), []).append(index)
+    return out
+
+
+class ResultsLockError(RuntimeError):
+    """Another sweep holds the output file's lock; the message names its pid, host and start time."""
+
+
+def lock_path(out: str | Path) -> Path:
+    """The sidecar lock file of a results file: 'run.parquet' -> 'run.parquet.lock'."""
+    out = Path(out)
+    return out.with_name(out.name + ".lock")
+
+
+def _holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f"pid {info['pid']} on {info['host']}, started {info['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder not recorded yet"
+
+
+@contextlib.contextmanager
+def results_lock(out: str | Path) -> Iterator[Path]:
+    """Hold an exclusive fcntl.flock on `out`'s sidecar lock file for the block (it records pid, host and start
+    time, and is removed on release). ResultsLockError at once when another writer holds it."""
+    out = Path(out)
+    path = lock_path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise ResultsLockError(f"{out} is being written by another sweep ({holder}; lock {path.name}); "
+                                   "allowed: one sweep per output file at a time (wait for it, or use another "
+                                   "output file)") from None
+        try:  # a holder that just finished removed the file we opened: lock the current one instead
+            current = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            break
+        os.close(fd)
+    try:
+        record = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": utc_now_iso()})
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record.encode(), 0)
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # still holding the lock: no one else can be between open and flock on this inode
+        os.close(fd)
 
 
 @dataclass
@@ -368,11 +496,13 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
               max_lanes_per_thread: float | None = DEFAULT_MAX_LANES_PER_THREAD,
               compile_cap_s: float | None = DEFAULT_COMPILE_CAP_S, progress: Progress | None = None,
               cancel: Cancel | None = None, save_every_s: float = 20.0, seed: int = 0,
-              graph_calls: int = timing.DEFAULT_GRAPH_CALLS) -> pd.DataFrame:
+              graph_calls: int = timing.DEFAULT_GRAPH_CALLS, retry_errors: bool = False) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
-    `out` (.parquet/.csv) is read first (pairs already present are skipped) and rewritten every
-    `save_every_s` seconds and at the end, also when interrupted. `progress(done, total, config)` is called
+    `out` (.parquet/.csv) is locked for the whole sweep (ResultsLockError if another sweep holds it), read first
+    (pairs already measured in this environment are skipped; transient error rows, or all error rows with
+    `retry_errors`, are measured again and replaced) and rewritten every `save_every_s` seconds and at the end,
+    also when interrupted (any exception, KeyboardInterrupt included). `progress(done, total, config)` is called
     after each config (total counts configs still to run); `cancel()` returning True stops before the next
     config. `compile_cap_s`: after a first call slower than this, later configs of the same variant with at
     least as many lanes per thread are skipped (a running compile cannot be interrupted). Defaults: CUDA
@@ -399,69 +529,76 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
     arch = None if device.type == "cuda" else arch_of(env_row)
     compile_facts = compile_facts or default_compile_facts
 
-    out_path = Path(out) if out is not None else None
-    existing = load_results(out_path) if out_path is not None and out_path.exists() else empty_results()
-    done_keys = existing_keys(existing)
-    new_rows: list[dict[str, Any]] = []
-    state = SweepState()
-    last_save = time.perf_counter()
-
-    filled = False  # the trace pass named rows already in the file
-
-    def save() -> None:
-        nonlocal last_save
-        if out_path is not None and (new_rows or filled):
-            save_results(_table(existing, new_rows), out_path)
+    with contextlib.ExitStack() as stack:
+        if out is not None:
+            stack.enter_context(results_lock(out))
+        out_path = Path(out) if out is not None else None
+        existing = load_results(out_path) if out_path is not None and out_path.exists() else empty_results()
+        done_keys = existing_keys(existing, env_row, retry_errors=retry_errors)
+        replaceable = _replaceable_rows(existing, env_row, retry_errors)  # row_key -> error rows a new result replaces
+        replaced: list = []  # index of `existing` rows replaced by this run's rows
+        new_rows: list[dict[str, Any]] = []
+        state = SweepState()
         last_save = time.perf_counter()
 
-    pending: list[tuple[Config, kernels.LaunchPlan | None, str, str, list[str]]] = []
-    order = sorted(range(len(configs)), key=lambda i: (configs[i].dtype, configs[i].n_rows, configs[i].n_cols))
-    for i in order:
-        config = configs[i]
-        plan, plan_error = None, ""
+        filled = False  # the trace pass named rows already in the file
+
+        def save() -> None:
+            nonlocal last_save
+            if out_path is not None and (new_rows or filled):
+                save_results(_table(existing.drop(index=replaced), new_rows), out_path)
+            last_save = time.perf_counter()
+
+        pending: list[tuple[Config, kernels.LaunchPlan | None, str, str, list[str]]] = []
+        order = sorted(range(len(configs)), key=lambda i: (configs[i].dtype, configs[i].n_rows, configs[i].n_cols))
+        for i in order:
+            config = configs[i]
+            plan, plan_error = None, ""
+            try:
+                plan = resolve_plan(config, gpu_name)
+            except Exception as error:  # bad tunables for this N: an error row
+                plan_error = _error_text(error)
+            tunables = resolved_tunables_json(config, plan)
+            todo = [m for m in methods if row_key(config.variant, config.dtype, config.n_rows, config.n_cols, tunables,
+                                                  m) not in done_keys]
+            if todo:
+                pending.append((config, plan, plan_error, tunables, todo))
+            else:
+                state.skipped_existing += 1
+        state.total = len(pending)
+        shape = _Shape()
         try:
-            plan = resolve_plan(config, gpu_name)
-        except Exception as error:  # bad tunables for this N: an error row
-            plan_error = _error_text(error)
-        tunables = resolved_tunables_json(config, plan)
-        todo = [m for m in methods
-                if row_key(config.variant, config.dtype, config.n_rows, config.n_cols, tunables, m) not in done_keys]
-        if todo:
-            pending.append((config, plan, plan_error, tunables, todo))
-        else:
-            state.skipped_existing += 1
-    state.total = len(pending)
-    shape = _Shape()
-    try:
-        for config, plan, plan_error, tunables, todo in pending:
-            if cancel is not None and cancel():
-                state.cancelled = True
-                break
-            rows = _run_config(config, plan, plan_error, tunables, todo, device=device, clock=clock,
-                               compile_facts=compile_facts, arch=arch, shape=shape, reps=reps, warmup=warmup,
-                               target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
-                               max_lanes=max_lanes_per_thread, compile_cap_s=compile_cap_s, state=state, seed=seed,
-                               graph_calls=graph_calls)
-            for row in rows:
-                row.update(env_row)
-                if row.get("gbps") is not None and env_row.get("copy_gbps"):
-                    row["copy_fraction"] = row["gbps"] / env_row["copy_gbps"]
-            state.errors += sum(1 for row in rows if row["error"])
-            new_rows.extend(rows)
-            state.done += 1
-            if progress is not None:
-                progress(state.done, state.total, config)
-            if time.perf_counter() - last_save >= save_every_s:
-                save()
-        if tracer is not None and not state.cancelled:
-            existing, filled = _trace_pass(existing, new_rows, tracer, device, gpu_name, cancel, seed)
-    finally:
-        shape.x = shape.reference = None
-        save()
-    table = _table(existing, new_rows)
-    state.seconds = time.perf_counter() - started
-    table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
-    return table
+            for config, plan, plan_error, tunables, todo in pending:
+                if cancel is not None and cancel():
+                    state.cancelled = True
+                    break
+                rows = _run_config(config, plan, plan_error, tunables, todo, device=device, clock=clock,
+                                   compile_facts=compile_facts, arch=arch, shape=shape, reps=reps, warmup=warmup,
+                                   target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
+                                   max_lanes=max_lanes_per_thread, compile_cap_s=compile_cap_s, state=state, seed=seed,
+                                   graph_calls=graph_calls)
+                for row in rows:
+                    row.update(env_row)
+                    if row.get("gbps") is not None and env_row.get("copy_gbps"):
+                        row["copy_fraction"] = row["gbps"] / env_row["copy_gbps"]
+                state.errors += sum(1 for row in rows if row["error"])
+                for row in rows:
+                    replaced.extend(replaceable.pop(row_key(*(row[c] for c in KEY_COLUMNS)), ()))
+                new_rows.extend(rows)
+                state.done += 1
+                if progress is not None:
+                    progress(state.done, state.total, config)
+                if time.perf_counter() - last_save >= save_every_s:
+                    save()
+            if tracer is not None and not state.cancelled:
+                existing, filled = _trace_pass(existing, new_rows, tracer, device, gpu_name, cancel, seed)
+        finally:
+            shape.x = shape.reference = None
+            save()
+        table = _table(existing.drop(index=replaced), new_rows)
+        state.seconds = time.perf_counter() - started
+        table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
+        return table
 
 
 def _config_from_row(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str) -> Config:

@@ -135,3 +135,14 @@ def test_tune_grid_reports_each_shape_and_default_rows():
     assert [s[0]["n_cols"] for s in seen] == [8, 16] and seconds >= 0
     assert sum(len(s) for s in seen) == len(records)
     assert autotune.describe(seen[0]).startswith("fp32 R=3 N=8: torch 7.0 us, best ")
+
+
+@pytest.mark.parametrize("n_cols", [2**23 + 1, 2**24 - 1, 2**24])
+@pytest.mark.parametrize("gpu_name", [None, "NVIDIA H200", "Some Future GPU"])
+def test_auto_plans_every_n_up_to_its_limit(n_cols, gpu_name):
+    """N = 2**23 + 1 used to pick split-row with chunk 8192 (1025 chunks) and fail asking to raise `chunk`."""
+    for dtype in (torch.float16, torch.float32):
+        variant, tunables = auto.choose(1, n_cols, dtype, gpu_name)
+        plan = VARIANTS[variant].plan(1, n_cols, dtype, **tunables)
+        assert plan.n_cols == n_cols
+        assert auto.plan(1, n_cols, dtype, gpu_name=gpu_name).variant == variant

@@ -135,3 +135,92 @@ def test_output_into_head_is_cut_quietly():
                           shell=True, cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and len(done.stdout) == 10 and done.stdout.startswith("{")
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
+def fake_info(**overrides):
+    from profiling.compiled import CompileInfo
+
+    facts = dict(variant="teaching", arch="sm_90", dtype="fp16", n_cols=65536, n_rows=4096, tunables={"num_warps": 1},
+                 num_warps=1, num_stages=3, n_regs=255, spill_store_bytes=4096, spill_load_bytes=4096,
+                 stack_bytes=4096, shared_bytes=4, compile_seconds=71.0, source="offline", cached=False)
+    return CompileInfo(**{**facts, **overrides})
+
+
+class FakeJob:
+    """A CompileJob stand-in: done after `after_s` seconds with `outcome` (a CompileInfo or an exception)."""
+
+    def __init__(self, outcome, after_s: float = 0.0) -> None:
+        import time
+
+        self.outcome, self.ready_at, self.started_at = outcome, time.monotonic() + after_s, time.monotonic()
+        self.label = "teaching N=65536 fp16 for sm_90 (offline)"
+
+    def done(self) -> bool:
+        import time
+
+        return time.monotonic() >= self.ready_at
+
+    def result(self, timeout=None):
+        import time
+        from concurrent.futures import TimeoutError as WaitTimeout
+
+        wait = self.ready_at - time.monotonic()
+        if wait > 0:
+            time.sleep(min(wait, timeout or wait))
+            if not self.done():
+                raise WaitTimeout()
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
+
+
+def test_inspect_refuses_a_predicted_pathological_config_at_once(run, monkeypatch):
+    """`inspect --variant teaching --n 65536 --num-warps 1` compiled for 4 min 36 s with no output."""
+    import time
+
+    from profiling import compiled
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("a refused config must not compile")
+
+    monkeypatch.setattr(compiled, "inspect_async", no_compile)
+    started = time.monotonic()
+    status, out, err = run("inspect", "--variant", "teaching", "--n", "65536", "--num-warps", "1")
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "refused: predicted pathological compile time: 2048 lanes per thread" in err
+    assert "allowed: --force to compile anyway (killed after --timeout 120 s)" in err
+    assert time.monotonic() - started < 30
+
+
+def test_inspect_force_compiles_in_a_worker_with_timeout_and_progress(run, monkeypatch):
+    from profiling import cli_compile, compiled
+
+    calls = []
+
+    def start(*args, **kwargs):
+        calls.append((args, kwargs))
+        return FakeJob(fake_info(), after_s=0.5)
+
+    monkeypatch.setattr(compiled, "inspect_async", start)
+    monkeypatch.setattr(cli_compile, "PROGRESS_EVERY_S", 0.1)
+    status, out, err = run("inspect", "--variant", "teaching", "--n", "65536", "--num-warps", "1", "--force",
+                           "--timeout", "5", "--json")
+    assert status == 0, err
+    assert calls == [(("teaching", 65536, "fp16"), {"arch": None, "n_rows": 4096, "timeout_s": 5.0,
+                                                    "num_warps": 1})]
+    lines = err.splitlines()
+    assert lines[0] == "compiling teaching N=65536 fp16 for sm_90 (offline) in a worker (killed after 5 s)..."
+    assert any(line.startswith("  still compiling teaching N=65536") and line.endswith("of at most 5 s")
+               for line in lines[1:])
+    assert json.loads(out)["spill_store_bytes"] == 4096
+
+
+def test_inspect_timeout_is_one_line(run, monkeypatch):
+    from profiling import compiled
+
+    monkeypatch.setattr(compiled, "inspect_async", lambda *a, **k: FakeJob(compiled.CompileTimeout("timed out")))
+    status, out, err = run("inspect", "--n", "1024", "--timeout", "5")
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "compile timed out after 5 s (worker killed); allowed: --timeout SECONDS to wait longer" in err
+    status, _, err = run("inspect", "--n", "1024", "--timeout", "0")
+    assert status == 2 and "allowed: seconds > 0" in err

@@ -69,6 +69,19 @@ def test_foreign_out_file_is_refused(capsys, tmp_path):
     assert out.read_text() == "a,b\n1,2\n"
 
 
+def test_out_directory_is_named_as_such(capsys, tmp_path):
+    """`--out DIR` used to answer "unsupported suffix ''"."""
+    line = fail(capsys, ["sweep", "--out", str(tmp_path), "--variants", "torch", "--n", "128"])
+    assert f"--out {tmp_path} is a directory; allowed: a results file path ending in .parquet or .csv" in line
+    line = fail(capsys, ["sweep", "--out", "results/", "--variants", "torch", "--n", "128"])
+    assert "--out results/ is a directory" in line
+
+
+def test_retry_errors_flag():
+    assert parse(["sweep", "--out", "x.csv", "--retry-errors"]).retry_errors
+    assert not parse(["sweep", "--out", "x.csv"]).retry_errors
+
+
 @pytest.mark.skipif(not NO_CUDA, reason="checks the no-GPU message")
 @pytest.mark.parametrize("argv", [["seed"], ["sweep", "--out", "x.parquet", "--variants", "torch", "--n", "128"]])
 def test_without_cuda_says_so(capsys, tmp_path, argv, monkeypatch):

@@ -7,7 +7,12 @@ One inspect_many call compiles everything in two worker processes (about 20 s on
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -145,19 +150,19 @@ def test_a_crashing_worker_fails_only_its_config(monkeypatch):
     """Worker 1 answers config 0 then dies on config 1; config 2 goes to a fresh worker."""
     calls = []
 
-    def fake_run(command, input, **kwargs):
-        requests = json.loads(input)
-        calls.append([r["n_cols"] for r in requests])
+    def fake_process(payload, timeout_s):
+        requests = json.loads(payload)
+        calls.append(([r["n_cols"] for r in requests], timeout_s))
         line = compiled.RESULT_PREFIX + json.dumps({"error": "fake", "config": requests[0]})
         noise = "{\n.visible .entry row_softmax_kernel(\n"  # PTX printed by Triton never counts as a result
         if len(calls) == 1:
-            return subprocess.CompletedProcess(command, -11, noise + line + "\n", "Segmentation fault")
-        return subprocess.CompletedProcess(command, 0, line + "\n", "")
+            return -11, noise + line + "\n", "Segmentation fault"
+        return 0, line + "\n", ""
 
-    monkeypatch.setattr(compiled.subprocess, "run", fake_run)
+    monkeypatch.setattr(compiled, "_run_worker_process", fake_process)
     requests = [{"n_cols": n} for n in (10, 20, 30)]
-    out = compiled._run_workers(requests, workers=1)
-    assert calls == [[10, 20, 30], [30]]
+    out = compiled._run_workers(requests, workers=1, timeout_s=5)
+    assert calls == [([10, 20, 30], 15), ([30], 5)]  # timeout_s per config still to compile
     assert out[0]["config"] == {"n_cols": 10} and out[2]["config"] == {"n_cols": 30}
     assert out[1]["error"] == "worker exited -11: Segmentation fault (while compiling this config)"
 
@@ -180,3 +185,132 @@ def test_live_inspect_matches_the_driver():
     assert 8 <= info.n_regs <= 255 and info.shared_bytes == 16 and info.warm_seconds < info.compile_seconds + 1
     expected = occupancy(info.arch, info.n_regs, 4, info.shared_bytes).blocks_per_sm
     assert driver_blocks_per_sm(info.function_handle, 4, info.shared_bytes) == expected
+
+
+PTXAS_COUNT = r"""
+import json, subprocess, sys
+from pathlib import Path
+
+calls = []
+real_run = subprocess.run
+
+
+def counting(cmd, *args, **kwargs):
+    if isinstance(cmd, (list, tuple)) and Path(str(cmd[0])).name.startswith("ptxas") and "--version" not in cmd:
+        calls.append(cmd)  # a compile (Triton also asks `ptxas --version`, which costs nothing)
+    return real_run(cmd, *args, **kwargs)
+
+
+subprocess.run = counting
+from profiling import compiled
+
+info = compiled.inspect_offline("teaching", 1024, "fp32", "sm_90", cache=False, num_warps=4)
+print(json.dumps({"ptxas_runs": len(calls), "n_regs": info.n_regs, "stack": info.stack_bytes,
+                  "spills": info.spill_store_bytes, "again": compiled.ptxas_usage(info.ptx, 90)}))
+"""
+
+
+def test_ptxas_runs_once_per_compile(tmp_path, results):
+    """Triton's cubin step already runs `ptxas -v`; a second run just to read registers and spills doubled every
+    compile (4 min 36 s for the teaching kernel at N=65536 with 1 warp)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[1]), TRITON_CACHE_DIR=str(tmp_path / "triton"),
+               BLOCKSCOPE_CACHE_DIR=str(tmp_path / "blockscope"))
+    done = subprocess.run([sys.executable, "-c", PTXAS_COUNT], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts["ptxas_runs"] == 1  # Triton's own; the `again` check below is this test's second
+    assert facts["n_regs"] == results[1].n_regs and facts["stack"] == facts["spills"] == 0
+    assert (facts["again"]["stack_bytes"], facts["again"]["spill_store_bytes"]) == (0, 0)
+
+
+def test_parse_ptxas_log():
+    log = ("ptxas info    : Compiling entry function 'row_softmax_kernel' for 'sm_90a'\n"
+           "ptxas info    : Function properties for row_softmax_kernel\n"
+           "    2048 bytes stack frame, 2044 bytes spill stores, 2040 bytes spill loads\n"
+           "ptxas info    : Used 255 registers, used 1 barriers, 16 bytes smem\n")
+    assert compiled.parse_ptxas_log(log) == {"n_regs": 255, "stack_bytes": 2048, "spill_store_bytes": 2044,
+                                              "spill_load_bytes": 2040}
+    assert compiled.parse_ptxas_log("") is None
+
+
+SLEEPY_WORKER = r"""
+import subprocess, sys, time
+child = subprocess.Popen(["sleep", "300"])
+open(sys.argv[1], "w").write(str(child.pid))
+time.sleep(300)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return "\nState:\tZ" in status.read()  # a zombie waiting for init: killed
+    except FileNotFoundError:
+        return True
+
+
+def test_timeout_kills_the_worker_and_what_it_started(tmp_path, monkeypatch):
+    pid_file = tmp_path / "grandchild.pid"
+    monkeypatch.setattr(compiled, "_worker_command", lambda: [sys.executable, "-c", SLEEPY_WORKER, str(pid_file)])
+    started = time.monotonic()
+    with pytest.raises(compiled.CompileTimeout, match=r"timed out after 2 s \(worker killed\)"):
+        inspect_offline("teaching", 1024, "fp16", "sm_90", cache_root=tmp_path, timeout_s=2, num_warps=4)
+    assert time.monotonic() - started < 30
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while not _gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(grandchild), "the compile the worker started (ptxas) is still running"
+
+
+def test_inspect_async_hit_is_done_at_once(results, cache_root):
+    job = compiled.inspect_async("teaching", 1024, "fp32", "sm_90", cache_root=cache_root, num_warps=4)
+    assert job.done() and job.result().cached and job.result().n_regs == results[1].n_regs
+
+
+def test_inspect_async_returns_at_once_and_joins_the_running_job(tmp_path, monkeypatch, results):
+    monkeypatch.setattr(compiled, "_JOBS", {})
+    release, requests = threading.Event(), []
+
+    def slow_workers(batch, workers, timeout_s=None):
+        requests.append((batch, timeout_s))
+        assert release.wait(30)
+        return [results[1]]
+
+    monkeypatch.setattr(compiled, "_run_workers", slow_workers)
+    started = time.monotonic()
+    job = compiled.inspect_async("teaching", 1000, "fp32", "sm_90", cache_root=tmp_path, timeout_s=7, num_warps=4)
+    again = compiled.inspect_async("teaching", 1000, "fp32", "sm_90", cache_root=tmp_path, timeout_s=7, num_warps=4)
+    assert again is job and not job.done() and time.monotonic() - started < 5
+    assert job.label == "teaching N=1000 fp32 for sm_90 (offline)" and job.deadline > job.started_at + 7
+    release.set()
+    assert job.result(timeout=30) is results[1]
+    assert len(requests) == 1 and requests[0][1] == 7 and requests[0][0][0]["n_cols"] == 1000
+    with pytest.raises(ValueError, match="allowed: 1 <= N <= 65536"):  # bad configs fail at once
+        compiled.inspect_async("teaching", 70000, "fp32", "sm_90", cache_root=tmp_path)
+
+
+def test_a_failed_background_job_is_kept_for_a_while(tmp_path, monkeypatch):
+    monkeypatch.setattr(compiled, "_JOBS", {})
+    monkeypatch.setattr(compiled, "_run_workers", lambda batch, workers, timeout_s=None: [
+        {"error": "timed out after 1 s (worker killed) (while compiling this config)", "timed_out": True}])
+    job = compiled.inspect_async("teaching", 1000, "fp16", "sm_90", cache_root=tmp_path, num_warps=4)
+    with pytest.raises(compiled.CompileTimeout, match="offline compile timed out after 1 s"):
+        job.result(timeout=30)
+    assert compiled.inspect_async("teaching", 1000, "fp16", "sm_90", cache_root=tmp_path, num_warps=4) is job
+    monkeypatch.setattr(compiled, "JOB_ERROR_TTL_S", 0.0)
+    retry = compiled.inspect_async("teaching", 1000, "fp16", "sm_90", cache_root=tmp_path, num_warps=4)
+    assert retry is not job
+    with pytest.raises(compiled.CompileTimeout):
+        retry.result(timeout=30)
+
+
+@pytest.mark.gpu
+def test_live_inspect_in_a_worker_matches_in_process():
+    """The CLI's path on a GPU (--timeout): the live JIT runs in a killable worker; same facts, no handle."""
+    here = inspect("teaching", 1000, "fp16", num_warps=4)
+    worker = inspect("teaching", 1000, "fp16", num_warps=4, timeout_s=120)
+    assert worker.source == "live" and worker.function_handle is None and worker.arch == here.arch
+    assert (worker.n_regs, worker.shared_bytes, worker.spill_store_bytes) == (
+        here.n_regs, here.shared_bytes, here.spill_store_bytes)

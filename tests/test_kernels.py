@@ -190,3 +190,55 @@ def test_plans_state_the_seed_rules():
     assert (online.tile_width, online.grid) == (4096, (3,))
     persistent = VARIANTS["persistent"].plan(4096, 1000, torch.float16)
     assert persistent.grid_resolved_at_launch and persistent.constexprs["BLOCK_SIZE"] == 1024
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_variant_plans_every_n_up_to_its_limit(variant, dtype):
+    """Plans only (CPU): each variant's stated limit and the unaligned N below it take the default tunables."""
+    spec = VARIANTS[variant]
+    for n_cols in (spec.max_n, spec.max_n - 1, 2**23 + 1):
+        if n_cols <= spec.max_n:
+            plan = spec.plan(1, n_cols, dtype)
+            assert plan.n_cols == n_cols and plan.tile_width >= 1, (variant, n_cols)
+
+
+@pytest.mark.parametrize("variant, n_cols", [("teaching", 65536), ("multirow", 16384), ("persistent", 65536)])
+def test_one_row_at_the_limit_runs(variant, n_cols):
+    """The interpreter where it is cheap: one program holds the whole row."""
+    x = make_input(1, n_cols, torch.float32, seed=8)
+    assert_softmax_close(softmax(x, variant), x, f"{variant} N={n_cols}")
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_empty_input_over_the_limit_returns_empty(variant):
+    """Nothing to compute: no N-limit error (the limit is about what one launch can hold)."""
+    n_cols = VARIANTS[variant].max_n + 1
+    x = torch.empty(0, n_cols, device=DEVICE, dtype=torch.float16)
+    y = softmax(x, variant)
+    assert y.shape == (0, n_cols) and y.dtype == x.dtype
+    with pytest.raises(ValueError, match="unknown tunable"):  # tunables are still checked
+        softmax(x, variant, nope=1)
+
+
+def test_interpret_set_after_triton_import_says_what_to_do():
+    """TRITON_INTERPRET=1 set once triton is imported used to end in '0 active drivers' (or an interpreter error)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = ("import os, torch, triton\n"
+              "os.environ['TRITON_INTERPRET'] = '1'\n"
+              "import kernels\n"
+              "try:\n"
+              "    kernels.softmax(torch.ones(2, 4), 'online')\n"
+              "except ValueError as error:\n"
+              "    print('ValueError:', error)\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("ValueError: online: tensor on cpu, but TRITON_INTERPRET=1 was set after triton was "
+                                  "imported"), done.stdout
+    assert "allowed: set TRITON_INTERPRET=1 before importing triton" in done.stdout

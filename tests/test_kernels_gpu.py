@@ -109,3 +109,105 @@ def test_direct_launch_matches_the_jit_launch():
             _common.DIRECT_LAUNCH = True
         assert torch.equal(direct, through_jit), variant
     assert any(entry is not None for entry in _common._COMPILED.values()), "the direct path was never taken"
+
+
+SPIN_WHILE_SPLITROW = r'''
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+import kernels
+from kernels import splitrow
+
+
+@triton.jit
+def spin_kernel(flag_ptr, out_ptr, iters):
+    acc = tl.load(flag_ptr, volatile=True)
+    for _ in range(iters):
+        acc += tl.load(flag_ptr, volatile=True)
+    tl.store(out_ptr + tl.program_id(0), acc)
+
+
+sms = torch.cuda.get_device_properties(0).multi_processor_count
+flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+sink = torch.zeros(sms, dtype=torch.int32, device="cuda")
+x = torch.randn(4096, 65536, device="cuda", dtype=torch.float16) * 4
+kernels.softmax(x, "splitrow", chunk=4096, num_warps=4)  # compile outside the timed part
+spin_kernel[(sms,)](flag, sink, 32, num_warps=32)  # same specialization as below (divisible by 16)
+torch.cuda.synchronize()
+other = torch.cuda.Stream()
+start = time.perf_counter()
+with torch.cuda.stream(other):  # 1024-thread programs on every SM, spinning for a while
+    spin_kernel[(sms,)](flag, sink, 3_000_000, num_warps=32)
+out = kernels.softmax(x, "splitrow", chunk=4096, num_warps=4)  # default stream: shares the SMs with the spinner
+torch.cuda.synchronize()
+seconds = time.perf_counter() - start
+expected = torch.softmax(x.double(), dim=-1)
+error = (out.double() - expected).abs().max().item()
+assert error < 2e-3, error
+assert not splitrow._FALLBACKS, splitrow._FALLBACKS
+print(f"OK {seconds:.3f} s, max abs error {error:.2e}")
+'''
+
+
+def test_splitrow_finishes_while_another_stream_occupies_the_sms():
+    """Split-row programs wait on each other: with a spinning kernel holding part of every SM, a grid sized for an
+    empty GPU is only safe because the launch is cooperative (all programs resident together). Run in a subprocess:
+    a hang fails the test at the timeout instead of blocking the suite."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-c", SPIN_WHILE_SPLITROW], env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0 and done.stdout.startswith("OK"), done.stdout + done.stderr[-3000:]
+
+
+def test_splitrow_launches_cooperatively():
+    from kernels import _common, splitrow
+
+    x = torch.randn(256, 65536, device="cuda", dtype=torch.float16)
+    assert_softmax_close(kernels.softmax(x, "splitrow", chunk=4096, num_warps=4), x, "cooperative splitrow")
+    kernel_id = id(splitrow.row_softmax_splitrow_kernel)
+    cooperative = [entry for key, entry in _common._COMPILED.items() if key[0] == kernel_id and key[5]]
+    assert cooperative and all(entry is not None for entry in cooperative)
+    assert all(entry[0].metadata.launch_cooperative_grid for entry in cooperative)
+
+
+def test_splitrow_falls_back_to_online_when_the_cooperative_launch_fails(monkeypatch):
+    from kernels import splitrow
+
+    monkeypatch.setattr(splitrow, "_FALLBACKS", {})
+    calls = []
+
+    def refuse(*args, **kwargs):
+        calls.append(kwargs)
+        raise RuntimeError("Triton Error [CUDA]: too many blocks in cooperative launch")
+
+    monkeypatch.setattr(splitrow, "launch_kernel", refuse)
+    x = torch.randn(64, 20000, device="cuda", dtype=torch.float32)
+    with pytest.warns(RuntimeWarning, match="cooperative launch failed .*ran 'online' instead"):
+        y = kernels.softmax(x, "splitrow", chunk=4096)
+    assert_softmax_close(y, x, "online fallback")
+    assert calls == [{"cooperative": True}]
+    assert_softmax_close(kernels.softmax(x, "splitrow", chunk=4096), x, "remembered fallback")
+    assert len(calls) == 1  # the failure is remembered: no second attempt
+
+
+@pytest.mark.parametrize("variant, n_cols", [("splitrow", 2**24), ("splitrow", 2**24 - 1), ("auto", 2**23 + 1)])
+def test_rows_up_to_the_stated_limit(variant, n_cols):
+    """A row wider than the GPU can hold resident runs 'online' (with a warning) instead of failing."""
+    import warnings
+
+    x = torch.randn(1, n_cols, device="cuda", dtype=torch.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        y = softmax(x, variant)
+    expected = kernels.reference_softmax(x)
+    relative = ((y.double() - expected).abs() / expected).max().item()
+    assert y.shape == x.shape and relative < 1e-4, relative  # fp32 sums over 2**24 columns: looser than 2e-5

@@ -103,3 +103,29 @@ def test_specialization_key_follows_what_triton_specializes():
     assert specialization_key((x,)) != specialization_key((x.float(),))  # pointer dtype
     assert specialization_key((x[1:],))[0][1] is False  # 2-byte offset: not 16-byte aligned
     assert specialization_key((2**31,)) != specialization_key((2**31 - 16,))  # needs 64 bits
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
+@pytest.mark.parametrize("n_cols", [2**23 + 1, 2**24 - 1, 2**24])
+def test_default_chunk_scales_with_n_up_to_max_n(n_cols, dtype):
+    """The default chunk (16384) allowed at most 2**24 - 16383 columns with the window: N = 2**24 - 1 failed."""
+    plan = splitrow.plan(1, n_cols, dtype)
+    chunks, chunk = plan.constexprs["CHUNKS"], plan.constexprs["CHUNK"]
+    assert chunks <= splitrow.MAX_CHUNKS and chunk <= splitrow.MAX_CHUNK
+    assert chunks * chunk >= n_cols + plan.constexprs["ALIGN"] - 1
+    assert splitrow.plan(1, 100_000, dtype).constexprs["CHUNK"] == 16384  # unchanged where it fits
+    with pytest.raises(ValueError, match="needs .* chunks of 256; allowed: at most 1024 .raise chunk."):
+        splitrow.plan(1, n_cols, dtype, chunk=256)
+
+
+def test_cooperative_launch_is_available_and_failures_are_recognised():
+    """Triton 3.6 and 3.7 both take launch_cooperative_grid; the launcher falls back to 'online' only on errors
+    from the cooperative attribute."""
+    from kernels._common import cooperative_launch_supported
+
+    assert cooperative_launch_supported()
+    assert splitrow._is_cooperative_failure(RuntimeError("Triton Error [CUDA]: too many blocks in cooperative launch"))
+    assert splitrow._is_cooperative_failure(RuntimeError("Triton Error [CUDA]: operation not supported"))
+    assert not splitrow._is_cooperative_failure(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert splitrow._cooperative({"CHUNKS": 4}) and not splitrow._cooperative({"CHUNKS": 1})
+    assert "cooperative launch" in splitrow.__doc__ and "online" in splitrow.__doc__

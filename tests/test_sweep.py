@@ -366,3 +366,75 @@ def test_capture_parts_and_merge(tmp_path, capsys):
     assert len(merged) == 7  # teaching num_warps=4 per_call_events measured by both parts: part 1's row kept
     assert sorted(merged["run_id"]) == ["part2"] + ["test-run"] * 6
     assert "source" not in merged.columns
+
+
+def test_resume_counts_only_rows_of_the_same_gpu_and_versions(tmp_path):
+    """Resuming an --out file on another GPU used to skip the configs measured there and append nothing new."""
+    out = tmp_path / "two_gpus.parquet"
+    configs = [make_config("torch", "fp32", 4, n) for n in (8, 16)]
+    gpu_a = {**ENV, "gpu_name": "GPU A", "run_id": "a"}
+    first = run(configs, methods=["per_call_events"], out=out, env=gpu_a)
+    assert len(first) == 2
+    other_gpu = run(configs, methods=["per_call_events"], out=out, env={**gpu_a, "gpu_name": "GPU B", "run_id": "b"})
+    assert other_gpu.attrs["sweep"]["skipped_existing"] == 0 and other_gpu.attrs["sweep"]["done"] == 2
+    assert sorted(other_gpu["gpu_name"]) == ["GPU A", "GPU A", "GPU B", "GPU B"]  # A's rows kept
+    for changed in ({"torch_version": "9.9.9"}, {"triton_version": "9.9.9"}):
+        again = run(configs, methods=["per_call_events"], out=out, env={**gpu_a, **changed})
+        assert again.attrs["sweep"]["done"] == 2, changed
+    same = run(configs, methods=["per_call_events"], out=out, env=gpu_a)
+    assert same.attrs["sweep"]["skipped_existing"] == 2 and same.attrs["sweep"]["done"] == 0
+    assert len(load_results(out)) == 8
+    assert len(sweep.existing_keys(load_results(out), gpu_a)) == 2
+    assert len(sweep.existing_keys(load_results(out), {**gpu_a, "gpu_name": "GPU C"})) == 0
+
+
+@pytest.mark.parametrize("error, kind", [
+    ("", ""),
+    ("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "transient"),
+    ("RuntimeError: Triton Error [CUDA]: unspecified launch failure", "transient"),
+    ("AcceleratorError: CUDA error: an illegal memory access was encountered", "transient"),
+    ("RuntimeError: operation not permitted when stream is capturing", "transient"),
+    ("RuntimeError: out of resource: shared memory, Required: 300000, Hardware limit: 232448", "deterministic"),
+    ("OutOfResources: out of resource: shared memory", "deterministic"),
+    ("ValueError: teaching: N=70000 is over this variant's limit; allowed: 1 <= N <= 65536", "deterministic"),
+    ("ValueError: multirow: rows_per_program=256 x BLOCK_SIZE=1024 is over 65536 lanes", "deterministic"),
+    ("skipped: predicted pathological compile time: 2048 lanes per thread", "deterministic"),
+    ("wrong result: 32 of 32 elements off the float64 reference", "deterministic"),
+    ("CompilationError: at 12:4: unsupported", "deterministic"),
+])
+def test_error_kind(error, kind):
+    assert sweep.error_kind(error) == kind
+
+
+def test_transient_errors_are_retried_on_resume_and_replaced(tmp_path, monkeypatch):
+    """Error rows used to count as done forever, a CUDA out of memory included."""
+    out = tmp_path / "retry.csv"
+
+    def out_of_memory(x, **tunables):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    configs = [make_config("online", "fp32", 4, 8), make_config("torch", "fp32", 4, 8),
+               make_config("multirow", "fp32", 4, 1000, rows_per_program=256)]  # plan rejects the tile
+    with monkeypatch.context() as patch:
+        patch.setitem(kernels.VARIANTS, "online", dataclasses.replace(kernels.VARIANTS["online"],
+                                                                       launcher=out_of_memory))
+        patch.setattr(kernels, "torch_softmax", lambda x: torch.zeros_like(x))  # a wrong result
+        first = run(configs, methods=["per_call_events", "cuda_graph"], out=out)
+    kinds = {v: sweep.error_kind(e) for v, e in zip(first["variant"], first["error"], strict=True)}
+    assert kinds == {"online": "transient", "torch": "deterministic", "multirow": "deterministic"}
+
+    second = run(configs, methods=["per_call_events", "cuda_graph"], out=out, env={**ENV, "run_id": "second"})
+    info = second.attrs["sweep"]
+    assert info["done"] == 1 and info["skipped_existing"] == 2  # only the out-of-memory config ran again
+    online = second[second["variant"] == "online"]
+    assert len(online) == 2 and (online["error"] == "").all() and (online["run_id"] == "second").all()
+    assert second[second["variant"] == "torch"]["error"].str.startswith("wrong result").all()
+    assert len(second) == 6 and len(load_results(out)) == 6
+
+    third = run(configs, methods=["per_call_events", "cuda_graph"], out=out, env={**ENV, "run_id": "third"},
+                retry_errors=True)
+    assert third.attrs["sweep"]["done"] == 2 and len(third) == 6  # torch and multirow measured again, replaced
+    by_variant = third.groupby("variant")
+    assert (by_variant.get_group("torch")["error"] == "").all()
+    assert by_variant.get_group("multirow")["error"].str.startswith("ValueError").all()
+    assert (by_variant.get_group("online")["run_id"] == "second").all()  # its good rows stay

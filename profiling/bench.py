@@ -163,9 +163,10 @@ def peer_summary(table: pd.DataFrame) -> pd.DataFrame:
                 "min_auto_speedup": float(ratios.min()) if len(both) else math.nan,
                 "worst_shape": "" if worst is None else f"{worst['dtype']} {worst['n_rows']}x{worst['n_cols']}",
                 "below_0_95": int((ratios < 0.95).sum()),
-                "unsupported": int(errors.str.startswith("unsupported").sum()),
+                "unsupported": int(errors.str.startswith(("unsupported", "unavailable")).sum()),
                 "wrong": int(errors.str.startswith("wrong result").sum()),
-                "failed": int(((errors != "") & ~errors.str.startswith(("unsupported", "wrong result"))).sum()),
+                "failed": int(((errors != "") & ~errors.str.startswith(("unsupported", "unavailable",
+                                                                         "wrong result"))).sum()),
             })
     return pd.DataFrame(rows)
 
@@ -271,8 +272,10 @@ def to_markdown(table: pd.DataFrame, env: dict, command: str) -> str:
 
 def _short_reason(error: Any) -> str:
     text = "" if error is None or (isinstance(error, float) and math.isnan(error)) else str(error)
-    return "unsupported" if text.startswith("unsupported") else "wrong" if text.startswith("wrong") else \
-        ("failed" if text else "-")
+    for prefix in ("unsupported", "unavailable", "wrong"):
+        if text.startswith(prefix):
+            return prefix
+    return "failed" if text else "-"
 
 
 def write_outputs(table: pd.DataFrame, env: dict, command: str, markdown: Path, csv: Path | None = None) -> None:

@@ -347,9 +347,11 @@ RESUME_ENV_COLUMNS: tuple[str, ...] = ("gpu_name", "torch_version", "triton_vers
 TRANSIENT_ERROR_MARKERS: tuple[str, ...] = ("out of memory", "cuda error", "cuda driver", "driver error",
                                             "triton error [cuda]", "cuda_error_", "cudaerror", "device-side assert",
                                             "launch failed", "unspecified launch failure")
-TRANSIENT_ERROR_TYPES: tuple[str, ...] = ("RuntimeError:", "OutOfMemoryError:", "AcceleratorError:", "CudaError:")
-DETERMINISTIC_ERROR_PREFIXES: tuple[str, ...] = ("skipped:", "wrong result:", "ValueError:", "TypeError:",
-                                                 "CompilationError:", "OutOfResources:", "NotImplementedError:")
+TRANSIENT_ERROR_TYPES: tuple[str, ...] = ("unavailable:", "RuntimeError:", "OutOfMemoryError:", "AcceleratorError:",
+                                          "CudaError:")  # unavailable: a peer package missing where the row ran
+DETERMINISTIC_ERROR_PREFIXES: tuple[str, ...] = ("skipped:", "wrong result:", "unsupported:", "ValueError:",
+                                                 "TypeError:", "CompilationError:", "OutOfResources:",
+                                                 "NotImplementedError:")
 
 
 def error_kind(error: str | None) -> str:

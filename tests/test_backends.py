@@ -73,8 +73,9 @@ def test_sweep_records_unavailable_and_unsupported_backends(monkeypatch):
                make_config("torch", "fp32", 4, 8)]
     table = validate(run(configs, methods=["per_call_events"]))
     error = dict(zip(table["variant"], table["error"], strict=True))
-    assert error["liger"].startswith("unsupported: liger: ")
-    assert error["quack"].startswith("unsupported: quack: ")
+    assert error["liger"].startswith("unavailable: liger: ") and sweep.error_kind(error["liger"]) == "transient"
+    assert error["quack"].startswith("unavailable: quack: ")  # no GPU here
+    assert sweep.error_kind("unsupported: quack: N = 6 is not a multiple of 4") == "deterministic"
     assert error["torch"] == "" and table.loc[table["variant"] == "torch", "max_abs_error"].iloc[0] < 1e-6
     assert table.loc[table["variant"] != "torch", "median_us"].isna().all()
 

@@ -127,7 +127,7 @@ def test_peers_side_by_side_with_reasons(monkeypatch):
     row = bench.bench_shape("offgrid", 3, 1024, torch.float32, copy_gbps=100.0, device="cpu",
                             benchmark=_timed_by_order([12.0, 20.0, 10.0]), peers=("liger", "quack"))
     assert row["quack_us"] == 12.0 and row["auto_vs_quack"] == pytest.approx(1.2) and row["quack_error"] == ""
-    assert row["liger_error"] == "unsupported: liger: liger-kernel is not installed"
+    assert row["liger_error"] == "unavailable: liger: liger-kernel is not installed"
     assert row["liger_us"] != row["liger_us"]  # NaN: never timed
 
     module.softmax_fwd = lambda rows: torch.full_like(rows, float("nan"))

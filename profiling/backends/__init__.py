@@ -13,7 +13,7 @@ import torch
 import kernels
 
 from .aten import AtenBackend
-from .base import UNSUPPORTED, Backend, Evidence, KernelFacts, compiled_kernel_facts, triton_kernel_facts
+from .base import UNAVAILABLE, UNSUPPORTED, Backend, Evidence, KernelFacts, compiled_kernel_facts, triton_kernel_facts
 from .blockscope import BlockscopeBackend
 from .inductor import InductorBackend
 from .liger import LigerBackend
@@ -24,8 +24,8 @@ _PEER_TYPES: dict[str, type[Backend]] = {"torch": AtenBackend, "inductor": Induc
                                          "quack": QuackBackend}
 _instances: dict[str, Backend] = {}
 
-__all__ = ["PEERS", "UNSUPPORTED", "Backend", "Evidence", "KernelFacts", "backend_names", "compiled_kernel_facts",
-           "get_backend", "is_peer", "status", "triton_kernel_facts", "unsupported_reason"]
+__all__ = ["PEERS", "UNAVAILABLE", "UNSUPPORTED", "Backend", "Evidence", "KernelFacts", "backend_names",
+           "compiled_kernel_facts", "get_backend", "is_peer", "status", "triton_kernel_facts", "unsupported_reason"]
 
 
 def backend_names() -> tuple[str, ...]:
@@ -51,9 +51,14 @@ def get_backend(name: str) -> Backend:
 
 
 def unsupported_reason(name: str, n_rows: int, n_cols: int, dtype: torch.dtype) -> str | None:
-    """None when `name` runs this input here; else the row error text ('unsupported: <name> ...')."""
+    """None when `name` runs this input here; else the row error text: 'unavailable: <name>: ...' when the backend
+    cannot run here at all (a sweep resumed where it is installed retries it), 'unsupported: <name>: ...' for a
+    shape outside its support rules (kept)."""
     backend = get_backend(name)
-    reason = backend.available() or backend.supports(n_rows, n_cols, dtype)
+    missing = backend.available()
+    if missing:
+        return f"{UNAVAILABLE}{name}: {missing}"
+    reason = backend.supports(n_rows, n_cols, dtype)
     return f"{UNSUPPORTED}{name}: {reason}" if reason else None
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import torch
 
 SUPPORTED_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16, torch.float32)
-UNSUPPORTED = "unsupported: "  # prefix of a results row's `error` for a shape or setup a backend does not run
+UNSUPPORTED = "unsupported: "  # prefix of a results row's `error` for a shape a backend does not run (its rules)
+UNAVAILABLE = "unavailable: "  # prefix for a backend that cannot run here at all (package missing, no GPU)
 
 
 @dataclass(frozen=True)

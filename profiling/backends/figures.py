@@ -9,7 +9,8 @@ from .. import figures as base
 from .views import STATUS_ORDER, backend_order
 
 BACKEND_COLORS: dict[str, str] = {"inductor": "#17becf", "liger": "#bcbd22", "quack": "#e377c2"}
-STATUS_COLORS: dict[str, str] = {"ran": "#5fa8d3", "unsupported": "#cccccc", "wrong": "#e4572e",
+STATUS_COLORS: dict[str, str] = {"ran": "#5fa8d3", "unsupported": "#cccccc", "unavailable": "#e8e8e8",
+                                 "wrong": "#e4572e",
                                  "failed": "#f2c14e", "skipped": "#9e9e9e"}
 
 

@@ -12,21 +12,23 @@ from pathlib import Path
 import pandas as pd
 
 from ..dashboard_data import ROOT, best_per_n, ran
-from .base import UNSUPPORTED
+from .base import UNAVAILABLE, UNSUPPORTED
 
 BUNDLED_BACKENDS_PATH = ROOT / "data" / "h200_backends.parquet"
 PEER_NAMES: tuple[str, ...] = ("torch", "inductor", "liger", "quack")
-STATUS_ORDER: tuple[str, ...] = ("ran", "unsupported", "wrong", "failed", "skipped")
+STATUS_ORDER: tuple[str, ...] = ("ran", "unsupported", "unavailable", "wrong", "failed", "skipped")
 SCOPE = ("gpu_name", "run_id")
 
 
 def row_status(error: object) -> str:
-    """'ran' | 'unsupported' | 'wrong' | 'skipped' | 'failed' from a results row's `error` text."""
+    """'ran' | 'unsupported' | 'unavailable' | 'wrong' | 'skipped' | 'failed' from a results row's `error`."""
     text = "" if error is None or error is pd.NA or (isinstance(error, float) and error != error) else str(error)
     if not text:
         return "ran"
     if text.startswith(UNSUPPORTED):
         return "unsupported"
+    if text.startswith(UNAVAILABLE):
+        return "unavailable"
     if text.startswith("wrong result"):
         return "wrong"
     if text.startswith("skipped"):

@@ -599,8 +599,11 @@ def inspect_live(variant: str, n_cols: int, dtype: str | torch.dtype, n_rows: in
     try:
         major, minor = torch.cuda.get_device_capability()
         usage.update(parse_ptxas_log(log.getvalue()) or ptxas_usage(ptx, major * 10 + minor))
-    except Exception:  # spill bytes are best effort: the loaded function's facts below are what counts
-        pass
+    except Exception as error:  # spill bytes are best effort: the loaded function's facts below are what counts
+        import warnings
+
+        warnings.warn(f"inspect_live: spill bytes unknown for {spec.name} ({type(error).__name__}: {error})",
+                      RuntimeWarning, stacklevel=2)
     try:
         sass = cubin_sass(compiled.asm["cubin"])
     except Exception as error:

@@ -134,3 +134,22 @@ def test_inductor_compiles_per_shape_and_keeps_its_source():
     other = torch.randn(5, 24)
     torch.testing.assert_close(backend.prepare(other)(), torch.softmax(other, -1))
     assert len(backend.compile_seconds) == 2 and backend.evidence(other).source
+
+
+@pytest.mark.parametrize("original", ["none", "absent", "method"])
+def test_output_code_capture_puts_back_what_was_there(monkeypatch, original):
+    """torch 2.11 declares `GraphLowering.save_output_code = None` and tests it before calling it; removing it
+    broke every later torch.compile (AttributeError), so the capture restores exactly the original."""
+    from torch._inductor.graph import GraphLowering
+
+    from profiling.backends.inductor import _capture_output_code
+
+    if original == "absent":
+        monkeypatch.delattr(GraphLowering, "save_output_code", raising=False)
+    else:
+        monkeypatch.setattr(GraphLowering, "save_output_code", None if original == "none" else staticmethod(print))
+    before = GraphLowering.__dict__.get("save_output_code", "absent")
+    with _capture_output_code() as codes:
+        GraphLowering.save_output_code("# code")
+    assert codes == ["# code"]
+    assert GraphLowering.__dict__.get("save_output_code", "absent") is before

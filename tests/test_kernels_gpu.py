@@ -152,7 +152,7 @@ print(f"OK {seconds:.3f} s, max abs error {error:.2e}")
 '''
 
 
-def test_splitrow_finishes_while_another_stream_occupies_the_sms():
+def test_splitrow_finishes_while_another_stream_occupies_the_sms(tmp_path):
     """Split-row programs wait on each other: with a spinning kernel holding part of every SM, a grid sized for an
     empty GPU is only safe because the launch is cooperative (all programs resident together). Run in a subprocess:
     a hang fails the test at the timeout instead of blocking the suite."""
@@ -163,8 +163,9 @@ def test_splitrow_finishes_while_another_stream_occupies_the_sms():
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
-    done = subprocess.run([sys.executable, "-c", SPIN_WHILE_SPLITROW], env=env, capture_output=True, text=True,
-                          timeout=180)
+    script = tmp_path / "spin_while_splitrow.py"  # @triton.jit needs its source in a file, not `python -c`
+    script.write_text(SPIN_WHILE_SPLITROW)
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0 and done.stdout.startswith("OK"), done.stdout + done.stderr[-3000:]
 
 

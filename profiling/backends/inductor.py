@@ -16,6 +16,7 @@ import torch
 
 from .base import Backend, Evidence, KernelFacts, compiled_kernel_facts
 
+_ABSENT = object()  # marks a class attribute that did not exist
 RECOMPILE_LIMIT = 4096  # one compiled graph per swept shape; dynamo's default (8) would fall back to eager
 _KERNEL_NAME = re.compile(r"async_compile\.triton\(\s*['\"](\w+)['\"]")
 
@@ -112,14 +113,16 @@ class _capture_output_code:
         except Exception:
             self._owner = None
             return self.codes
-        self._owner, self._original = GraphLowering, GraphLowering.__dict__.get("save_output_code")
+        # torch 2.11 declares `save_output_code = None` on the class and tests it before calling; newer torch
+        # defines a staticmethod: put back exactly what was there (or remove what was not)
+        self._owner, self._original = GraphLowering, GraphLowering.__dict__.get("save_output_code", _ABSENT)
         GraphLowering.save_output_code = staticmethod(self.codes.append)
         return self.codes
 
     def __exit__(self, *exc: Any) -> None:
         if self._owner is None:
             return
-        if self._original is None:
+        if self._original is _ABSENT:
             delattr(self._owner, "save_output_code")
         else:
             self._owner.save_output_code = self._original

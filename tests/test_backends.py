@@ -153,3 +153,36 @@ def test_output_code_capture_puts_back_what_was_there(monkeypatch, original):
         GraphLowering.save_output_code("# code")
     assert codes == ["# code"]
     assert GraphLowering.__dict__.get("save_output_code", "absent") is before
+
+
+def test_liger_evidence_is_the_kernel_of_this_shape(monkeypatch):
+    """Facts come from the kernel this shape compiled (or shares by BLOCK_SIZE / num_warps), never from the
+    first kernel Liger ever compiled (the first H200 capture reported N=128's 15 registers at every N)."""
+    cache: dict = {}
+    jit = types.SimpleNamespace(device_caches={0: (cache, None)})
+
+    def apply(x):
+        block = 1 << (x.shape[-1] - 1).bit_length()
+        key = (x.dtype, block)
+        if key not in cache:
+            cache[key] = types.SimpleNamespace(name="_softmax_single_block_forward_kernel", n_regs=block // 64 + 10,
+                                               n_spills=0, metadata=types.SimpleNamespace(shared=16, num_warps=4))
+        return torch.softmax(x, -1)
+
+    softmax = types.ModuleType("liger_kernel.ops.softmax")
+    softmax.LigerSoftmaxFunction = types.SimpleNamespace(apply=apply)
+    softmax._softmax_single_block_forward_kernel = jit
+    utils = types.ModuleType("liger_kernel.ops.utils")
+    utils.calculate_settings = lambda n: (1 << (n - 1).bit_length(), 4)
+    for name, module in (("liger_kernel", types.ModuleType("liger_kernel")),
+                         ("liger_kernel.ops", types.ModuleType("liger_kernel.ops")),
+                         ("liger_kernel.ops.softmax", softmax), ("liger_kernel.ops.utils", utils)):
+        monkeypatch.setitem(sys.modules, name, module)
+    backend = LigerBackend()
+    small, wide, shares = torch.randn(2, 128), torch.randn(2, 4096), torch.randn(2, 4090)
+    for x in (small, wide, shares):
+        backend.prepare(x)()
+    assert backend.evidence(small).kernels[0].n_regs == 12
+    assert backend.evidence(wide).kernels[0].n_regs == 74
+    assert backend.evidence(shares).kernels == []  # N % 16 != 0: another specialization, compiled nothing new
+    assert "before Blockscope watched" in backend.evidence(torch.randn(2, 999)).note

@@ -75,19 +75,22 @@ class Backend:
                 "available": self.available() or "yes"}
 
 
-def triton_kernel_facts(jit_functions: list[Any]) -> list[KernelFacts]:
-    """Facts of every kernel compiled so far from these Triton JITFunctions (their per-device caches).
+def compiled_kernels(jit_functions: list[Any]) -> list[Any]:
+    """Every CompiledKernel compiled so far from these Triton JITFunctions (their per-device caches).
 
     Works on Triton 3.6 and 3.7 (`device_caches`: device -> (cache dict key -> CompiledKernel, ...)); a Triton
-    without that attribute, or a kernel whose handles are not loaded yet, is skipped."""
-    facts: list[KernelFacts] = []
+    without that attribute gives none."""
+    kernels: list[Any] = []
     for fn in jit_functions:
-        caches = getattr(fn, "device_caches", None) or {}
-        for entry in caches.values():
+        for entry in (getattr(fn, "device_caches", None) or {}).values():
             cache = entry[0] if isinstance(entry, tuple) else entry
-            for compiled in getattr(cache, "values", lambda: [])():
-                facts.append(compiled_kernel_facts(compiled))
-    return facts
+            kernels.extend(getattr(cache, "values", lambda: [])())
+    return kernels
+
+
+def triton_kernel_facts(jit_functions: list[Any]) -> list[KernelFacts]:
+    """Facts of every kernel compiled so far from these Triton JITFunctions."""
+    return [compiled_kernel_facts(compiled) for compiled in compiled_kernels(jit_functions)]
 
 
 def compiled_kernel_facts(compiled: Any, name: str | None = None) -> KernelFacts:

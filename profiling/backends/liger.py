@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from .base import Backend, Evidence, triton_kernel_facts
+from .base import Backend, Evidence, KernelFacts, compiled_kernel_facts, compiled_kernels
 
 MAX_FUSED_SIZE = 65536  # liger_kernel.ops.utils.calculate_settings
 
@@ -42,11 +42,40 @@ class LigerBackend(Backend):
         return (f"N = {n_cols}: Liger's BLOCK_SIZE = next_pow2(N) would be over its limit of {MAX_FUSED_SIZE} "
                 "(calculate_settings raises)")
 
+    def __init__(self) -> None:
+        self._facts: dict[tuple, list[KernelFacts]] = {}  # (dtype, BLOCK_SIZE, num_warps, N % 16 == 0) -> kernels
+
+    def _key(self, x: torch.Tensor) -> tuple:
+        """What picks Liger's compiled kernel: dtype, its BLOCK_SIZE and num_warps for N, and N's 16-alignment
+        (Triton specializes the row stride on it)."""
+        n_cols = x.shape[-1]
+        settings = importlib.import_module("liger_kernel.ops.utils").calculate_settings
+        return (x.dtype, *settings(n_cols), n_cols % 16 == 0)
+
+    def _jits(self) -> list:
+        module = self._module()
+        return [getattr(module, n) for n in dir(module) if n.endswith("_forward_kernel")]
+
     def prepare(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
-        apply = self._module().LigerSoftmaxFunction.apply
-        return lambda: apply(x)  # read x + write y
+        apply, key = self._module().LigerSoftmaxFunction.apply, self._key(x)
+        state = {"first": True}
+
+        def run() -> torch.Tensor:
+            if not state["first"]:
+                return apply(x)  # read x + write y
+            state["first"] = False
+            before = {id(k) for k in compiled_kernels(self._jits())}
+            y = apply(x)
+            new = [k for k in compiled_kernels(self._jits()) if id(k) not in before]
+            if new:  # the kernels this shape compiled; a shape sharing them finds them under its key
+                self._facts[key] = [compiled_kernel_facts(k) for k in new]
+            return y
+
+        return run
 
     def evidence(self, x: torch.Tensor) -> Evidence:
-        module = self._module()
-        jits = [getattr(module, n) for n in dir(module) if n.endswith("_forward_kernel")]
-        return Evidence(kernels=triton_kernel_facts(jits))
+        facts = self._facts.get(self._key(x))
+        if facts is None:
+            return Evidence(note="Liger compiled this shape's kernel before Blockscope watched it (no facts)")
+        return Evidence(kernels=facts)
+

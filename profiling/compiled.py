@@ -181,6 +181,16 @@ def _nvidia_bin(tool: str) -> str:
 
 
 def _ptxas_for(capability: int) -> str:
+    """The ptxas Triton itself compiles with (its knobs honour TRITON_PTXAS_PATH: a GPU box may point it at a newer
+    CUDA whose PTX version the wheel's ptxas rejects), else the wheel's own."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+
+        path = get_ptxas(capability).path
+        if path and Path(path).exists():
+            return str(path)
+    except Exception:  # older Triton layouts: the wheel's binaries below
+        pass
     return _nvidia_bin("ptxas-blackwell" if capability >= 100 and
                        (Path(_nvidia_bin("ptxas")).parent / "ptxas-blackwell").exists() else "ptxas")
 

@@ -42,6 +42,15 @@ def platform_label(rows: pd.DataFrame) -> str:
     return " + ".join(dict.fromkeys(labels)) or "unknown platform"
 
 
+@st.cache_data(show_spinner="Loading the bundled H200 numerics…")
+def bundled_numerics(path: str) -> pd.DataFrame:
+    from pathlib import Path
+
+    from profiling.results import load_results
+
+    return fn.numerics_rows(load_results(path)) if Path(path).exists() else pd.DataFrame()
+
+
 @st.cache_data(show_spinner="Measuring ULP error live…", max_entries=16)
 def live_table(names: tuple[str, ...], dtypes: tuple[str, ...], n_values: tuple[int, ...], n_rows: int,
                inputs: tuple[str, ...], device: str) -> pd.DataFrame:
@@ -86,13 +95,21 @@ stored = fn.numerics_rows(None if ctx.df is None else
                           dd.apply_filters(ctx.df, dataclasses.replace(ctx.filters, n_rows=None, dtype=None),
                                            method=False))
 device = _device()
+source_label = ctx.label
+if not len(stored):
+    stored = bundled_numerics(str(nm.BUNDLED_PATH))
+    if len(stored):
+        source_label = f"bundled data/{nm.BUNDLED_PATH.name}"
+        st.info(f"The loaded data ({ctx.label}) has no numerics columns: this page shows the bundled H200 numerics "
+                f"capture (`data/{nm.BUNDLED_PATH.name}`: every backend x 3 dtypes x 9 N x 6 input distributions, "
+                "R=64).")
 if len(stored):
     r_values = sorted(int(r) for r in stored["n_rows"].unique())
     if len(r_values) > 1:
         r_pick = st.selectbox("R (rows) of the numerics runs", r_values, index=len(r_values) - 1, key="num_rows")
         stored = stored[stored["n_rows"] == r_pick]
     table, platform = stored, platform_label(stored)
-    st.caption(f"Numerics columns of the loaded data ({ctx.label}): {len(stored)} measurements on **{platform}** "
+    st.caption(f"Numerics columns of {source_label}: {len(stored)} measurements on **{platform}** "
                "(sidebar filters apply, except R and dtype; several configs at one N: the least exact is drawn).")
 else:
     platform = _platform_of_device()

@@ -56,7 +56,8 @@ def specs(at: AppTest) -> dict[str, dict]:
             (json.loads(element.proto.spec) for element in at.get("plotly_chart"))}
 
 
-def test_page_without_numerics_columns_computes_live_on_the_interpreter() -> None:
+def test_page_without_numerics_columns_computes_live_on_the_interpreter(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(nm, "BUNDLED_PATH", tmp_path / "missing.parquet")
     at = open_page()
     assert at.title[0].value == "Numerics (ULP)"
     infos = [i.value for i in at.info]
@@ -75,7 +76,8 @@ def test_page_without_numerics_columns_computes_live_on_the_interpreter() -> Non
     assert {"input", "torch.softmax", "teaching"} <= set(special.columns)
 
 
-def test_page_controls_rerun_the_live_parts() -> None:
+def test_page_controls_rerun_the_live_parts(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(nm, "BUNDLED_PATH", tmp_path / "missing.parquet")
     at = open_page()
     at.selectbox(key="num_dtype").set_value("fp32").run()
     at.selectbox(key="num_special_variant").set_value("online").run()
@@ -118,3 +120,14 @@ def test_figures_from_a_table(numerics_table) -> None:
         __import__("pandas").DataFrame({"variant": ["torch", "torch"], "ulp": [0.0, math.inf], "count": [3, 1]}), "h")
     assert list(counts.data[0].x) == ["0", "NaN mismatch"] and list(counts.data[0].y) == [75, 25]
     assert fn.numerics_rows(synthetic_results()).empty, "a table without numerics measured has no numerics rows"
+
+
+def test_page_falls_back_to_the_bundled_h200_numerics() -> None:
+    if not nm.BUNDLED_PATH.exists():
+        pytest.skip(f"{nm.BUNDLED_PATH.name} is not bundled")
+    at = open_page()
+    assert any(f"bundled H200 numerics capture (`data/{nm.BUNDLED_PATH.name}`" in i.value for i in at.info)
+    assert any("This page shows **NVIDIA H200**" in i.value for i in at.info)
+    vs_n = next(s for t, s in specs(at).items() if t.startswith("ULP error vs N — NVIDIA H200, fp16"))
+    names = {t["name"] for t in vs_n["data"] if t.get("showlegend", True)}
+    assert {"torch", "auto", "inductor", "liger", "quack", "teaching"} <= names, names

@@ -47,7 +47,7 @@ class QuackBackend(Backend):
         size = torch.empty((), dtype=dtype).element_size()
         per_vector = 16 // size
         if n_cols % per_vector:
-            return f"N = {n_cols} is not a multiple of {per_vector} (Quack needs 16-byte aligned {dtype} rows)"
+            return f"N = {n_cols} is not a multiple of {per_vector} (Quack needs 16-byte aligned rows)"
         if n_cols * size > MAX_CLUSTER_CTAS * SHARED_BYTES_PER_CTA:
             return (f"a row of N = {n_cols} ({n_cols * size // 1024} KB) exceeds the shared memory of one cluster "
                     f"({MAX_CLUSTER_CTAS} CTAs x {SHARED_BYTES_PER_CTA // 1024} KB)")

@@ -6,6 +6,8 @@ probe (a numerics-only kernel: tl.exp vs tl.exp2), compare (each variant vs torc
 (and triton for the probe, lazily); never streamlit or plotly.
 """
 
+from pathlib import Path
+
 from .compare import summary_lines, versus_torch
 from .inputs import INPUTS, SPECIAL_DESCRIPTIONS, SPECIAL_ROWS, check_input_name, make_input, special_matrix
 from .measure import (
@@ -32,8 +34,10 @@ from .measure import (
 from .resolve import TORCH, allowed_names, max_n, softmax_callable
 from .ulp import NAN_MISMATCH, from_ordered, ordered_int, round_to_dtype, row_sum_error, ulp_distance
 
+BUNDLED_PATH = Path(__file__).resolve().parents[2] / "data" / "numerics_h200.parquet"  # the H200 capture
+
 __all__ = [
-    "CPU_MAX_N", "DEFAULT_ROWS", "DTYPES", "INPUTS", "NAN_MISMATCH", "NUMERICS_COLUMNS",
+    "BUNDLED_PATH", "CPU_MAX_N", "DEFAULT_ROWS", "DTYPES", "INPUTS", "NAN_MISMATCH", "NUMERICS_COLUMNS",
     "SPECIAL_DESCRIPTIONS", "SPECIAL_ROWS", "TORCH", "NumericsResult", "PreparedInput", "UlpSummary",
     "allowed_names", "check_input_name", "describe_difference", "from_ordered", "make_input",
     "max_n", "measure", "measure_prepared", "ordered_int", "prepare_input", "reference_softmax", "result_key",

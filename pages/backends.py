@@ -68,6 +68,11 @@ ui.chart(bf.bandwidth_figure(table, df, method, dtype), table[["variant", "n_col
          "the device copy bandwidth measured in the same run.")
 
 st.subheader("Who wins")
+against = views.versus(df, method)
+if len(against):
+    st.markdown("**auto against each backend** (all dtypes; time of the backend / time of auto at each (dtype, N) "
+                "both ran; above 1: auto is faster)")
+    st.dataframe(against, hide_index=True, key="be_versus")
 winners = views.winners(df[df["dtype"] == dtype], method)
 c = st.columns([1, 2])
 c[0].dataframe(views.win_counts(winners), hide_index=True, key="be_win_counts")

@@ -87,3 +87,14 @@ def test_the_page_says_where_peers_come_from(monkeypatch, tmp_path: Path):
     at.switch_page("pages/backends.py").run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("no peer backends" in w.value for w in at.warning)
+
+
+def test_versus_auto_is_the_geomean_of_time_ratios(table):
+    against = views.versus(table, "cuda_graph").set_index("backend")
+    assert list(against.index) == ["torch", "inductor", "liger", "quack"]
+    assert against.loc["liger", "points"] == 2 * 5  # N = 131072 unsupported, in both dtypes
+    assert against.loc["quack", "points"] == 2 * 6 - 2 - 1  # N = 1001 unsupported (x2), fp16 131072 wrong
+    # the synthetic model: torch 1 / auto 0.78, quack 0.80 / 0.78 (+-3% noise each)
+    assert against.loc["torch", "geomean backend / auto"] == pytest.approx(1 / 0.78, rel=0.05)
+    assert against.loc["quack", "geomean backend / auto"] == pytest.approx(0.80 / 0.78, rel=0.05)
+    assert views.versus(table[table["variant"] != "auto"], "cuda_graph").empty

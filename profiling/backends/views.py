@@ -93,6 +93,29 @@ def winners(df: pd.DataFrame, method: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def versus(df: pd.DataFrame, method: str, reference: str = "auto") -> pd.DataFrame:
+    """Per backend: the (dtype, N) points both it and `reference` timed, the geometric mean of its time over the
+    reference's (> 1: the reference is faster), the worst ratio and where, and points under 0.95."""
+    import math
+
+    part = df[(df["method"] == method) & (df["error"].fillna("") == "") & df["median_us"].notna()]
+    keys = ["dtype", "n_cols", *_scope(part)]
+    times = part.groupby([*keys, "variant"])["median_us"].min().unstack("variant")
+    if reference not in times.columns:
+        return pd.DataFrame()
+    rows = []
+    for name in backend_order([c for c in times.columns if c != reference]):
+        ratio = (times[name] / times[reference]).dropna().astype(float)
+        if ratio.empty:
+            continue
+        worst = ratio.idxmin()
+        rows.append({"backend": name, "points": len(ratio),
+                     f"geomean backend / {reference}": math.exp(ratio.map(math.log).mean()),
+                     "worst": float(ratio.min()), "worst at": f"{worst[0]} N={worst[1]}",
+                     "under 0.95": int((ratio < 0.95).sum())})
+    return pd.DataFrame(rows)
+
+
 def win_counts(table: pd.DataFrame) -> pd.DataFrame:
     """How many (dtype, N) points each backend wins."""
     if table.empty:

@@ -24,7 +24,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 # (sidebar title, has charts)
 PAGES = (("Overview", False), ("Masked lanes", True), ("Occupancy", True), ("Latency", True),
-         ("Tradeoffs", True), ("Kernel evidence", True), ("Numerics", True), ("Run sweep", False), ("Export", False))
+         ("Tradeoffs", True), ("Backends", True), ("Kernel evidence", True), ("Numerics", True), ("Run sweep", False),
+         ("Export", False))
 
 pytestmark = [
     pytest.mark.browser,
@@ -123,6 +124,11 @@ def test_every_page_renders_without_console_errors(server: str, tmp_path: Path) 
         browser.close()
     assert not errors, "\n".join(errors)
     assert all(path.stat().st_size > 10_000 for path in shots.values())
+    if os.environ.get("BLOCKSCOPE_SHOTS_DIR"):  # keep every page's screenshot to look at
+        keep = Path(os.environ["BLOCKSCOPE_SHOTS_DIR"])
+        keep.mkdir(parents=True, exist_ok=True)
+        for path in shots.values():
+            shutil.copy(path, keep / path.name)
     if os.environ.get("BLOCKSCOPE_SCREENSHOT") == "1":
         (ROOT / "docs").mkdir(exist_ok=True)
         shutil.copy(tmp_path / "readme.png", ROOT / "docs" / "screenshot.png")

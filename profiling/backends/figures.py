@@ -33,13 +33,28 @@ def _hover(rows: pd.DataFrame) -> list[str]:
     return out
 
 
+def is_pow2_neighbour(n: int) -> bool:
+    """N = 2**k - 1 or 2**k + 1 (not a power of two itself): the sweep's edge points around each doubling."""
+    n = int(n)
+    return n & (n - 1) != 0 and any(m > 0 and m & (m - 1) == 0 for m in (n - 1, n + 1))
+
+
 def _lines(table: pd.DataFrame, y: str, title: str, y_title: str, log_y: bool) -> go.Figure:
+    """One line per backend through the N that are not power-of-two neighbours; the 2**k +- 1 points as markers
+    of the same colour (on a log axis they sit on top of 2**k: a line through them would zig-zag)."""
     fig = go.Figure()
     for name in backend_order(list(table["variant"].unique())):
         rows = table[table["variant"] == name].sort_values("n_cols")
-        fig.add_trace(go.Scatter(x=rows["n_cols"], y=rows[y], name=name, mode="lines+markers",
-                                 line={"color": backend_color(name), "width": 3 if name == "auto" else 2},
-                                 marker={"size": 6}, hovertext=_hover(rows), hoverinfo="text"))
+        edge = rows["n_cols"].map(is_pow2_neighbour).astype(bool)
+        color = backend_color(name)
+        fig.add_trace(go.Scatter(x=rows.loc[~edge, "n_cols"], y=rows.loc[~edge, y], name=name, legendgroup=name,
+                                 mode="lines+markers", line={"color": color, "width": 3 if name == "auto" else 2},
+                                 marker={"size": 6}, hovertext=_hover(rows[~edge]), hoverinfo="text"))
+        if edge.any():
+            fig.add_trace(go.Scatter(x=rows.loc[edge, "n_cols"], y=rows.loc[edge, y], name=f"{name} (2^k ± 1)",
+                                     legendgroup=name, showlegend=False, mode="markers",
+                                     marker={"size": 7, "color": color, "symbol": "diamond-open"},
+                                     hovertext=_hover(rows[edge]), hoverinfo="text"))
     base._layout(fig, title, "N (columns per row)", y_title, log_y=log_y)
     if len(table):
         base.add_pow2_lines(fig, int(table["n_cols"].min()), int(table["n_cols"].max()))
@@ -96,7 +111,7 @@ def support_figure(table: pd.DataFrame, dtype: str) -> go.Figure:
     base._layout(fig, f"Which backend runs which shape — {dtype} (hover: why not)", "N (columns per row)",
                  "backend", log_x=False, height=120 + 36 * max(1, len(names)))
     fig.update_xaxes(type="category")
-    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(type="category", autorange="reversed")  # _layout made it linear: names would be NaN
     return fig
 
 

@@ -8,6 +8,13 @@ An entry is used for N in the same power-of-two bucket (its BLOCK_SIZE) and row 
 nearest R; with no
 table for the GPU a heuristic picks (multirow for small N, one program per row for mid N, cooperating
 split-row programs for wide rows). Under the CPU interpreter the first shipped table is used.
+
+Eager mode: the table ranks GPU time. When a small shape is called on an idle stream (nothing queued: the GPU
+waits for the host, as in a plain Python loop of calls), the wall time is the host path instead, where
+torch.softmax (~9 us on the H200 host) beats a Triton launch (~24-52 us). The first such call of a shape times
+both ways from the idle stream (3 rounds of 8 calls each, about 1 ms) and keeps the faster; later idle calls
+take it. A busy stream (work queued ahead, so the launch overlaps it) or a CUDA graph being captured always
+takes the tuned Triton choice. BLOCKSCOPE_AUTO_EAGER=0 turns the eager check off.
 """
 
 from __future__ import annotations
@@ -16,12 +23,14 @@ import functools
 import json
 import math
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from . import splitrow
-from ._common import DTYPE_NAMES, check_input, check_tunables, empty_like_rows, next_power_of_2
+from ._common import DTYPE_NAMES, check_input, check_tunables, empty_like_rows, interpreting, next_power_of_2
 from .plan import LaunchPlan
 from .reference import torch_softmax
 
@@ -30,6 +39,9 @@ SHIPPED_DIR = Path(__file__).parent / "tuned"
 TUNABLES: dict[str, str] = {}
 TABLE_FORMAT = 1
 MAX_N = splitrow.MAX_N  # the widest rows any choice takes (split-row programs; 'online' when a row cannot be resident)
+EAGER_ENV = "BLOCKSCOPE_AUTO_EAGER"
+EAGER_MAX_BYTES = 64 * 2**20  # read x + write y above this (~16 us at 4 TB/s) is never host-bound: no eager check
+EAGER_CALLS, EAGER_ROUNDS = 8, 3
 
 
 def user_table_dir() -> Path:
@@ -127,8 +139,9 @@ def _device_name(x: torch.Tensor) -> str | None:
 
 
 def clear_choices() -> None:
-    """Forget memoized choices (after a new tuning table is written)."""
+    """Forget memoized choices (after a new tuning table is written) and eager timings."""
     _CHOICES.clear()
+    _EAGER.clear()
 
 
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None, **tunables: int) -> LaunchPlan:
@@ -145,6 +158,39 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = No
 
 def signature(dtype: torch.dtype) -> dict[str, str]:
     raise ValueError("auto has no kernel of its own; inspect the variant its plan names")
+
+
+_EAGER: dict[tuple, bool] = {}  # (R, N, dtype, gpu) -> torch.softmax is faster from an idle stream
+
+
+def eager_wall_us(fn: Callable[[], object], calls: int, synchronize: Callable[[], None]) -> float:
+    """Wall microseconds per call of `calls` back-to-back calls from an idle stream, host path included."""
+    synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def eager_prefers_torch(triton_call: Callable[[], object], torch_call: Callable[[], object],
+                        synchronize: Callable[[], None], rounds: int = EAGER_ROUNDS,
+                        calls: int = EAGER_CALLS) -> tuple[bool, float, float]:
+    """(torch faster?, best Triton us/call, best torch us/call) over `rounds` alternating rounds."""
+    best_triton = best_torch = math.inf
+    for _ in range(rounds):
+        best_triton = min(best_triton, eager_wall_us(triton_call, calls, synchronize))
+        best_torch = min(best_torch, eager_wall_us(torch_call, calls, synchronize))
+    return best_torch < best_triton, best_triton, best_torch
+
+
+def _idle_eager(x: torch.Tensor, rows: torch.Tensor) -> bool:
+    """A launch where the host path is the cost: a small CUDA input, no graph capture, nothing queued ahead."""
+    if not x.is_cuda or interpreting() or os.environ.get(EAGER_ENV, "1") == "0":
+        return False
+    if 2 * rows.numel() * rows.element_size() > EAGER_MAX_BYTES or torch.cuda.is_current_stream_capturing():
+        return False
+    return torch.cuda.current_stream(x.device).query()
 
 
 def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
@@ -164,4 +210,13 @@ def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
         variant, chosen = choose(*key)
         _CHOICES[key] = (torch_softmax if variant == "torch" else get_variant(variant).launcher, chosen)
     launcher, chosen = _CHOICES[key]
+    if launcher is not torch_softmax and _idle_eager(x, rows):
+        if key not in _EAGER:
+            if len(_EAGER) >= 4096:
+                _EAGER.clear()
+            device = x.device
+            _EAGER[key] = eager_prefers_torch(lambda: launcher(x, **chosen), lambda: torch_softmax(x),
+                                              lambda: torch.cuda.synchronize(device))[0]
+        if _EAGER[key]:
+            return torch_softmax(x)  # kernels.softmax copies it into `out` where one was given, as on torch's route
     return launcher(x, **chosen) if out is None or launcher is torch_softmax else launcher(x, out=out, **chosen)

@@ -146,3 +146,32 @@ def test_auto_plans_every_n_up_to_its_limit(n_cols, gpu_name):
         plan = VARIANTS[variant].plan(1, n_cols, dtype, **tunables)
         assert plan.n_cols == n_cols
         assert auto.plan(1, n_cols, dtype, gpu_name=gpu_name).variant == variant
+
+
+def test_eager_check_times_both_paths_and_keeps_the_faster(monkeypatch):
+    from kernels import auto as auto_module
+
+    now = [0.0]
+    monkeypatch.setattr(auto_module.time, "perf_counter", lambda: now[0])
+
+    def call(us):
+        def run():
+            now[0] += us * 1e-6
+        return run
+
+    syncs = []
+    faster, triton_us, torch_us = auto_module.eager_prefers_torch(call(24.0), call(9.0), lambda: syncs.append(1))
+    assert faster and triton_us == pytest.approx(24.0) and torch_us == pytest.approx(9.0)
+    assert len(syncs) == 2 * 2 * auto_module.EAGER_ROUNDS  # each timed block starts and ends synchronized
+    faster, _, _ = auto_module.eager_prefers_torch(call(5.0), call(9.0), lambda: None)
+    assert not faster
+
+
+def test_eager_check_never_applies_off_the_gpu_or_when_disabled(monkeypatch):
+    from kernels import auto as auto_module
+
+    x = torch.randn(4, 64)
+    assert not auto_module._idle_eager(x, x)
+    monkeypatch.setenv(auto_module.EAGER_ENV, "0")
+    assert not auto_module._idle_eager(x, x)
+    torch.testing.assert_close(softmax(x, variant="auto"), torch.softmax(x, -1))

@@ -66,9 +66,10 @@ def main() -> int:
             result[f"auto_{label}_us"] = wall_us(lambda x=x: kernels.softmax(x, variant="auto"), args.calls,
                                                  args.rounds)
             result[f"raw_{label}_us"] = wall_us(lambda x=x: auto.softmax_auto(x), args.calls, args.rounds)
+            if label == "on":  # what the idle-stream check picked (cleared before the 'off' run)
+                key = (n_rows, n_cols, x.dtype, torch.cuda.get_device_name(x.device))
+                result["eager_pick"] = "torch" if auto._EAGER.get(key) else auto.choose(*key)[0]
         os.environ[auto.EAGER_ENV] = "1"
-        key = (n_rows, n_cols, x.dtype, torch.cuda.get_device_name(x.device))
-        result["eager_pick"] = "torch" if auto._EAGER.get(key) else auto.choose(*key)[0]
         result["auto_gpu_busy_us"] = timing.benchmark(lambda x=x: auto.softmax_auto(x),
                                                       "back_to_back_flushed").median_us
         result["on_over_torch"] = result["auto_on_us"] / result["torch_us"]

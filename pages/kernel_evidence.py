@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import streamlit as st
 
 from pages import _common as ui
+from pages._compile import background_compile, rerun_while_compiling
 from profiling import dashboard_data as dd
 from profiling import figures
 
@@ -52,25 +51,6 @@ if len(errors):
                      hide_index=True, key="ev_errors")
 
 
-REFRESH_S = 1.0  # while a background compile runs, the page reruns itself this long after it has rendered
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def compile_problem(variant: str, n_cols: int, dtype: str, num_warps: int) -> str | None:
-    """Why compiling this config would take minutes (the sweep's prediction), or None."""
-    from profiling.cli_compile import predicted_problem
-
-    return predicted_problem(variant, n_cols, dtype, 4096, {"num_warps": num_warps})
-
-
-def start_compile(variant: str, n_cols: int, dtype: str, arch: str, num_warps: int):
-    """The background compile of one config (profiling.compiled.inspect_async): returns at once."""
-    import kernels
-    from profiling import compiled
-
-    return compiled.inspect_async(variant, n_cols, kernels.dtype_from_name(dtype), arch=arch, num_warps=num_warps)
-
-
 st.subheader("PTX / SASS of one config")
 c = st.columns(5)
 variants = [v for v in ("teaching", "multirow", "online", "persistent", "splitrow") if v in set(ctx.df["variant"])]
@@ -87,21 +67,7 @@ if st.toggle("Compile and show assembly", False, key="ev_show",
                   "disk); configs predicted to compile for minutes are not compiled unless forced."):
     info = None
     try:
-        from profiling import compiled
-
-        problem = compile_problem(variant, int(n_cols), dtype, int(num_warps))
-        force = False
-        if problem:
-            st.warning(f"Not compiled: {problem.removeprefix('skipped: ')}.")
-            force = st.checkbox("Compile anyway (in the background; it may take minutes)", False, key="ev_force")
-        if not problem or force:
-            job = start_compile(variant, int(n_cols), dtype, arch, int(num_warps))
-            with st.spinner(f"Compiling {job.label}…"):
-                info = compiled.result_within(job, compiled.BACKGROUND_WAIT_S)
-            if info is None:
-                compiling = job
-                st.info(f"Compiling {job.label} in the background (given up after {job.timeout_s:.0f} s); this "
-                        "page reruns by itself until it is done — rerun/refresh shortly.")
+        info, compiling = background_compile(variant, int(n_cols), dtype, arch, int(num_warps), "ev_force")
     except ImportError:
         st.info("profiling.compiled is not available yet in this checkout.")
     except Exception as error:
@@ -113,6 +79,4 @@ if st.toggle("Compile and show assembly", False, key="ev_show",
         ptx_tab.code(info.ptx or "(no PTX)", language="asm", height=420)
         sass_tab.code(info.sass or "(no SASS: needs nvdisasm / cuobjdump)", language="asm", height=420)
 
-if compiling is not None and not compiling.done() and time.monotonic() < compiling.deadline:
-    time.sleep(REFRESH_S)  # the page has rendered; look again (a widget change interrupts this rerun)
-    st.rerun()
+rerun_while_compiling(compiling)

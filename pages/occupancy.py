@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, is_dataclass
 
 import pandas as pd
 import streamlit as st
 
 from pages import _common as ui
+from pages._compile import background_compile, rerun_while_compiling
 from profiling import dashboard_data as dd
 from profiling import figures
 
 COMPILE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow")
-REFRESH_S = 1.0  # while a background compile runs, the page reruns itself this long after it has rendered
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def compile_problem(variant: str, n_cols: int, dtype: str, num_warps: int) -> str | None:
-    """Why compiling this config would take minutes (the sweep's prediction), or None."""
-    from profiling.cli_compile import predicted_problem
-
-    return predicted_problem(variant, n_cols, dtype, 4096, {"num_warps": num_warps})
-
-
-def start_compile(variant: str, n_cols: int, dtype: str, arch: str, num_warps: int):
-    """The background compile of one config (profiling.compiled.inspect_async): returns at once."""
-    import kernels
-    from profiling import compiled
-
-    return compiled.inspect_async(variant, n_cols, kernels.dtype_from_name(dtype), arch=arch, num_warps=num_warps)
 
 
 @st.cache_data(show_spinner=False)
@@ -79,25 +62,11 @@ occ: dict | None = None
 compiling = None  # the background compile this page waits for (rerun shortly)
 source = ""
 try:
-    from profiling import compiled
-
-    problem = compile_problem(variant, int(n_cols), dtype, int(num_warps))
-    force = False
-    if problem:
-        st.warning(f"Not compiled: {problem.removeprefix('skipped: ')}.")
-        force = st.checkbox("Compile anyway (in the background; it may take minutes)", False, key="occ_force")
-    if not problem or force:
-        job = start_compile(variant, int(n_cols), dtype, arch, int(num_warps))
-        with st.spinner(f"Compiling {job.label}…"):
-            info = compiled.result_within(job, compiled.BACKGROUND_WAIT_S)
-        if info is None:
-            compiling = job
-            st.info(f"Compiling {job.label} in the background (given up after {job.timeout_s:.0f} s); this page "
-                    "reruns by itself until it is done — rerun/refresh shortly. Meanwhile: the sweep's compile "
-                    "columns, if any.")
-        else:
-            facts = asdict(info) if is_dataclass(info) else dict(vars(info))
-            source = f"compiled {facts.get('source', 'offline')} for {arch} in {facts.get('compile_seconds', 0):.1f} s"
+    info, compiling = background_compile(variant, int(n_cols), dtype, arch, int(num_warps), "occ_force",
+                                         " Meanwhile: the sweep's compile columns, if any.")
+    if info is not None:
+        facts = asdict(info) if is_dataclass(info) else dict(vars(info))
+        source = f"compiled {facts.get('source', 'offline')} for {arch} in {facts.get('compile_seconds', 0):.1f} s"
 except ImportError:
     source = "profiling.compiled is not available yet: facts from the sweep's compile columns"
 except Exception as error:  # an invalid config, a compile failure or timeout: say which
@@ -214,6 +183,4 @@ if offline_vs_live is not None:
     with st.expander("Data: offline vs live (data/offline_vs_live.csv)"):
         st.dataframe(compared[columns], hide_index=True, key="occ_offline_live")
 
-if compiling is not None and not compiling.done() and time.monotonic() < compiling.deadline:
-    time.sleep(REFRESH_S)  # the page has rendered; look again (a widget change interrupts this rerun)
-    st.rerun()
+rerun_while_compiling(compiling)

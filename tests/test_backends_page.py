@@ -98,3 +98,28 @@ def test_versus_auto_is_the_geomean_of_time_ratios(table):
     assert against.loc["torch", "geomean backend / auto"] == pytest.approx(1 / 0.78, rel=0.05)
     assert against.loc["quack", "geomean backend / auto"] == pytest.approx(0.80 / 0.78, rel=0.05)
     assert views.versus(table[table["variant"] != "auto"], "cuda_graph").empty
+
+
+def test_backends_report_section_is_rewritten_in_place(tmp_path: Path, table):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("backends_report", Path(__file__).parents[1] / "scripts" /
+                                                  "backends_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    results = tmp_path / "b.parquet"
+    save_results(table, results)
+    text = report.section(results)
+    assert "| liger | 10 |" in text and "Fastest backend at each (dtype, N):" in text
+    assert "- (unsupported)" in text and "- (wrong)" in text  # liger over 65536, quack's NaN row
+    doc = tmp_path / "doc.md"
+    doc.write_text("# head\n\nkeep me\n")
+    for _ in range(2):  # a rerun replaces the section, never appends a second one
+        import sys
+        argv, sys.argv = sys.argv, ["backends_report.py", "--results", str(results), "--doc", str(doc)]
+        try:
+            assert report.main() == 0
+        finally:
+            sys.argv = argv
+    written = doc.read_text()
+    assert written.startswith("# head\n\nkeep me\n") and written.count(report.BEGIN) == 1

@@ -20,7 +20,9 @@ HIST_MAX_N = 1024
 SPECIAL_COLS = 8
 PROBE_N = 1000
 PROBE_INPUTS = ("normal", "scale10", "scale30", "dominant", "near_uniform")
-CHOICES = ("teaching", "multirow", "online", "persistent", "splitrow", "auto", "probe_exp", "probe_exp2")
+CHOICES = ("teaching", "multirow", "online", "persistent", "splitrow", "auto", "probe_exp", "probe_exp2",
+           "probe_fp64")
+PROBE_NAMES = ("probe_exp", "probe_exp2", "probe_fp64")
 
 
 def _device() -> str:
@@ -187,13 +189,14 @@ with st.expander("What the cases are"):
                  key="num_special_cases")
 
 st.subheader("What the exp implementation changes")
-st.markdown("`probe_exp` and `probe_exp2` are a numerics-only probe kernel (`profiling/numerics/probe.py`, not a "
-            "registered variant): the teaching kernel's math with `tl.exp(x - max)` or `tl.exp2((x - max) · "
-            "log2 e)`, nothing else changed.")
-probes = stored[stored["variant"].isin(["probe_exp", "probe_exp2"])] if len(stored) else stored
+st.markdown("`probe_exp`, `probe_exp2` and `probe_fp64` are a numerics-only probe kernel (`profiling/numerics/"
+            "probe.py`, not a registered variant): the teaching kernel's math with `tl.exp(x - max)`, `tl.exp2((x - "
+            "max) · log2 e)`, or max, exp, sum and division all in float64 (rounded once at the store: the exact "
+            "end of the scale; its speed cost is in `docs/kernel-changes.md`).")
+probes = stored[stored["variant"].isin(PROBE_NAMES)] if len(stored) else stored
 probe_platform = platform
 if probes.empty or dtype not in set(probes["dtype"]):
-    probes = live_table(("probe_exp", "probe_exp2"), (dtype,), (PROBE_N,), LIVE_ROWS, PROBE_INPUTS, device)
+    probes = live_table(PROBE_NAMES, (dtype,), (PROBE_N,), LIVE_ROWS, PROBE_INPUTS, device)
     probe_platform = _platform_of_device()
 ui.chart(fn.exp_probe_figure(probes, dtype, probe_platform),
          fn.numerics_rows(probes)[[c for c in columns if c != "n_rows"]] if len(fn.numerics_rows(probes)) else probes,

@@ -132,13 +132,13 @@ def ulp_histogram_figure(counts: pd.DataFrame, title: str) -> go.Figure:
 
 
 def exp_probe_figure(table: pd.DataFrame, dtype: str, platform: str) -> go.Figure:
-    """Max and mean ULP per input distribution for the tl.exp and tl.exp2 probes (grouped bars, two panels)."""
+    """Max and mean ULP per input distribution for the tl.exp, tl.exp2 and float64 probes (grouped bars)."""
     part = worst_per_n(numerics_rows(table))
     if len(part):
         part = part[part["dtype"] == dtype]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("max ULP error", "mean ULP error"))
-    names = {"probe_exp": "tl.exp", "probe_exp2": "tl.exp2(x·log2 e)"}
-    colors = {"probe_exp": "#1f77b4", "probe_exp2": "#ff7f0e"}
+    names = {"probe_exp": "tl.exp", "probe_exp2": "tl.exp2(x·log2 e)", "probe_fp64": "float64 exp, sum, division"}
+    colors = {"probe_exp": "#1f77b4", "probe_exp2": "#ff7f0e", "probe_fp64": "#2ca02c"}
     for col, column in ((1, "ulp_max"), (2, "ulp_mean")):
         for probe, label in names.items():
             rows = part[part["variant"] == probe] if len(part) else part
@@ -152,5 +152,5 @@ def exp_probe_figure(table: pd.DataFrame, dtype: str, platform: str) -> go.Figur
     order = ("normal", "scale10", "scale30", "dominant", "near_uniform", "special")
     fig.update_xaxes(title_text="input distribution", categoryorder="array", categoryarray=list(order))
     n = sorted(part["n_cols"].unique()) if len(part) else []
-    return _finish(fig, f"tl.exp vs tl.exp2 (teaching-kernel probe, N={', '.join(map(str, n))}) — {platform}, "
-                        f"{dtype}", 400)
+    return _finish(fig, f"tl.exp vs tl.exp2 vs float64 (teaching-kernel probe, N={', '.join(map(str, n))}) — "
+                        f"{platform}, {dtype}", 400)

@@ -309,7 +309,8 @@ def test_softmax_callable_uses_peer_backends(monkeypatch):
         nm.softmax_callable("quack")
     with pytest.raises(ValueError, match="inductor does not support .*N > 4"):
         nm.softmax_callable("inductor")(torch.randn(2, 8))
-    assert nm.allowed_names()[:4] == backends.PEERS and nm.allowed_names()[-2:] == ("probe_exp", "probe_exp2")
+    assert nm.allowed_names()[:4] == backends.PEERS
+    assert nm.allowed_names()[-3:] == ("probe_exp", "probe_exp2", "probe_fp64")
 
 
 
@@ -459,3 +460,15 @@ def test_gpu_exp_and_exp2_probes_agree_without_subnormal_results():
     """The page's claim: on the GPU tl.exp already is mul by log2(e) + ex2.approx; only ftz can differ."""
     x = nm.make_input("normal", 64, 4096, torch.float32, device="cuda")
     assert torch.equal(nm.softmax_callable("probe_exp")(x), nm.softmax_callable("probe_exp2")(x))
+
+
+def test_fp64_probe_is_the_exact_end_of_the_scale():
+    from profiling.numerics.probe import EXP, FP64, probe_softmax
+
+    for dtype in ("fp32", "fp16"):
+        summary, _ = nm.measure(nm.softmax_callable("probe_fp64"), dtype, 4, 1000, "scale30")
+        assert summary.ulp_max <= 1, (dtype, summary)  # float64 math, one rounding at the store
+    x = torch.randn(3, 100)
+    torch.testing.assert_close(probe_softmax(x, FP64), probe_softmax(x, EXP), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="allowed: 0 \\(tl.exp\\), 1 \\(tl.exp2\\), 2 \\(float64\\)"):
+        probe_softmax(x, 7)

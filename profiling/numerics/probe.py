@@ -1,10 +1,12 @@
-"""A numerics-only probe kernel: the teaching kernel's math with `tl.exp` or `tl.exp2(x * log2(e))`.
+"""A numerics-only probe kernel: the teaching kernel's math with `tl.exp`, `tl.exp2(x * log2(e))`, or all of it
+in float64 (`probe_fp64`: exp, sum and division in double precision, rounded once at the store).
 
 Not a registered variant (kernels/ and its registry are untouched) and not for timing: it exists so the
 numerics page and `python -m profiling numerics --variants probe_exp,probe_exp2` can show what the exp
 implementation alone changes. Both probes are the teaching kernel as written (one program per row,
 BLOCK_SIZE = next_pow2(N), -inf masked lanes, fp32 max/sum, store in the input dtype); only the
-exponential differs.
+exponential differs; `probe_fp64` is the exact end of the scale (libdevice's double exp, IEEE division) and,
+timed beside `probe_exp` (`scripts/exact_softmax_cost.py`), what exactness costs.
 
 Where they run matters. On the CPU interpreter `tl.exp` is numpy's float32 exp (close to correctly
 rounded) and `tl.exp2(x * log2e)` adds the rounding of the product. On NVIDIA GPUs Triton already lowers an
@@ -32,29 +34,35 @@ INTERPRETER_BF16_NOTE = (
     "the Triton CPU interpreter converts float32 to bf16 by truncation (round toward zero) and mangles "
     "subnormal results, where a GPU rounds to nearest (cvt.rn.bf16.f32): Triton kernels' bf16 ULP errors on "
     "the interpreter overstate the GPU's")
-PROBES: dict[str, bool] = {"probe_exp": False, "probe_exp2": True}  # name -> uses exp2 with a log2(e) prescale
+EXP, EXP2, FP64 = 0, 1, 2  # the probe's MODE: tl.exp, tl.exp2 with a log2(e) prescale, everything in float64
+PROBES: dict[str, int] = {"probe_exp": EXP, "probe_exp2": EXP2, "probe_fp64": FP64}
 MAX_N = 65536
 LOG2E = 1.4426950408889634  # the prescale inside the kernel (a literal there: a jit function reads no globals)
 
 
 @triton.jit
 def _probe_softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
-                          BLOCK_SIZE: tl.constexpr, USE_EXP2: tl.constexpr):
+                          BLOCK_SIZE: tl.constexpr, MODE: tl.constexpr):
     row = tl.program_id(axis=0).to(tl.int64)
     offsets = tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_cols
-    values = tl.load(input_ptr + row * input_row_stride + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+    values = tl.load(input_ptr + row * input_row_stride + offsets, mask=mask, other=-float("inf"))  # read x
+    values = values.to(tl.float64) if MODE == 2 else values.to(tl.float32)
     values = values - tl.max(values, axis=0)
-    if USE_EXP2:
+    if MODE == 1:
         numerators = tl.exp2(values * 1.4426950408889634)
     else:
-        numerators = tl.exp(values)
+        numerators = tl.exp(values)  # float64 in MODE 2: libdevice's double exp
     probabilities = numerators / tl.sum(numerators, axis=0)
-    tl.store(output_ptr + row * output_row_stride + offsets, probabilities, mask=mask)
+    tl.store(output_ptr + row * output_row_stride + offsets, probabilities, mask=mask)  # write y
 
 
-def probe_softmax(x: torch.Tensor, use_exp2: bool) -> torch.Tensor:
-    """Softmax over the last dim of a 2-D fp16/bf16/fp32 tensor with the probe kernel (N <= 65536)."""
+def probe_softmax(x: torch.Tensor, mode: int) -> torch.Tensor:
+    """Softmax over the last dim of a 2-D fp16/bf16/fp32 tensor with the probe kernel (N <= 65536); `mode` one
+    of EXP, EXP2, FP64 (a bool reads as EXP / EXP2)."""
+    mode = int(mode)
+    if mode not in (EXP, EXP2, FP64):
+        raise ValueError(f"probe: mode {mode!r}; allowed: {EXP} (tl.exp), {EXP2} (tl.exp2), {FP64} (float64)")
     if x.dim() != 2 or x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         raise ValueError(f"probe: got a {x.dim()}-d {x.dtype} tensor; allowed: 2-d fp16, bf16 or fp32")
     n_rows, n_cols = x.shape
@@ -66,7 +74,7 @@ def probe_softmax(x: torch.Tensor, use_exp2: bool) -> torch.Tensor:
         return output
     block_size = triton.next_power_of_2(n_cols)
     _probe_softmax_kernel[(n_rows,)](output, x, x.stride(0), output.stride(0), n_cols, BLOCK_SIZE=block_size,
-                                     USE_EXP2=use_exp2, num_warps=8 if block_size >= 2048 else 4)
+                                     MODE=mode, num_warps=8 if block_size >= 2048 else 4)
     return output
 
 
@@ -74,7 +82,7 @@ _INSTRUCTION = re.compile(r"\b(ex2\.[a-z0-9.]+|div\.[a-z0-9.]+|rcp\.[a-z0-9.]+|m
                           r"cvt\.[a-z0-9.]*\.(?:bf16|f16)\.f32)")
 
 
-def _ptx_instructions(use_exp2: bool, capability: int, pointer: str = "fp32") -> list[str]:
+def _ptx_instructions(mode: int, capability: int, pointer: str = "fp32") -> list[str]:
     """Distinct exp / multiply / divide / convert PTX instructions of the probe with `pointer` element type
     (compiled here, no GPU needed)."""
     import triton
@@ -82,8 +90,8 @@ def _ptx_instructions(use_exp2: bool, capability: int, pointer: str = "fp32") ->
     from triton.compiler import ASTSource
 
     signature = {"output_ptr": f"*{pointer}", "input_ptr": f"*{pointer}", "input_row_stride": "i32",
-                 "output_row_stride": "i32", "n_cols": "i32", "BLOCK_SIZE": "constexpr", "USE_EXP2": "constexpr"}
-    source = ASTSource(_probe_softmax_kernel, signature, constexprs={"BLOCK_SIZE": 1024, "USE_EXP2": use_exp2})
+                 "output_row_stride": "i32", "n_cols": "i32", "BLOCK_SIZE": "constexpr", "MODE": "constexpr"}
+    source = ASTSource(_probe_softmax_kernel, signature, constexprs={"BLOCK_SIZE": 1024, "MODE": int(mode)})
     compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options={"num_warps": 4})
     return sorted(set(_INSTRUCTION.findall(compiled.asm["ptx"])))
 
@@ -111,5 +119,5 @@ def exp_instructions(arch: str = "sm_90", timeout_s: float = 120.0) -> dict[str,
 
 if __name__ == "__main__":  # worker: python -m profiling.numerics.probe 90
     found = {name: _ptx_instructions(use, int(sys.argv[1])) for name, use in PROBES.items()}
-    found["bf16 store"] = [i for i in _ptx_instructions(False, int(sys.argv[1]), "bf16") if i.startswith("cvt")]
+    found["bf16 store"] = [i for i in _ptx_instructions(EXP, int(sys.argv[1]), "bf16") if i.startswith("cvt")]
     print(json.dumps(found))

@@ -43,8 +43,8 @@ def softmax_callable(name: str) -> Softmax:
     from .probe import PROBES, probe_softmax
 
     if name in PROBES:
-        use_exp2 = PROBES[name]
-        return lambda x: probe_softmax(x, use_exp2)
+        mode = PROBES[name]
+        return lambda x: probe_softmax(x, mode)
     from ..backends import get_backend
 
     try:

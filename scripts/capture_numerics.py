@@ -100,8 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--n {args.n!r}: allowed: a comma list of positive integers")
     names = softmax_names(not args.no_probes)
     skip = done_keys(out)
-    jobs = sum(1 for d in DTYPES for n in n_values for i in INPUTS for name in names if n <= max_n(name))
-    left = jobs - len(skip)
+    from profiling.numerics import result_key
+
+    wanted = {result_key(name, d, args.rows, n, i) for d in DTYPES for n in n_values for i in INPUTS for name in names
+              if n <= max_n(name)}
+    jobs = len(wanted)
+    left = len(wanted - skip)  # the file may hold rows of other names, N or R: they are not this call's work
     print(f"{len(names)} softmaxes ({', '.join(names)}) x {len(DTYPES)} dtypes x {len(n_values)} N x {len(INPUTS)} "
           f"inputs at R={args.rows}: {jobs} measurements, {len(skip)} already in {out}", flush=True)
     if args.dry_run:
@@ -141,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{errors} errors)", flush=True)
         if stopped:
             break
-    complete = len(done_keys(out)) >= jobs if out.exists() else False
+    complete = wanted <= done_keys(out) if out.exists() else False
     print(f"{'complete' if complete else 'stopped at --max-minutes (rerun to resume)'}: {measured} measured in "
           f"{time.monotonic() - started:.0f} s, {errors} error rows; {out}", flush=True)
     if table is not None:

@@ -62,9 +62,13 @@ if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs 
     def progress(done: int, total: int, config) -> None:
         bar.progress(done / max(total, 1), text=f"{done}/{total}: {config.label()}")
 
-    table = sweep.run_sweep(configs, methods=methods, out=out, progress=progress,
-                            cancel=lambda: bool(st.session_state.get("sw_cancelled")))
-    bar.progress(1.0, text=f"done: {len(table)} rows")
+    try:
+        table = sweep.run_sweep(configs, methods=methods, out=out, progress=progress,
+                                cancel=lambda: bool(st.session_state.get("sw_cancelled")))
+        bar.progress(1.0, text=f"done: {len(table)} rows")
+    except sweep.ResultsLockError as error:  # another sweep (another tab, the CLI) writes this file
+        bar.progress(0.0, text="not started")
+        st.error(f"Not started: {error}")
 
 out_path = st.session_state.get("sw_out")
 if out_path and Path(out_path).exists():

@@ -11,12 +11,12 @@ profiling.numerics). Prints a markdown table.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 from profiling import numerics as nm  # noqa: E402
@@ -54,10 +54,7 @@ def main() -> int:
                 print(f"| {dtype} | {n_cols} | {name} | {us:.1f} | {record['vs_probe_exp']:.2f} | "
                       f"{record['ulp_max_normal']:g} | {record['ulp_mean_normal']:.3f} | "
                       f"{record['ulp_max_scale30']:g} | {record['ulp_mean_scale30']:.3f} |", flush=True)
-    with args.out.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    pd.DataFrame(rows).to_csv(args.out, index=False)
     print(f"wrote {len(rows)} rows to {args.out}")
     return 0
 

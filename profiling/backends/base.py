@@ -75,6 +75,17 @@ class Backend:
                 "available": self.available() or "yes"}
 
 
+def import_failure(module: str, package: str) -> str | None:
+    """None when `module` of an optional peer imports; otherwise why not, naming the pip package."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except Exception as error:  # broken installs raise anything, not only ImportError
+        return f"{package} is not installed or fails to import ({type(error).__name__}: {error})"
+    return None
+
+
 def compiled_kernels(jit_functions: list[Any]) -> list[Any]:
     """Every CompiledKernel compiled so far from these Triton JITFunctions (their per-device caches).
 

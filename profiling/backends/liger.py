@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from .base import Backend, Evidence, KernelFacts, compiled_kernel_facts, compiled_kernels
+from .base import Backend, Evidence, KernelFacts, compiled_kernel_facts, compiled_kernels, import_failure
 
 MAX_FUSED_SIZE = 65536  # liger_kernel.ops.utils.calculate_settings
 
@@ -27,10 +27,9 @@ class LigerBackend(Backend):
         return importlib.import_module("liger_kernel.ops.softmax")
 
     def available(self) -> str | None:
-        try:
-            self._module()
-        except Exception as error:
-            return f"liger-kernel is not installed or fails to import ({type(error).__name__}: {error})"
+        missing = import_failure("liger_kernel.ops.softmax", self.package)
+        if missing:
+            return missing
         if not torch.cuda.is_available():
             return "liger runs on CUDA GPUs only (no GPU here)"
         return None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from .base import Backend, Evidence
+from .base import Backend, Evidence, import_failure
 
 MAX_CLUSTER_CTAS = 16  # sm_90 non-portable cluster size
 SHARED_BYTES_PER_CTA = 227 * 1024  # sm_90 opt-in shared memory per block
@@ -31,10 +31,9 @@ class QuackBackend(Backend):
     def available(self) -> str | None:
         if not torch.cuda.is_available():
             return "quack runs on CUDA GPUs only (no GPU here)"
-        try:
-            self._module()
-        except Exception as error:
-            return f"quack-kernels is not installed or fails to import ({type(error).__name__}: {error})"
+        missing = import_failure("quack.softmax", self.package)
+        if missing:
+            return missing
         major, _ = torch.cuda.get_device_capability()
         if major < 8:
             return f"quack needs sm_80 or newer; this GPU is sm_{major}x"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from tests.softmax_checks import assert_within
+
 # |dx - want| <= atol * (1 + max|dy|) + rtol * (|want| + y * max|dy|), max over the row: y's relative error
 # (rounding into the dtype, or the forward kernel's, see softmax_checks.TOLERANCES) moves sum(dy * y) by up to
 # rtol * max|dy| (sum y = 1), which dx_i sees times y_i; rounding dx adds rtol * |dx_i|; atol is the absolute
@@ -38,12 +40,5 @@ def assert_grad_close(actual: torch.Tensor, expected: torch.Tensor, y: torch.Ten
     got, want = actual.to(torch.float64), expected.to(torch.float64)
     dy_max = dy.to(torch.float64).abs().amax(dim, keepdim=True)
     bound = atol * (1 + dy_max) + rtol * (want.abs() + y.to(torch.float64).abs() * dy_max)
-    nan_mismatch = torch.isnan(got) != torch.isnan(want)
-    bad = nan_mismatch | (~torch.isnan(want) & ((got - want).abs() > bound))
-    if bad.any():
-        index = tuple(int(i) for i in bad.nonzero()[0].cpu())
-        raise AssertionError(
-            f"{label}: {int(bad.sum())} of {bad.numel()} gradient elements differ (rtol={rtol}, atol={atol}); "
-            f"first at index {index}: got {got[index].item():.8g}, expected {want[index].item():.8g}, "
-            f"y {y[index].item():.8g}, dy {dy[index].item():.8g}"
-        )
+    assert_within(got, want, bound, f"{label}: ", "gradient elements", rtol, atol,
+                  lambda index: f"y {y[index].item():.8g}, dy {dy[index].item():.8g}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from kernels import reference_softmax
@@ -22,13 +24,20 @@ def assert_softmax_close(actual: torch.Tensor, x: torch.Tensor, label: str = "")
     assert actual.dtype == x.dtype, f"{label}: dtype {actual.dtype} != {x.dtype}"
     rtol, atol = TOLERANCES[x.dtype]
     got = actual.to(torch.float64)  # compared where it lives: no copy of GPU-sized tensors to the host
-    want = expected
+    assert_within(got, expected, atol + rtol * expected.abs(), f"{label}: ", "elements", rtol, atol,
+                  lambda index: f"input {x[index].item():.8g}")
+
+
+def assert_within(got: torch.Tensor, want: torch.Tensor, bound: torch.Tensor, prefix: str, what: str, rtol: float,
+                  atol: float, context: Callable[[tuple[int, ...]], str]) -> None:
+    """Every |got - want| <= bound and NaN where `want` has NaN; else AssertionError naming how many `what` differ
+    and the first bad index (`context(index)` adds the inputs there)."""
     nan_mismatch = torch.isnan(got) != torch.isnan(want)
-    bad = nan_mismatch | (~torch.isnan(want) & ((got - want).abs() > atol + rtol * want.abs()))
+    bad = nan_mismatch | (~torch.isnan(want) & ((got - want).abs() > bound))
     if bad.any():
         index = tuple(int(i) for i in bad.nonzero()[0].cpu())
         raise AssertionError(
-            f"{label}: {int(bad.sum())} of {bad.numel()} elements differ (rtol={rtol}, atol={atol}); "
+            f"{prefix}{int(bad.sum())} of {bad.numel()} {what} differ (rtol={rtol}, atol={atol}); "
             f"first at index {index}: got {got[index].item():.8g}, expected {want[index].item():.8g}, "
-            f"input {x[index].item():.8g}"
+            f"{context(index)}"
         )

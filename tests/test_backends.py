@@ -107,11 +107,31 @@ def test_peers_take_no_tunables_and_any_width():
     assert sweep.resolve_plan(configs[0]) is None and sweep.resolved_tunables_json(configs[1], None) == "{}"
 
 
-def test_triton_kernel_facts_reads_jit_caches():
+def test_compiled_kernel_facts_read_jit_caches():
     compiled = types.SimpleNamespace(name="k", n_regs=38, n_spills=0, metadata=types.SimpleNamespace(
         shared=512, num_warps=8, name="k"))
     jit = types.SimpleNamespace(device_caches={0: ({"key": compiled}, None)})
-    assert base.triton_kernel_facts([jit, object()]) == [base.KernelFacts("k", 38, 0, 512, 8)]
+    assert [base.compiled_kernel_facts(k) for k in base.compiled_kernels([jit, object()])] == [
+        base.KernelFacts("k", 38, 0, 512, 8)]
+
+
+def test_blockscope_evidence_is_this_shapes_compile(monkeypatch):
+    from profiling import compiled
+
+    seen = []
+
+    def fake_inspect(variant, n_cols, dtype, arch=None, n_rows=4096, **tunables):
+        seen.append((variant, n_cols, dtype, n_rows, tunables))
+        if variant == "auto" and n_cols == 7:
+            raise ValueError("auto: the tuning table picks torch.softmax")
+        return types.SimpleNamespace(kernel_name=f"k{n_cols}", variant=variant, n_regs=n_cols // 8,
+                                     spill_store_bytes=0, shared_bytes=16, num_warps=4)
+
+    monkeypatch.setattr(compiled, "inspect", fake_inspect)
+    facts = backends.BlockscopeBackend("teaching", num_warps=4).evidence(torch.zeros(2, 3, 256))
+    assert facts.kernels == [base.KernelFacts("k256", 32, 0, 16, 4)]
+    assert seen[-1] == ("teaching", 256, torch.float32, 6, {"num_warps": 4})
+    assert "picks torch.softmax" in backends.get_backend("auto").evidence(torch.zeros(2, 7)).note
 
 
 def test_peer_compile_facts_fill_occupancy(monkeypatch):

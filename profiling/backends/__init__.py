@@ -13,7 +13,7 @@ import torch
 import kernels
 
 from .aten import AtenBackend
-from .base import UNAVAILABLE, UNSUPPORTED, Backend, Evidence, KernelFacts, compiled_kernel_facts, triton_kernel_facts
+from .base import UNAVAILABLE, UNSUPPORTED, Backend, Evidence, KernelFacts, compiled_kernel_facts, compiled_kernels
 from .blockscope import BlockscopeBackend
 from .inductor import InductorBackend
 from .liger import LigerBackend
@@ -25,7 +25,7 @@ _PEER_TYPES: dict[str, type[Backend]] = {"torch": AtenBackend, "inductor": Induc
 _instances: dict[str, Backend] = {}
 
 __all__ = ["PEERS", "UNAVAILABLE", "UNSUPPORTED", "Backend", "Evidence", "KernelFacts", "backend_names",
-           "compiled_kernel_facts", "get_backend", "is_peer", "status", "triton_kernel_facts", "unsupported_reason"]
+           "compiled_kernel_facts", "compiled_kernels", "get_backend", "is_peer", "status", "unsupported_reason"]
 
 
 def backend_names() -> tuple[str, ...]:

@@ -99,10 +99,6 @@ def compiled_kernels(jit_functions: list[Any]) -> list[Any]:
     return kernels
 
 
-def triton_kernel_facts(jit_functions: list[Any]) -> list[KernelFacts]:
-    """Facts of every kernel compiled so far from these Triton JITFunctions."""
-    return [compiled_kernel_facts(compiled) for compiled in compiled_kernels(jit_functions)]
-
 
 def compiled_kernel_facts(compiled: Any, name: str | None = None) -> KernelFacts:
     """KernelFacts of one Triton CompiledKernel (or an object with n_regs / n_spills / shared / num_warps)."""

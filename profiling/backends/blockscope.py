@@ -8,7 +8,7 @@ import torch
 
 import kernels
 
-from .base import Backend, Evidence, triton_kernel_facts
+from .base import Backend, Evidence, KernelFacts
 
 
 class BlockscopeBackend(Backend):
@@ -29,6 +29,15 @@ class BlockscopeBackend(Backend):
         return lambda: launcher(x, **tunables)
 
     def evidence(self, x: torch.Tensor) -> Evidence:
-        if self.variant.kernel is None:
-            return Evidence(note="auto runs the variant its plan names; see that variant's compile facts")
-        return Evidence(kernels=triton_kernel_facts([self.variant.kernel]))
+        """The compile facts of this shape's kernel through profiling.compiled (live on a GPU, else an offline
+        sm_90 compile): the same source as the sweep's compile columns. 'auto' reports the variant it picks."""
+        from ..compiled import inspect
+
+        rows = x.reshape(-1, x.shape[-1])
+        try:
+            info = inspect(self.name, rows.shape[1], x.dtype, n_rows=rows.shape[0], **self.tunables)
+        except ValueError as error:  # auto routes this shape to torch.softmax; tunables outside the variant's range
+            return Evidence(note=str(error))
+        return Evidence(kernels=[KernelFacts(name=info.kernel_name or info.variant, n_regs=info.n_regs,
+                                             n_spills=info.spill_store_bytes, shared_bytes=info.shared_bytes,
+                                             num_warps=info.num_warps)])

@@ -177,8 +177,9 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
     from kernels import DTYPE_NAMES, get_variant
 
     from . import sweep
+    from .backends import backend_names
 
-    allowed = sweep.known_variants()
+    allowed = backend_names()  # every name a sweep takes: the peers and the Triton variants
     variants = args.variants if args.variants is not None else list(sweep.default_variants())
     for name, values in (("variants", variants), ("dtypes", args.dtypes), ("n", args.n), ("rows", args.rows),
                          ("num-warps", args.num_warps), ("methods", args.methods)):

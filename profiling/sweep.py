@@ -38,6 +38,7 @@ import kernels
 from kernels import DTYPE_NAMES, dtype_from_name, get_variant
 
 from . import timing
+from .backends import PEERS, get_backend, is_peer, unsupported_reason
 from .env import arch_of, fingerprint, utc_now_iso
 from .results import (
     COLUMNS,
@@ -72,28 +73,13 @@ def all_variants() -> tuple[str, ...]:
     return (TORCH, *kernels.VARIANTS)
 
 
-def known_variants() -> tuple[str, ...]:
-    """Every name a sweep takes: the peer backends (torch, inductor, liger, quack) and every Triton variant."""
-    from .backends import backend_names
-
-    return backend_names()
-
-
 def default_variants() -> tuple[str, ...]:
     """The CLI's default: 'torch', every Triton variant, and (on a CUDA machine, where sweeps run) the peer
     backends that can run there."""
-    from .backends import PEERS, get_backend
-
     peers = tuple(name for name in PEERS if name != TORCH and torch.cuda.is_available()
                   and get_backend(name).available() is None)
     return (TORCH, *peers, *kernels.VARIANTS)
 
-
-def is_peer(variant: str) -> bool:
-    """True for a backend that is not a registered Triton variant ('torch', 'inductor', 'liger', 'quack')."""
-    from .backends import is_peer as peer
-
-    return peer(variant)
 
 
 def default_n_values(low: int = 128, high: int = 262144, mid: Iterable[int] = MID_POINTS) -> list[int]:
@@ -252,11 +238,8 @@ def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch:
             facts.update(n_regs=info.n_regs, spill_store_bytes=info.spill_store_bytes,
                          spill_load_bytes=info.spill_load_bytes, shared_bytes=info.shared_bytes,
                          compile_source=getattr(info, "source", None))
-            from . import occupancy
-
-            result = occupancy.occupancy(getattr(info, "arch", None) or arch or _live_arch(), info.n_regs,
-                                         plan.num_warps, info.shared_bytes)
-            facts.update(blocks_per_sm=result.blocks_per_sm, occupancy=result.occupancy, limiter=result.limiter)
+            facts.update(_occupancy_columns(getattr(info, "arch", None) or arch or _live_arch(), info.n_regs,
+                                            plan.num_warps, info.shared_bytes))
         except Exception:  # compile analysis is evidence, not a requirement: NA columns
             pass
         if facts["n_regs"] is not None and facts["blocks_per_sm"] is not None:
@@ -297,8 +280,6 @@ def _check(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> tuple[str, f
 def backend_callable(config: Config, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     """The zero-argument closure a config times: a peer backend's, or the Triton variant's launcher."""
     if is_peer(config.variant):
-        from .backends import get_backend
-
         return get_backend(config.variant).prepare(x)
     launcher, kw = get_variant(config.variant).launcher, config.tunables_dict
     return lambda: launcher(x, **kw)
@@ -309,8 +290,6 @@ def peer_compile_facts(config: Config, x: torch.Tensor, arch: str | None) -> dic
     occupancy from the calculator for the live arch. Facts are evidence: failures leave NA."""
     facts: dict[str, Any] = {}
     try:
-        from .backends import get_backend
-
         evidence = get_backend(config.variant).evidence(x)
     except Exception:
         return facts
@@ -321,15 +300,20 @@ def peer_compile_facts(config: Config, x: torch.Tensor, arch: str | None) -> dic
     facts.update(n_regs=kernel.n_regs, spill_store_bytes=kernel.n_spills, shared_bytes=kernel.shared_bytes,
                  num_warps=kernel.num_warps, compile_source="live")
     try:
-        from . import occupancy
-
-        target = arch or _live_arch()
-        if target and kernel.num_warps:
-            result = occupancy.occupancy(target, kernel.n_regs, kernel.num_warps, kernel.shared_bytes or 0)
-            facts.update(blocks_per_sm=result.blocks_per_sm, occupancy=result.occupancy, limiter=result.limiter)
+        if kernel.num_warps:
+            facts.update(_occupancy_columns(arch or _live_arch(), kernel.n_regs, kernel.num_warps,
+                                            kernel.shared_bytes or 0))
     except Exception:
         pass
     return facts
+
+
+def _occupancy_columns(arch: str | None, n_regs: int, num_warps: int, shared_bytes: int) -> dict[str, Any]:
+    """blocks_per_sm, occupancy and limiter from the occupancy calculator for `arch` ('sm_90')."""
+    from . import occupancy
+
+    result = occupancy.occupancy(arch, n_regs, num_warps, shared_bytes)
+    return {"blocks_per_sm": result.blocks_per_sm, "occupancy": result.occupancy, "limiter": result.limiter}
 
 
 def _error_text(error: BaseException) -> str:
@@ -709,8 +693,6 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
         return error_rows(problem)
     dtype = dtype_from_name(config.dtype)
     if is_peer(config.variant):
-        from .backends import unsupported_reason
-
         reason = unsupported_reason(config.variant, config.n_rows, config.n_cols, dtype)
         if reason:
             return error_rows(reason)

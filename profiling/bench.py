@@ -27,7 +27,7 @@ from kernels import DTYPE_NAMES, auto, dtype_from_name
 from . import timing
 from .autotune import large_set_rows
 from .results import bytes_moved
-from .sweep import default_n_values
+from .sweep import check_result, default_n_values
 
 LARGE_N: tuple[int, ...] = tuple(2**k for k in range(10, 21))
 OFFGRID: tuple[tuple[int, int], ...] = (  # (R, N) the tuner never saw
@@ -56,11 +56,10 @@ def copy_target(set_name: str, n_cols: int) -> float | None:
     return 0.85 if n_cols <= 32768 else 0.75 if n_cols <= 262144 else None
 
 
-def _max_error(y: torch.Tensor, expected: torch.Tensor) -> float:
-    """max |y - expected| (inf when y has NaN where the float64 reference has none)."""
-    diff = (y.to(torch.float64) - expected).abs()
-    diff = torch.where(torch.isnan(expected), torch.zeros_like(diff), diff)
-    return float(torch.nan_to_num(diff, nan=math.inf).max()) if diff.numel() else 0.0
+def _max_error(y: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> float:
+    """max |y - expected| as the sweep measures it (in row chunks; inf for a NaN where the reference has none or
+    a wrong shape)."""
+    return check_result(y, expected, DTYPE_NAMES[dtype])[1]
 
 
 def _peer_columns(peer: str, x: torch.Tensor, expected: torch.Tensor, tolerance: float, method: str,
@@ -76,7 +75,7 @@ def _peer_columns(peer: str, x: torch.Tensor, expected: torch.Tensor, tolerance:
         return row
     try:
         fn = get_backend(peer).prepare(x)
-        error = _max_error(fn(), expected)  # the first call compiles (Inductor, Quack): outside the timing
+        error = _max_error(fn(), expected, x.dtype)  # the first call compiles (Inductor, Quack): outside the timing
         if not error <= tolerance:
             row[f"{peer}_error"] = f"wrong result: max abs error {error:.3g} over {tolerance:g}"
             return row
@@ -101,7 +100,7 @@ def bench_shape(set_name: str, n_rows: int, n_cols: int, dtype: torch.dtype, cop
                            "auto_variant": variant, "auto_tunables": json.dumps(tunables, sort_keys=True),
                            "method": method, "error": ""}
     expected = kernels.reference_softmax(x)
-    error = _max_error(kernels.softmax_auto(x), expected)
+    error = _max_error(kernels.softmax_auto(x), expected, dtype)
     tolerance = TOLERANCE[row["dtype"]]
     if not error <= tolerance:
         row["error"] = f"auto max abs error {error:.3g} over {tolerance:g}"

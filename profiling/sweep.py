@@ -254,7 +254,7 @@ def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch:
     return facts
 
 
-def _check(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> tuple[str, float]:
+def check_result(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> tuple[str, float]:
     """('' or why y is wrong, max abs error) against the float64 reference within the dtype's tolerance
     (NaN where the reference has NaN counts as right; a NaN elsewhere makes the error inf)."""
     if not isinstance(y, torch.Tensor) or y.shape != reference.shape:
@@ -713,7 +713,7 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
         base["first_call_s"] = first_call_s
         if compile_cap_s is not None and plan is not None and first_call_s > compile_cap_s:
             state.slow_compiles.append((plan.variant, lanes_per_thread(plan)))
-        wrong, base["max_abs_error"] = _check(result[0], shape.reference, config.dtype)
+        wrong, base["max_abs_error"] = check_result(result[0], shape.reference, config.dtype)
         if not wrong:  # ULP columns against the same float64 reference; {} when they cannot be computed
             from .numerics import sweep_columns
 

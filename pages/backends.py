@@ -11,8 +11,8 @@ from profiling.backends import views
 
 
 @st.cache_data(show_spinner="Loading the bundled backends capture…")
-def _bundled() -> pd.DataFrame | None:
-    return views.load_bundled()
+def _bundled(path: str) -> pd.DataFrame | None:  # keyed on the path: a moved or replaced file is read again
+    return views.load_bundled(path)
 
 
 @st.cache_data(show_spinner=False)
@@ -31,7 +31,7 @@ ctx = ui.context()
 if views.has_peers(ctx.df):
     df, label = ctx.filtered, ctx.label
 else:
-    bundled = _bundled()
+    bundled = _bundled(str(views.BUNDLED_BACKENDS_PATH))
     if bundled is None:
         ui.empty(f"the loaded data has no peer backends and `data/{views.BUNDLED_BACKENDS_PATH.name}` is not there; "
                  "run `python -m profiling sweep --variants torch,inductor,liger,quack,auto` on a GPU")

@@ -47,11 +47,11 @@ def has_peers(df: pd.DataFrame | None) -> bool:
     return df is not None and len(df) > 0 and df["variant"].isin(PEER_NAMES[1:]).any()
 
 
-def load_bundled() -> pd.DataFrame | None:
-    """The bundled H200 backends capture, or None when it is not there."""
+def load_bundled(path: str | Path | None = None) -> pd.DataFrame | None:
+    """The bundled H200 backends capture (or the file at `path`), or None when it is not there."""
     from ..results import load_results
 
-    path = Path(BUNDLED_BACKENDS_PATH)
+    path = Path(path or BUNDLED_BACKENDS_PATH)
     return load_results(path) if path.exists() else None
 
 

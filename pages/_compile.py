@@ -15,7 +15,7 @@ REFRESH_S = 1.0  # while a background compile runs, the page reruns itself this 
 @st.cache_data(show_spinner=False, max_entries=256)
 def compile_problem(variant: str, n_cols: int, dtype: str, num_warps: int) -> str | None:
     """Why compiling this config would take minutes (the sweep's prediction), or None."""
-    from profiling.cli_compile import predicted_problem
+    from profiling.cli.compile import predicted_problem
 
     return predicted_problem(variant, n_cols, dtype, 4096, {"num_warps": num_warps})
 

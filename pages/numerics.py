@@ -10,8 +10,8 @@ import streamlit as st
 
 from pages import _common as ui
 from profiling import dashboard_data as dd
-from profiling import figures_numerics as fn
 from profiling import numerics as nm
+from profiling.figures import numerics as fn
 
 LIVE_VARIANTS = ("torch", "teaching", "online")
 LIVE_N = (128, 1000, 1024)

@@ -1,6 +1,6 @@
 """`python -m profiling <command>`: occupancy, inspect, seed, sweep, export, bench, numerics.
 
-Each command lives in a cli_* module exposing `register(subparsers)`; a handler returns an exit
+Each command lives in a profiling.cli module exposing `register(subparsers)`; a handler returns an exit
 status or raises CLIError (printed as one line, exit 2).
 """
 
@@ -12,8 +12,8 @@ import sys
 
 from .cli import CLIError, Parser
 
-COMMAND_MODULES = ("profiling.cli_compile", "profiling.cli_measure", "profiling.cli_bench", "profiling.cli_export",
-                   "profiling.cli_numerics")
+COMMAND_MODULES = ("profiling.cli.compile", "profiling.cli.measure", "profiling.cli.bench", "profiling.cli.export",
+                   "profiling.cli.numerics")
 BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 
 

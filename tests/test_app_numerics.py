@@ -13,8 +13,8 @@ pytest.importorskip("plotly")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from profiling import figures_numerics as fn  # noqa: E402
 from profiling import numerics as nm  # noqa: E402
+from profiling.figures import numerics as fn  # noqa: E402
 from profiling.results import concat_results, save_results  # noqa: E402
 from tests.synthetic import synthetic_results  # noqa: E402
 

@@ -14,7 +14,7 @@ from profiling.occupancy import occupancy
 @pytest.fixture
 def run(monkeypatch, capsys, tmp_path):
     """main(argv) with only this module's commands registered (others may not exist in this checkout)."""
-    monkeypatch.setattr(cli_main, "COMMAND_MODULES", ("profiling.cli_compile",))
+    monkeypatch.setattr(cli_main, "COMMAND_MODULES", ("profiling.cli.compile",))
     monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path))
 
     def go(*argv: str) -> tuple[int, str, str]:
@@ -193,7 +193,8 @@ def test_inspect_refuses_a_predicted_pathological_config_at_once(run, monkeypatc
 
 
 def test_inspect_force_compiles_in_a_worker_with_timeout_and_progress(run, monkeypatch):
-    from profiling import cli_compile, compiled
+    from profiling import compiled
+    from profiling.cli import compile as cli_compile
 
     calls = []
 

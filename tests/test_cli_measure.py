@@ -8,15 +8,15 @@ import pytest
 import torch
 
 import profiling.__main__ as entry
-from profiling import cli_measure
 from profiling.cli import Parser
+from profiling.cli import measure as cli_measure
 
 NO_CUDA = not torch.cuda.is_available()
 
 
 @pytest.fixture(autouse=True)
 def only_measure_commands(monkeypatch):
-    monkeypatch.setattr(entry, "COMMAND_MODULES", ("profiling.cli_measure",))
+    monkeypatch.setattr(entry, "COMMAND_MODULES", ("profiling.cli.measure",))
 
 
 def fail(capsys, argv: list[str]) -> str:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from profiling.__main__ import main
-from profiling.cli_numerics import json_record, table_lines
+from profiling.cli.numerics import json_record, table_lines
 from profiling.numerics import CPU_MAX_N, NUMERICS_COLUMNS, run_numerics
 from profiling.results import load_results
 

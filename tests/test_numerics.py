@@ -426,7 +426,7 @@ def test_sweep_hook_fills_the_numerics_columns():
 def test_numerics_package_imports_without_streamlit_or_plotly():
     import subprocess
 
-    code = ("import sys; import profiling.numerics, profiling.cli_numerics; "
+    code = ("import sys; import profiling.numerics, profiling.cli.numerics; "
             "bad = [m for m in ('streamlit', 'plotly') if m in sys.modules]; assert not bad, bad")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-500:]

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiling import cli_measure, results, sweep
+from profiling import results, sweep
+from profiling.cli import measure as cli_measure
 from profiling.results import load_results, save_results
 from profiling.sweep import ResultsLockError, make_config, run_sweep
 from profiling.timing import FakeClock
@@ -99,7 +100,8 @@ import sys
 import time
 
 import profiling.__main__ as entry
-from profiling import cli_measure, sweep
+from profiling import sweep
+from profiling.cli import measure as cli_measure
 from profiling.timing import FakeClock
 
 ENV = ENV_REPR
@@ -146,7 +148,7 @@ def test_signal_mid_sweep_saves_the_rows_done_and_a_second_writer_is_refused(tmp
             run_cpu([make_config("torch", "fp32", 4, 8)], out=out)
         import profiling.__main__ as entry
 
-        monkeypatch.setattr(entry, "COMMAND_MODULES", ("profiling.cli_measure",))
+        monkeypatch.setattr(entry, "COMMAND_MODULES", ("profiling.cli.measure",))
         monkeypatch.setattr(cli_measure, "require_cuda", lambda command: None)
         monkeypatch.setattr(sweep, "run_sweep", lambda configs, **kw: run_cpu(configs, **{
             k: v for k, v in kw.items() if k in ("out", "progress", "cancel", "retry_errors")}))

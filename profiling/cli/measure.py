@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .cli import CLIError, int_list, positive_int, str_list
+from . import CLIError, int_list, positive_int, str_list
 
 NUM_WARPS_ALLOWED = (1, 2, 4, 8, 16, 32)
 
@@ -108,8 +108,8 @@ def seed_report(*, n_rows: int = 4096, n_cols: int = 1000, device: Any = "cuda",
     from kernels import softmax_teaching
     from kernels.teaching import plan
 
-    from .timing import TIMING_METHODS, CudaClock, benchmark, first_call_seconds
-    from .trace import kernel_names, trace_kernels
+    from ..timing import TIMING_METHODS, CudaClock, benchmark, first_call_seconds
+    from ..trace import kernel_names, trace_kernels
 
     torch.manual_seed(223)
     device = torch.device(device)
@@ -176,8 +176,8 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
     """Validated configs for `sweep` (CLIError for bad names/values)."""
     from kernels import DTYPE_NAMES, get_variant
 
-    from . import sweep
-    from .backends import backend_names
+    from .. import sweep
+    from ..backends import backend_names
 
     allowed = backend_names()  # every name a sweep takes: the peers and the Triton variants
     variants = args.variants if args.variants is not None else list(sweep.default_variants())
@@ -192,7 +192,7 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
     bad = [d for d in dtypes if d not in DTYPE_NAMES.values()]
     if bad:
         raise CLIError(f"unknown dtype(s) {', '.join(bad)}; allowed: {', '.join(DTYPE_NAMES.values())}")
-    from .timing import TIMING_METHODS
+    from ..timing import TIMING_METHODS
 
     bad = [m for m in args.methods or () if m not in TIMING_METHODS]
     if bad:
@@ -290,8 +290,8 @@ def check_out_path(text: str) -> Path:
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
-    from .results import ResultsError, load_results
-    from .sweep import ResultsLockError, estimate_seconds, run_sweep
+    from ..results import ResultsError, load_results
+    from ..sweep import ResultsLockError, estimate_seconds, run_sweep
 
     out = check_out_path(args.out)
     configs = sweep_configs_from_args(args)
@@ -301,7 +301,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         except ResultsError as error:
             raise CLIError(f"--out exists and cannot be resumed: {error}") from None
     require_cuda("sweep")
-    from .timing import TIMING_METHODS
+    from ..timing import TIMING_METHODS
 
     methods = args.methods or list(TIMING_METHODS)
     estimate = estimate_seconds(configs, methods, reps=args.reps, warmup=args.warmup)

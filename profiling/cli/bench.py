@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli import CLIError, int_list, str_list
+from . import CLIError, int_list, str_list
 
 DTYPES = ("fp16", "bf16", "fp32")
 
@@ -58,13 +58,13 @@ def _check_dtypes(dtypes: list[str]) -> None:
 
 def run_bench_command(args: argparse.Namespace) -> int:
     _check_dtypes(args.dtypes)
-    from .bench import SETS
+    from ..bench import SETS
 
     bad = [s for s in args.sets if s not in SETS]
     if bad:
         raise CLIError(f"unknown shape set(s) {', '.join(bad)}; allowed: {', '.join(SETS)}")
-    from .bench import PEERS
-    from .timing import TIMING_METHODS
+    from ..bench import PEERS
+    from ..timing import TIMING_METHODS
 
     bad = [m for m in args.methods if m not in TIMING_METHODS]
     if bad or not args.methods:
@@ -74,8 +74,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
     if bad:
         raise CLIError(f"unknown peer(s) {', '.join(bad)}; allowed: {', '.join(PEERS)} or none")
     _need_cuda("bench")
-    from .backends import get_backend
-    from .bench import peer_summary, run_bench, summary, write_outputs
+    from ..backends import get_backend
+    from ..bench import peer_summary, run_bench, summary, write_outputs
 
     if asked is None:
         peers = [p for p in PEERS if get_backend(p).available() is None]
@@ -122,7 +122,7 @@ def run_tune_command(args: argparse.Namespace) -> int:
 
     from kernels import auto
 
-    from . import autotune, timing
+    from .. import autotune, timing
 
     def timer(fn) -> float:
         return timing.benchmark(fn, "back_to_back_flushed", warmup=5).median_us

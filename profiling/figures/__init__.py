@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import dashboard_data as dd
+from .. import dashboard_data as dd
 
 VARIANT_COLORS: dict[str, str] = {
     "torch": "#3b3b3b", "teaching": "#1f77b4", "multirow": "#2ca02c", "online": "#ff7f0e",

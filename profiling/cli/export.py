@@ -7,8 +7,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from .cli import CLIError, str_list
-from .results import TIMING_METHODS
+from ..results import TIMING_METHODS
+from . import CLIError, str_list
 
 DEFAULT_FORMATS = "png,svg,html,csv"
 
@@ -55,7 +55,7 @@ def _progress() -> tuple[Callable[[int, int, str], None], Callable[[], None]]:
 
 
 def run_export_command(args: argparse.Namespace) -> int:
-    from .export import ExportError, export_all
+    from ..export import ExportError, export_all
 
     callback, close = _progress()
     start = time.perf_counter()

@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import TEMPLATE, add_pow2_lines, variant_color
+from . import TEMPLATE, add_pow2_lines, variant_color
 
 FRACTION_COLORS: dict[str, str] = {"0 ULP": "#4c9f70", "1 ULP": "#f2c14e", "> 1 ULP": "#e4572e"}
 TORCH = "torch"

@@ -8,7 +8,7 @@ import math
 import sys
 import time
 
-from .cli import CLIError, positive_int
+from . import CLIError, positive_int
 
 MAX_SHARED_ARG = 1 << 30  # bytes; anything larger is a typo
 MAX_REGS_ARG = 255
@@ -81,7 +81,7 @@ def _positive_seconds(text: str) -> float:
 
 
 def run_occupancy(args: argparse.Namespace) -> int:
-    from . import occupancy
+    from .. import occupancy
 
     try:
         arch = occupancy.arch_from_name(args.arch)
@@ -119,7 +119,7 @@ def predicted_problem(variant: str, n_cols: int, dtype: str, n_rows: int, tunabl
     take minutes, or None. ValueError for an invalid config (the variant's own message)."""
     import kernels
 
-    from .sweep import DEFAULT_MAX_LANES_PER_THREAD, predicted_compile_problem
+    from ..sweep import DEFAULT_MAX_LANES_PER_THREAD, predicted_compile_problem
 
     try:
         torch_dtype = kernels.dtype_from_name(dtype)
@@ -135,7 +135,7 @@ def predicted_problem(variant: str, n_cols: int, dtype: str, n_rows: int, tunabl
 def run_inspect(args: argparse.Namespace) -> int:
     from concurrent.futures import TimeoutError as WaitTimeout
 
-    from . import compiled, occupancy
+    from .. import compiled, occupancy
 
     tunables = {name: value for name, value in (
         ("num_warps", args.num_warps), ("num_stages", args.num_stages), ("tile", args.tile),

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cli import CLIError, int_list, positive_int, str_list
+from . import CLIError, int_list, positive_int, str_list
 
 DEFAULT_VARIANTS = ("torch", "teaching", "online")
 DEFAULT_N = (128, 1000, 1024, 4096)
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def check_args(variants: list[str], dtypes: list[str], n_values: list[int], inputs: list[str],
                cuda: bool) -> None:
     """CLIError naming what is allowed for empty lists, unknown names or dtypes, and N over the CPU cap."""
-    from .numerics import CPU_MAX_N, INPUTS, allowed_names
+    from ..numerics import CPU_MAX_N, INPUTS, allowed_names
 
     for flag, values in (("variants", variants), ("dtypes", dtypes), ("n", n_values), ("inputs", inputs)):
         if not values:
@@ -126,11 +126,11 @@ def run_numerics_command(args: argparse.Namespace) -> int:
     cuda = torch.cuda.is_available()
     if not cuda:
         _prepare_interpreter()
-    from .numerics import INPUTS, results_frame, run_numerics
+    from ..numerics import INPUTS, results_frame, run_numerics
 
     inputs = args.inputs if args.inputs is not None else list(INPUTS)
     check_args(args.variants, args.dtypes, args.n, inputs, cuda)
-    from .env import fingerprint
+    from ..env import fingerprint
 
     env = fingerprint(measure_copy=False)
     where = env["gpu_name"] if cuda else "CPU Triton interpreter"
@@ -147,13 +147,13 @@ def run_numerics_command(args: argparse.Namespace) -> int:
     else:
         print(f"ULP error vs float64 softmax rounded to the output dtype; R={args.rows}, seed {args.seed}, on {where}")
         if not cuda and "bf16" in args.dtypes and any(v != "torch" for v in args.variants):
-            from .numerics.probe import INTERPRETER_BF16_NOTE
+            from ..numerics.probe import INTERPRETER_BF16_NOTE
 
             print(f"note: {INTERPRETER_BF16_NOTE}")
         for line in table_lines(results):
             print(line)
     if out is not None:
-        from .results import save_results
+        from ..results import save_results
 
         save_results(results_frame(results), out)
         if not args.json:

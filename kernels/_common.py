@@ -19,6 +19,7 @@ DTYPE_NAMES: dict[torch.dtype, str] = {torch.float16: "fp16", torch.bfloat16: "b
 DTYPES_BY_NAME: dict[str, torch.dtype] = {name: dtype for dtype, name in DTYPE_NAMES.items()}
 NUM_WARPS_ALLOWED: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 INT32_MAX = 2**31 - 1
+VECTOR_BYTES = 16  # one ld/st.global.v4: 8 fp16/bf16 or 4 fp32 elements
 
 
 def interpreting() -> bool:
@@ -103,6 +104,26 @@ def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
     for size in shape[:-1]:
         n_rows *= size
     return x.reshape(n_rows, n_cols)
+
+
+def vector_elements(dtype: torch.dtype, n_cols: int) -> int:
+    """Elements per 16-byte vector when N is a multiple of it, else 1: the VEC constexpr of row kernels.
+
+    Triton proves a row start 16-byte aligned only from integer arguments divisible by 16 (its launch
+    specialization), so at N=1000 fp16 (row stride 2000 bytes, a multiple of 16) it issues 2-byte loads. A
+    kernel given VEC rounds the row stride and N down to multiples of VEC (exact: the launcher checks them), which
+    Triton can see, and loads and stores whole vectors.
+    """
+    vec = VECTOR_BYTES // dtype.itemsize
+    return vec if n_cols % vec == 0 else 1
+
+
+def launch_constexprs(constexprs: dict[str, int], *row_tensors: torch.Tensor) -> dict[str, int]:
+    """The plan's constexprs, with VEC dropped to 1 when a tensor's row stride is not a multiple of it."""
+    vec = constexprs.get("VEC", 1)
+    if vec == 1 or all(t.stride(0) % vec == 0 for t in row_tensors):
+        return constexprs
+    return {**constexprs, "VEC": 1}
 
 
 def cached_plans(plan: Callable[..., LaunchPlan]) -> Callable[[int, int, torch.dtype, dict], LaunchPlan]:

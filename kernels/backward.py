@@ -21,7 +21,9 @@ from ._common import (
     check_int_choice,
     check_power_of_2,
     check_tunables,
+    launch_constexprs,
     next_power_of_2,
+    vector_elements,
 )
 from ._common import launch as launch_kernel
 from .plan import LaunchPlan
@@ -45,8 +47,13 @@ TUNABLES: dict[str, dict[str, str]] = {
 
 @triton.jit
 def softmax_backward_row_kernel(dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row_stride, dx_row_stride, n_cols,
-                                BLOCK: tl.constexpr):
+                                BLOCK: tl.constexpr, VEC: tl.constexpr):
     # one row per program: read y, dy + write dx (3N elements)
+    if VEC > 1:  # strides and N are multiples of VEC (16 bytes): rounding shows Triton the loads are whole vectors
+        y_row_stride = y_row_stride // VEC * VEC
+        dy_row_stride = dy_row_stride // VEC * VEC
+        dx_row_stride = dx_row_stride // VEC * VEC
+        n_cols = n_cols // VEC * VEC
     row = tl.program_id(axis=0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
@@ -58,8 +65,13 @@ def softmax_backward_row_kernel(dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row_stri
 
 @triton.jit
 def softmax_backward_multirow_kernel(dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row_stride, dx_row_stride, n_rows,
-                                     n_cols, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+                                     n_cols, BLOCK: tl.constexpr, ROWS: tl.constexpr, VEC: tl.constexpr):
     # ROWS rows per program: read y, dy + write dx (3 x ROWS x N elements)
+    if VEC > 1:  # strides and N are multiples of VEC (16 bytes): rounding shows Triton the loads are whole vectors
+        y_row_stride = y_row_stride // VEC * VEC
+        dy_row_stride = dy_row_stride // VEC * VEC
+        dx_row_stride = dx_row_stride // VEC * VEC
+        n_cols = n_cols // VEC * VEC
     rows = tl.program_id(axis=0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK)
     mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
@@ -72,8 +84,13 @@ def softmax_backward_multirow_kernel(dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row
 
 @triton.jit
 def softmax_backward_looped_kernel(dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row_stride, dx_row_stride, n_cols,
-                                   TILE: tl.constexpr):
+                                   TILE: tl.constexpr, VEC: tl.constexpr):
     # pass 1 reads y, dy (2N); pass 2 reads y, dy again (2N, from L2 when the row fits) + writes dx (N)
+    if VEC > 1:  # strides and N are multiples of VEC (16 bytes): rounding shows Triton the loads are whole vectors
+        y_row_stride = y_row_stride // VEC * VEC
+        dy_row_stride = dy_row_stride // VEC * VEC
+        dx_row_stride = dx_row_stride // VEC * VEC
+        n_cols = n_cols // VEC * VEC
     row = tl.program_id(axis=0).to(tl.int64)
     y_row = y_ptr + row * y_row_stride
     dy_row = dy_ptr + row * dy_row_stride
@@ -123,6 +140,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, path: str | None = None, 
     if not 1 <= n_cols <= limit:
         raise ValueError(f"{label}: N={n_cols} is outside this path's range; allowed: 1 <= N <= {limit}")
     block = next_power_of_2(n_cols)
+    vec = vector_elements(dtype, n_cols)
     common = {"variant": f"{NAME}_{path}", "kernel_name": f"softmax_backward_{path}_kernel", "n_rows": n_rows,
               "n_cols": n_cols, "dtype": dtype, "num_stages": 1}
     strides = {"y_row_stride": n_cols, "dy_row_stride": n_cols, "dx_row_stride": n_cols}
@@ -130,7 +148,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, path: str | None = None, 
         num_warps = check_int_choice(label, "num_warps", tunables.get("num_warps", min(16, max(4, block // 512))),
                                      NUM_WARPS_ALLOWED)
         return LaunchPlan(**common, grid=(n_rows,), num_warps=num_warps, tile_width=block, rows_per_program=1,
-                          constexprs={"BLOCK": block}, scalar_args={**strides, "n_cols": n_cols},
+                          constexprs={"BLOCK": block, "VEC": vec}, scalar_args={**strides, "n_cols": n_cols},
                           tunables={"num_warps": num_warps})
     if path == "multirow":
         rows = check_power_of_2(label, "rows_per_program",
@@ -141,14 +159,14 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, path: str | None = None, 
         num_warps = check_int_choice(label, "num_warps", tunables.get("num_warps", 8 if rows * block > 8192 else 4),
                                      NUM_WARPS_ALLOWED)
         return LaunchPlan(**common, grid=(triton.cdiv(n_rows, rows),), num_warps=num_warps, tile_width=block,
-                          rows_per_program=rows, constexprs={"BLOCK": block, "ROWS": rows},
+                          rows_per_program=rows, constexprs={"BLOCK": block, "ROWS": rows, "VEC": vec},
                           scalar_args={**strides, "n_rows": n_rows, "n_cols": n_cols},
                           tunables={"num_warps": num_warps, "rows_per_program": rows})
     tile = check_power_of_2(label, "tile", tunables.get("tile", max(MIN_TILE, min(block, 4096))), MIN_TILE, MAX_TILE)
     num_warps = check_int_choice(label, "num_warps", tunables.get("num_warps", 8 if tile >= 2048 else 4),
                                  NUM_WARPS_ALLOWED)
     return LaunchPlan(**common, grid=(n_rows,), num_warps=num_warps, tile_width=tile, rows_per_program=1,
-                      constexprs={"TILE": tile}, scalar_args={**strides, "n_cols": n_cols},
+                      constexprs={"TILE": tile, "VEC": vec}, scalar_args={**strides, "n_cols": n_cols},
                       tunables={"num_warps": num_warps, "tile": tile})
 
 
@@ -178,5 +196,6 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor, path: str | None = None,
     path = launch.variant.removeprefix(f"{NAME}_")
     args = (dx, y_rows, dy_rows, y_rows.stride(0), dy_rows.stride(0), dx.stride(0))
     args += (n_rows, n_cols) if path == "multirow" else (n_cols,)
-    launch_kernel(KERNELS[path], launch.grid, args, launch.constexprs, launch.num_warps)
+    launch_kernel(KERNELS[path], launch.grid, args, launch_constexprs(launch.constexprs, y_rows, dy_rows, dx),
+                  launch.num_warps)
     return dx.view(y.shape)

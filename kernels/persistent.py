@@ -18,9 +18,11 @@ from ._common import (
     check_tunables,
     driver_blocks_per_sm,
     interpreting,
+    launch_constexprs,
     next_power_of_2,
     prepare_launch,
     specialization_key,
+    vector_elements,
 )
 from ._common import launch as launch_kernel
 from .plan import LaunchPlan
@@ -37,8 +39,12 @@ TUNABLES = {
 
 @triton.jit
 def row_softmax_persistent_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                                  BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr):
+                                  BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr, VEC: tl.constexpr):
     # each program owns rows pid, pid + P, ...: read N + write N elements per row
+    if VEC > 1:  # strides and N are multiples of VEC (16 bytes): rounding shows Triton the loads are whole vectors
+        input_row_stride = input_row_stride // VEC * VEC
+        output_row_stride = output_row_stride // VEC * VEC
+        n_cols = n_cols // VEC * VEC
     cols = tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     for row in tl.range(tl.program_id(axis=0), n_rows, tl.num_programs(axis=0), num_stages=NUM_STAGES):
@@ -53,7 +59,8 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
     return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
-            "n_rows": "i32", "n_cols": "i32", "BLOCK_SIZE": "constexpr", "NUM_STAGES": "constexpr"}
+            "n_rows": "i32", "n_cols": "i32", "BLOCK_SIZE": "constexpr", "NUM_STAGES": "constexpr",
+            "VEC": "constexpr"}
 
 
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
@@ -74,7 +81,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     return LaunchPlan(
         variant=NAME, kernel_name="row_softmax_persistent_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
         grid=(programs,), num_warps=num_warps, num_stages=num_stages, tile_width=block_size, rows_per_program=1,
-        constexprs={"BLOCK_SIZE": block_size, "NUM_STAGES": num_stages},
+        constexprs={"BLOCK_SIZE": block_size, "NUM_STAGES": num_stages, "VEC": vector_elements(dtype, n_cols)},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
         tunables=resolved, grid_resolved_at_launch="programs" not in tunables,
     )
@@ -89,11 +96,12 @@ def resident_programs(output: torch.Tensor, rows: torch.Tensor, launch: LaunchPl
     if interpreting() or rows.device.type != "cuda":
         return INTERPRETER_PROGRAMS
     args = (output, rows, rows.stride(0), output.stride(0), launch.n_rows, launch.n_cols)
-    key = (rows.device.index, rows.dtype, launch.num_warps, launch.num_stages, tuple(launch.constexprs.items()),
+    constexprs = launch_constexprs(launch.constexprs, rows, output)
+    key = (rows.device.index, rows.dtype, launch.num_warps, launch.num_stages, tuple(constexprs.items()),
            specialization_key(args))
     if key not in _BLOCKS_PER_SM:
         compiled = row_softmax_persistent_kernel.warmup(*args, num_warps=launch.num_warps,
-                                                        num_stages=launch.num_stages, grid=(1,), **launch.constexprs)
+                                                        num_stages=launch.num_stages, grid=(1,), **constexprs)
         compiled._init_handles()
         _BLOCKS_PER_SM[key] = max(1, driver_blocks_per_sm(compiled.function, launch.num_warps,
                                                           compiled.metadata.shared))
@@ -112,6 +120,6 @@ def softmax_persistent(x: torch.Tensor, **tunables: int) -> torch.Tensor:
         return output.view(x.shape)
     programs = tunables.get("programs") or resident_programs(output, rows, launch)
     launch_kernel(row_softmax_persistent_kernel, (min(programs, n_rows),),
-                  (output, rows, rows.stride(0), output.stride(0), n_rows, n_cols), launch.constexprs,
-                  launch.num_warps, launch.num_stages)
+                  (output, rows, rows.stride(0), output.stride(0), n_rows, n_cols),
+                  launch_constexprs(launch.constexprs, rows, output), launch.num_warps, launch.num_stages)
     return output.view(x.shape)

@@ -70,6 +70,8 @@ TUNABLES = {
                "poll the row's epoch-tagged partials (no fence); default 1 when CHUNKS > 16",
     "window": "1: read rows through a window starting 16-byte aligned, 0: from the row start; default 1 when "
               "N % 16 != 0",
+    "hold": "1: a chunk waits for the row's partials as loaded (fp16/bf16: half the registers of fp32, so larger "
+            "chunks stay resident; one more exp per element), 0: as fp32 numerators; default 0",
 }
 
 
@@ -118,7 +120,7 @@ def _tags_ready(slots, partial_mask, epoch):
 def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, control_ptr, input_row_stride,
                                 output_row_stride, n_rows, n_cols, CHUNK: tl.constexpr, CHUNKS: tl.constexpr,
                                 CHUNKS_POW2: tl.constexpr, ALIGN: tl.constexpr, PREFETCH: tl.constexpr,
-                                COUNTER: tl.constexpr, PHASE: tl.constexpr):
+                                COUNTER: tl.constexpr, PHASE: tl.constexpr, HOLD: tl.constexpr):
     # read N + write N per row; per chunk + 16 bytes of tagged (max, sum) written and CHUNKS x 16 read (L2)
     pid = tl.program_id(axis=0)
     chunk = pid % CHUNKS
@@ -137,26 +139,36 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, c
             raw = ahead
         else:
             raw = _load_window(input_ptr, base, shift, n_cols, lanes, True, ALIGN)
-        values = tl.where(valid, raw.to(tl.float32), -float("inf"))
-        local_max = tl.max(values, axis=0)
-        local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
-        numerators = tl.exp(values - local_shift)  # the only exp per element: the output rescales it
+        if HOLD:  # the chunk waits as loaded (2 bytes per fp16 element, not 4) and is exponentiated again after
+            local_max = -float("inf")
+            local_sum = 0.0
+            if n_cols > 0:  # a region of its own, so its fp32 copy of the chunk is not kept (merged) for later
+                held = tl.where(valid, raw.to(tl.float32), -float("inf"))
+                local_max = tl.max(held, axis=0)
+                local_sum = tl.sum(tl.exp(held - tl.where(local_max == -float("inf"), 0.0, local_max)), axis=0)
+            local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
+        else:
+            values = tl.where(valid, raw.to(tl.float32), -float("inf"))
+            local_max = tl.max(values, axis=0)
+            local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
+            numerators = tl.exp(values - local_shift)  # the only exp per element: the output rescales it
+            local_sum = tl.sum(numerators, axis=0)
         if CHUNKS > 1 and PHASE != 2:  # publish this chunk's max and sum as tagged words
             slot = stats_ptr + (row * CHUNKS + chunk) * 2
             if COUNTER:  # then count the chunk in (counters zeroed before the launch); the release orders the words
                 tl.store(slot, _tagged(epoch, local_max))
-                tl.store(slot + 1, _tagged(epoch, tl.sum(numerators, axis=0)))
+                tl.store(slot + 1, _tagged(epoch, local_sum))
                 tl.debug_barrier()
                 tl.atomic_add(counter_ptr + row, 1, sem="release", scope="gpu")
             else:  # relaxed 64-bit exchanges: single-copy atomic, no fence
                 tl.atomic_xchg(slot, _tagged(epoch, local_max), sem="relaxed", scope="gpu")
-                tl.atomic_xchg(slot + 1, _tagged(epoch, tl.sum(numerators, axis=0)), sem="relaxed", scope="gpu")
+                tl.atomic_xchg(slot + 1, _tagged(epoch, local_sum), sem="relaxed", scope="gpu")
         if PREFETCH:  # next row's chunk, in flight while this row waits and writes
             next_base, next_shift, next_valid = _row_window(row + step, input_row_stride, n_cols, lanes, ALIGN)
             ahead = _load_window(input_ptr, next_base, next_shift, n_cols, lanes, row + step < n_rows, ALIGN)
         if CHUNKS == 1:  # the whole row is this program's: no partials to exchange
             row_shift = local_shift
-            row_sum = tl.sum(numerators, axis=0)
+            row_sum = local_sum
             scale = 1.0 / row_sum
         else:
             slots = stats_ptr + (row * CHUNKS + partials) * 2
@@ -177,7 +189,10 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, c
             # exp(local_max - row_max): 0 for an all -inf chunk, NaN for an all -inf row (as torch)
             scale = tl.exp(local_max - row_max) / row_sum
         if CHUNKS == 1 or PHASE != 1:
-            probabilities = numerators * scale
+            if HOLD:
+                probabilities = tl.exp(tl.where(valid, raw.to(tl.float32), -float("inf")) - row_shift) / row_sum
+            else:
+                probabilities = numerators * scale
             if ALIGN == 1:
                 tl.store(output_ptr + row * output_row_stride + lanes, probabilities, mask=valid)
             else:  # output rows have the input's stride: same window; whole vectors inside the row, then its edges
@@ -202,7 +217,7 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
             "control_ptr": "*i64",
             "input_row_stride": "i32", "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32",
             "CHUNK": "constexpr", "CHUNKS": "constexpr", "CHUNKS_POW2": "constexpr", "ALIGN": "constexpr",
-            "PREFETCH": "constexpr", "COUNTER": "constexpr", "PHASE": "constexpr"}
+            "PREFETCH": "constexpr", "COUNTER": "constexpr", "PHASE": "constexpr", "HOLD": "constexpr"}
 
 
 def default_window(n_cols: int) -> int:
@@ -237,14 +252,16 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", 8), NUM_WARPS_ALLOWED)
     prefetch = check_int_choice(NAME, "prefetch", tunables.get("prefetch", 0), (0, 1))
     counter = check_int_choice(NAME, "counter", tunables.get("counter", int(chunks > 16)), (0, 1))
+    hold = check_int_choice(NAME, "hold", tunables.get("hold", 0), (0, 1))
     return LaunchPlan(
         variant=NAME, kernel_name="row_softmax_splitrow_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
         grid=(min(n_rows, INTERPRETER_ROW_GROUPS) * chunks,), num_warps=num_warps, num_stages=1,
         tile_width=chunk, rows_per_program=1,
         constexprs={"CHUNK": chunk, "CHUNKS": chunks, "CHUNKS_POW2": next_power_of_2(chunks), "ALIGN": align,
-                    "PREFETCH": prefetch, "COUNTER": counter, "PHASE": 0},
+                    "PREFETCH": prefetch, "COUNTER": counter, "PHASE": 0, "HOLD": hold},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
-        tunables={"num_warps": num_warps, "chunk": chunk, "prefetch": prefetch, "counter": counter, "window": window},
+        tunables={"num_warps": num_warps, "chunk": chunk, "prefetch": prefetch, "counter": counter, "window": window,
+                  "hold": hold},
         grid_resolved_at_launch=True,
     )
 

@@ -64,6 +64,14 @@ def test_any_row_stride_for_y_dy_and_non_unit_columns(path):
     check(rank3.transpose(0, 1), torch.randn_like(rank3).transpose(0, 1), f"{path} rank-3 permuted", path=path)
 
 
+@pytest.mark.parametrize("path", backward.PATHS)
+def test_whole_vector_n_with_strides_that_are_not(path):
+    """N=200 fp16 rows are whole 16-byte vectors; strides of 204 (y) and 210 (dy) elements are not: VEC drops to 1."""
+    wide_y, wide_dy = make_pair(4, 210, torch.float16, seed=8)
+    check(wide_y[:, 4:204], wide_dy[:, 3:203], f"{path} strides 210", path=path)
+    check(wide_y[:, :200].contiguous(), wide_dy[:, :200].contiguous(), f"{path} contiguous N=200", path=path)
+
+
 def test_dy_in_another_dtype_is_cast_to_ys():
     y, dy = make_pair(3, 129, torch.float16, seed=4)
     dx = softmax_backward(y, dy.float())

@@ -112,6 +112,25 @@ def test_empty_inputs_behave_like_torch(variant, shape):
     assert y.shape == torch.softmax(x, -1).shape and y.dtype == x.dtype
 
 
+@pytest.mark.parametrize("width", [204, 208, 210])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_row_strides_that_are_and_are_not_whole_16_byte_vectors(variant, width):
+    """N=200 fp16 is whole 16-byte vectors; a row stride of 204 or 210 elements is not (VEC must drop to 1)."""
+    rows = make_input(5, width, torch.float16, seed=width)[:, :200]
+    assert rows.stride(0) == width
+    assert_softmax_close(softmax(rows, variant), rows, f"{variant} N=200 row stride {width}")
+
+
+def test_launch_constexprs_keep_vec_only_for_whole_vector_strides():
+    from kernels._common import launch_constexprs, vector_elements
+
+    assert vector_elements(torch.float16, 1000) == 8 and vector_elements(torch.float16, 1004) == 1
+    assert vector_elements(torch.float32, 1004) == 4 and vector_elements(torch.bfloat16, 3) == 1
+    plan = {"BLOCK_SIZE": 256, "VEC": 8}
+    assert launch_constexprs(plan, torch.empty(2, 208)[:, :200]) is plan
+    assert launch_constexprs(plan, torch.empty(2, 208), torch.empty(2, 204)[:, :200]) == {"BLOCK_SIZE": 256, "VEC": 1}
+
+
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_non_contiguous_inputs(variant):
     wide = make_input(6, 200, torch.float16, seed=5)

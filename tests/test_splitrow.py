@@ -22,11 +22,29 @@ def make_input(n_rows: int, n_cols: int, dtype: torch.dtype, seed: int = 0) -> t
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
 @pytest.mark.parametrize("n_cols", [255, 256, 1000, 2049])  # aligned and not: both windows
-@pytest.mark.parametrize("prefetch, counter", [(0, 0), (1, 0), (0, 1), (1, 1)])
-def test_chunked_rows_match_reference(n_cols, dtype, prefetch, counter):
+@pytest.mark.parametrize("prefetch, counter, hold", [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1), (1, 1, 1)])
+def test_chunked_rows_match_reference(n_cols, dtype, prefetch, counter, hold):
     x = make_input(5, n_cols, dtype, seed=n_cols)
-    out = kernels.softmax(x, "splitrow", chunk=256, prefetch=prefetch, counter=counter)
-    assert_softmax_close(out, x, f"splitrow N={n_cols} prefetch={prefetch} counter={counter}")
+    out = kernels.softmax(x, "splitrow", chunk=256, prefetch=prefetch, counter=counter, hold=hold)
+    assert_softmax_close(out, x, f"splitrow N={n_cols} prefetch={prefetch} counter={counter} hold={hold}")
+
+
+@pytest.mark.parametrize("chunk", [256, 4096])  # several chunks per row, and one
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
+def test_held_chunks_keep_special_rows_like_torch(dtype, chunk):
+    """hold=1 takes the max in the input dtype and exponentiates twice: -inf, +inf and NaN rows as torch."""
+    x = make_input(5, 1000, dtype, seed=9)
+    x[0] = -float("inf")
+    x[1, 7] = float("inf")
+    x[2, 500] = float("nan")
+    x[3, :999] = -float("inf")
+    out = kernels.softmax(x, "splitrow", chunk=chunk, hold=1)
+    expected = torch.softmax(x.double(), -1)
+    assert torch.equal(out.isnan(), expected.isnan()), "NaN rows differ from torch"
+    finite = ~expected.isnan()
+    tolerance = {torch.float32: 1e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
+    torch.testing.assert_close(out[finite].double(), expected[finite], atol=tolerance, rtol=0)
+    assert_softmax_close(out[4:], x[4:], f"hold=1 chunk={chunk} ordinary row")
 
 
 @pytest.mark.parametrize("window", [0, 1])

@@ -70,8 +70,9 @@ TUNABLES = {
                "poll the row's epoch-tagged partials (no fence); default 1 when CHUNKS > 16",
     "window": "1: read rows through a window starting 16-byte aligned, 0: from the row start; default 1 when "
               "N % 16 != 0",
-    "hold": "1: a chunk waits for the row's partials as loaded (fp16/bf16: half the registers of fp32, so larger "
-            "chunks stay resident; one more exp per element), 0: as fp32 numerators; default 0",
+    "hold": "1 (fp16/bf16, even N): a chunk waits for the row's partials as loaded, pairs of elements in int32 "
+            "words (half the registers of fp32 numerators, so larger chunks stay resident; one more exp per "
+            "element), 0: as fp32 numerators; default 0",
 }
 
 
@@ -93,6 +94,28 @@ def _load_window(input_ptr, base, shift, n_cols, lanes, in_rows, ALIGN: tl.const
         limit = (shift + n_cols + ALIGN - 1) // ALIGN * ALIGN
         return tl.load(input_ptr + base + lanes, mask=(lanes < limit) & in_rows, other=-float("inf"))
     return tl.load(input_ptr + base + lanes, mask=(lanes < n_cols) & in_rows, other=-float("inf"))
+
+
+@triton.jit
+def _load_pairs(input_ptr, row, row_stride, n_cols, pair_lanes, in_rows):
+    """A 16-bit row's chunk as int32 words of two elements (even N and row stride: the launcher checks)."""
+    words = input_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+    return tl.load(words + row * (row_stride // 2) + pair_lanes, mask=(pair_lanes < n_cols // 2) & in_rows, other=0)
+
+
+@triton.jit
+def _unpack_pairs(words, valid, dtype: tl.constexpr):
+    """(even, odd) elements of int32 words of two 16-bit `dtype` values, as fp32; -inf where not `valid`."""
+    low = words.to(tl.int16).to(dtype, bitcast=True).to(tl.float32)
+    high = (words >> 16).to(tl.int16).to(dtype, bitcast=True).to(tl.float32)
+    return tl.where(valid, low, -float("inf")), tl.where(valid, high, -float("inf"))
+
+
+@triton.jit
+def _pack_pairs(low, high, dtype: tl.constexpr):
+    """int32 words holding `low` (even element) and `high` (odd element) rounded to the 16-bit `dtype`."""
+    low_bits = low.to(dtype).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    return low_bits | (high.to(dtype).to(tl.int16, bitcast=True).to(tl.int32) << 16)
 
 
 @triton.jit
@@ -130,22 +153,34 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, c
     partial_mask = partials < CHUNKS
     epoch = tl.load(control_ptr)  # this launch's tag (int64); control = [epoch, programs exited]
     first_row = tl.cast(pid // CHUNKS, tl.int64)
+    pair_lanes = chunk * (CHUNK // 2) + tl.arange(0, CHUNK // 2)  # HOLD: this chunk's int32 words (two elements)
     if PREFETCH:
-        base, shift, valid = _row_window(first_row, input_row_stride, n_cols, lanes, ALIGN)
-        ahead = _load_window(input_ptr, base, shift, n_cols, lanes, first_row < n_rows, ALIGN)
-    for row in tl.range(first_row, n_rows, step):
-        base, shift, valid = _row_window(row, input_row_stride, n_cols, lanes, ALIGN)
-        if PREFETCH:
-            raw = ahead
+        if HOLD:
+            ahead = _load_pairs(input_ptr, first_row, input_row_stride, n_cols, pair_lanes, first_row < n_rows)
         else:
-            raw = _load_window(input_ptr, base, shift, n_cols, lanes, True, ALIGN)
-        if HOLD:  # the chunk waits as loaded (2 bytes per fp16 element, not 4) and is exponentiated again after
+            base, shift, valid = _row_window(first_row, input_row_stride, n_cols, lanes, ALIGN)
+            ahead = _load_window(input_ptr, base, shift, n_cols, lanes, first_row < n_rows, ALIGN)
+    for row in tl.range(first_row, n_rows, step):
+        if HOLD:
+            valid = pair_lanes < n_cols // 2
+            if PREFETCH:
+                raw = ahead
+            else:
+                raw = _load_pairs(input_ptr, row, input_row_stride, n_cols, pair_lanes, True)
+        else:
+            base, shift, valid = _row_window(row, input_row_stride, n_cols, lanes, ALIGN)
+            if PREFETCH:
+                raw = ahead
+            else:
+                raw = _load_window(input_ptr, base, shift, n_cols, lanes, True, ALIGN)
+        if HOLD:  # the chunk waits as loaded: fp16/bf16 pairs in int32 words (half the registers of fp32)
             local_max = -float("inf")
             local_sum = 0.0
-            if n_cols > 0:  # a region of its own, so its fp32 copy of the chunk is not kept (merged) for later
-                held = tl.where(valid, raw.to(tl.float32), -float("inf"))
-                local_max = tl.max(held, axis=0)
-                local_sum = tl.sum(tl.exp(held - tl.where(local_max == -float("inf"), 0.0, local_max)), axis=0)
+            if n_cols > 0:  # a region of its own, so the fp32 values made here are not kept for after the wait
+                low, high = _unpack_pairs(raw, valid, input_ptr.dtype.element_ty)
+                local_max = tl.maximum(tl.max(low, axis=0), tl.max(high, axis=0))
+                offset = tl.where(local_max == -float("inf"), 0.0, local_max)
+                local_sum = tl.sum(tl.exp(low - offset), axis=0) + tl.sum(tl.exp(high - offset), axis=0)
             local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
         else:
             values = tl.where(valid, raw.to(tl.float32), -float("inf"))
@@ -164,8 +199,11 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, c
                 tl.atomic_xchg(slot, _tagged(epoch, local_max), sem="relaxed", scope="gpu")
                 tl.atomic_xchg(slot + 1, _tagged(epoch, local_sum), sem="relaxed", scope="gpu")
         if PREFETCH:  # next row's chunk, in flight while this row waits and writes
-            next_base, next_shift, next_valid = _row_window(row + step, input_row_stride, n_cols, lanes, ALIGN)
-            ahead = _load_window(input_ptr, next_base, next_shift, n_cols, lanes, row + step < n_rows, ALIGN)
+            if HOLD:
+                ahead = _load_pairs(input_ptr, row + step, input_row_stride, n_cols, pair_lanes, row + step < n_rows)
+            else:
+                next_base, next_shift, next_valid = _row_window(row + step, input_row_stride, n_cols, lanes, ALIGN)
+                ahead = _load_window(input_ptr, next_base, next_shift, n_cols, lanes, row + step < n_rows, ALIGN)
         if CHUNKS == 1:  # the whole row is this program's: no partials to exchange
             row_shift = local_shift
             row_sum = local_sum
@@ -189,13 +227,16 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, c
             # exp(local_max - row_max): 0 for an all -inf chunk, NaN for an all -inf row (as torch)
             scale = tl.exp(local_max - row_max) / row_sum
         if CHUNKS == 1 or PHASE != 1:
-            if HOLD:
-                probabilities = tl.exp(tl.where(valid, raw.to(tl.float32), -float("inf")) - row_shift) / row_sum
-            else:
-                probabilities = numerators * scale
-            if ALIGN == 1:
-                tl.store(output_ptr + row * output_row_stride + lanes, probabilities, mask=valid)
+            if HOLD:  # exponentiate the held pairs again and store them as words
+                low, high = _unpack_pairs(raw, valid, input_ptr.dtype.element_ty)
+                words = _pack_pairs(tl.exp(low - row_shift) / row_sum, tl.exp(high - row_shift) / row_sum,
+                                    output_ptr.dtype.element_ty)
+                tl.store(output_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + row * (output_row_stride // 2)
+                         + pair_lanes, words, mask=valid)
+            elif ALIGN == 1:
+                tl.store(output_ptr + row * output_row_stride + lanes, numerators * scale, mask=valid)
             else:  # output rows have the input's stride: same window; whole vectors inside the row, then its edges
+                probabilities = numerators * scale
                 tail = (shift + n_cols) // ALIGN * ALIGN
                 tl.store(output_ptr + base + lanes, probabilities, mask=(lanes >= ALIGN) & (lanes < tail))
                 edge = tl.arange(0, 2 * ALIGN)
@@ -241,7 +282,13 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     check_tunables(NAME, tunables, TUNABLES)
     if not 1 <= n_cols <= MAX_N:
         raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N}")
-    window = check_int_choice(NAME, "window", tunables.get("window", default_window(n_cols)), (0, 1))
+    hold = check_int_choice(NAME, "hold", tunables.get("hold", 0), (0, 1))
+    if hold and (dtype.itemsize != 2 or n_cols % 2):
+        raise ValueError(f"{NAME}: hold=1 keeps pairs of 16-bit elements; allowed: fp16/bf16 rows of even N "
+                         f"(got {dtype} N={n_cols}); hold=0 otherwise")
+    if hold and tunables.get("window"):
+        raise ValueError(f"{NAME}: hold=1 reads rows from their start; allowed: window=0 with hold=1")
+    window = check_int_choice(NAME, "window", tunables.get("window", 0 if hold else default_window(n_cols)), (0, 1))
     align = WINDOW_BYTES // dtype.itemsize if window else 1
     chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", default_chunk(n_cols, align)), MIN_CHUNK,
                              MAX_CHUNK)
@@ -252,7 +299,6 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", 8), NUM_WARPS_ALLOWED)
     prefetch = check_int_choice(NAME, "prefetch", tunables.get("prefetch", 0), (0, 1))
     counter = check_int_choice(NAME, "counter", tunables.get("counter", int(chunks > 16)), (0, 1))
-    hold = check_int_choice(NAME, "hold", tunables.get("hold", 0), (0, 1))
     return LaunchPlan(
         variant=NAME, kernel_name="row_softmax_splitrow_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
         grid=(min(n_rows, INTERPRETER_ROW_GROUPS) * chunks,), num_warps=num_warps, num_stages=1,
@@ -394,6 +440,9 @@ def _launch_args(rows: torch.Tensor, output: torch.Tensor, launch: LaunchPlan) -
     constexprs = dict(launch.constexprs)
     if rows.stride(0) != output.stride(0):  # the window shift must be the same for input and output rows
         constexprs["ALIGN"] = 1
+    if constexprs["HOLD"] and (rows.stride(0) % 2 or output.stride(0) % 2 or rows.data_ptr() % 4
+                               or output.data_ptr() % 4):  # words of two elements need even strides, 4-byte starts
+        constexprs["HOLD"] = 0
     n_rows, n_cols = rows.shape
     stats, counters, control = workspace(rows.device, n_rows, constexprs["CHUNKS"])
     return (output, rows, stats, counters, control, rows.stride(0), output.stride(0), n_rows, n_cols), constexprs

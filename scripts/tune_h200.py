@@ -2,15 +2,19 @@
 the tuning table under --out.
 
 python3 scripts/tune_h200.py --out $OUT [--dtypes fp16,fp32] [--powers-of-two --min-n 128 --max-n 1048576]
+    [--check-off-grid]
 Shapes: the bench's (the sweep's N at R=4096 and the ~512 MB large set); with --powers-of-two, N = min-n..max-n
 in powers of two at R=4096 (N <= 262144) and ~512 MB. Timing: profiling.timing back_to_back_flushed median
-(L2 flushed before each rep, launches back to back), the timer the bench uses.
+(L2 flushed before each rep, launches back to back), the timer the bench uses; the fastest three and torch are
+timed again interleaved (autotune.recheck). --check-off-grid then times, on the bench's off-grid shapes (R and N
+the tuner never saw), every candidate against what `auto` picks from the new table (offgrid_check.jsonl).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -30,6 +34,7 @@ def main() -> None:
     parser.add_argument("--powers-of-two", action="store_true")
     parser.add_argument("--min-n", type=int, default=128)
     parser.add_argument("--max-n", type=int, default=2**20)
+    parser.add_argument("--check-off-grid", action="store_true")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -50,6 +55,24 @@ def main() -> None:
     command = "python3 scripts/tune_h200.py " + " ".join(sys.argv[1:])
     table = autotune.make_table(records, seconds, command)
     print("wrote", autotune.save_table(table, out), "entries", len(table["entries"]), "s", table["tuning_seconds"])
+    reversed_picks = [r for r in records if r.get("reversed")]
+    print(f"recheck reversed the first-pass winner on {len(reversed_picks)} shapes:",
+          ", ".join(f"{r['dtype']} {r['n_rows']}x{r['n_cols']}" for r in reversed_picks))
+    if args.check_off_grid:
+        os.environ["BLOCKSCOPE_CACHE_DIR"] = str(out / "cache")  # auto reads the user table first: the new one
+        autotune.save_table(table)
+        from kernels import auto
+        from profiling.bench import OFFGRID
+
+        auto.clear_choices()
+        shapes = [(d, r, n) for d in args.dtypes.split(",") for r, n in OFFGRID]
+        results = autotune.check_off_grid(shapes, flushed_median_us, gpu_name=table["gpu"])
+        with open(out / "offgrid_check.jsonl", "w") as log:
+            log.writelines(json.dumps(r) + "\n" for r in results)
+        for r in results:
+            print(f"off grid {r['dtype']} {r['n_rows']}x{r['n_cols']}: auto {r['pick']} {r['pick_tunables']} "
+                  f"{r['pick_us']:.1f} us, best {r['best']} {r['best_tunables']} {r['best_us']:.1f} us, "
+                  f"ratio {r['ratio']:.3f}")
 
 
 if __name__ == "__main__":

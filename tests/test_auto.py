@@ -116,9 +116,28 @@ def test_tune_shape_records_errors_and_keeps_going():
     records = autotune.tune_shape(3, 100, torch.float32, fake_timer, device=device,
                                   candidate_list=[("teaching", {"num_warps": 4}), ("online", {"tile": 3})])
     assert [r["variant"] for r in records] == ["torch", "teaching", "online"]
-    assert records[1]["error"] == "" and records[1]["median_us"] == 12.0
+    assert records[1]["error"] == "" and records[1]["first_us"] == 12.0 and records[0]["first_us"] == 11.0
     assert "tile=3 is not allowed" in records[2]["error"]
-    assert autotune.best_entries(records)[0]["variant"] == "torch"  # 11 us beats 12 us
+    # recheck, rotating the order: torch 13, teaching 14 | teaching 15, torch 16 | torch 17, teaching 18
+    assert records[0]["recheck_us"] == [13.0, 16.0, 17.0] and records[1]["recheck_us"] == [14.0, 15.0, 18.0]
+    assert records[0]["median_us"] == 14.5 and records[1]["median_us"] == 14.5  # medians of first pass + rounds
+    assert records[0]["torch_us"] == 14.5
+
+
+def test_recheck_drops_a_first_pass_winner_that_a_re_measurement_reverses():
+    """teaching measured 5 us once (a lucky first pass) but 20 us on every recheck: torch (10 us) is kept."""
+    first_pass = {"torch": [10.0], "teaching": [5.0], "online": [30.0]}
+    rechecks = {"torch": 10.0, "teaching": 20.0, "online": 30.0}
+
+    records = [{"variant": name, "tunables": {}, "median_us": first_pass[name][0], "error": ""}
+               for name in ("torch", "teaching", "online")]
+    calls = {i: (lambda name=r["variant"]: name) for i, r in enumerate(records)}
+    autotune.recheck(records, calls, lambda fn: rechecks[fn()], top=2, rounds=3)
+    assert records[1]["reversed"] is True and records[1]["median_us"] == 20.0
+    assert records[0]["median_us"] == 10.0 and "recheck_us" not in records[2]  # online: not in the top 2
+    entries = autotune.best_entries([{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 10.0}
+                                     for r in records])
+    assert entries[0]["variant"] == "torch"
 
 
 def test_tune_grid_reports_each_shape_and_default_rows():

@@ -193,22 +193,24 @@ def _idle_eager(x: torch.Tensor, rows: torch.Tensor) -> bool:
     return _current_stream(x.device).query()
 
 
-_STREAMS: dict[tuple[int, int], torch.cuda.Stream] = {}
+_STREAMS: dict[tuple[int, int, int], torch.cuda.Stream] = {}
 
 
 def _current_stream(device: torch.device) -> torch.cuda.Stream:
-    """The current CUDA stream of `device`, cached by its raw handle: torch.cuda.current_stream() builds a new
-    Stream object each call (6.8 us on the H200 host, as long as torch.softmax's whole host path)."""
+    """The current CUDA stream of `device`, cached by torch's (stream id, device, type) triple: building the Stream
+    object is most of torch.cuda.current_stream()'s cost (6.8 us on the H200 host, as long as torch.softmax's whole
+    host path). Not an ExternalStream of the raw handle: on the H200 that one's query() said idle on a busy default
+    stream, so queued launches took the eager route (`scripts/_eagerdbg.py`, kernel-changes section 8)."""
     index = device.index if device.index is not None else torch.cuda.current_device()
-    raw_getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw_getter is None:
+    getter = getattr(torch._C, "_cuda_getCurrentStream", None)
+    if getter is None:
         return torch.cuda.current_stream(device)
-    key = (index, raw_getter(index))
+    key = tuple(getter(index))
     stream = _STREAMS.get(key)
     if stream is None:
         if len(_STREAMS) >= 256:
             _STREAMS.clear()
-        stream = _STREAMS[key] = torch.cuda.ExternalStream(key[1], device=torch.device("cuda", index))
+        stream = _STREAMS[key] = torch.cuda.Stream(stream_id=key[0], device_index=key[1], device_type=key[2])
     return stream
 
 

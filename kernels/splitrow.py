@@ -70,9 +70,6 @@ TUNABLES = {
                "poll the row's epoch-tagged partials (no fence); default 1 when CHUNKS > 16",
     "window": "1: read rows through a window starting 16-byte aligned, 0: from the row start; default 1 when "
               "N % 16 != 0",
-    "hold": "1 (fp16/bf16, even N): a chunk waits for the row's partials as loaded, pairs of elements in int32 "
-            "words (half the registers of fp32 numerators, so larger chunks stay resident; one more exp per "
-            "element), 0: as fp32 numerators; default 0",
 }
 
 
@@ -94,28 +91,6 @@ def _load_window(input_ptr, base, shift, n_cols, lanes, in_rows, ALIGN: tl.const
         limit = (shift + n_cols + ALIGN - 1) // ALIGN * ALIGN
         return tl.load(input_ptr + base + lanes, mask=(lanes < limit) & in_rows, other=-float("inf"))
     return tl.load(input_ptr + base + lanes, mask=(lanes < n_cols) & in_rows, other=-float("inf"))
-
-
-@triton.jit
-def _load_pairs(input_ptr, row, row_stride, n_cols, pair_lanes, in_rows):
-    """A 16-bit row's chunk as int32 words of two elements (even N and row stride: the launcher checks)."""
-    words = input_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
-    return tl.load(words + row * (row_stride // 2) + pair_lanes, mask=(pair_lanes < n_cols // 2) & in_rows, other=0)
-
-
-@triton.jit
-def _unpack_pairs(words, valid, dtype: tl.constexpr):
-    """(even, odd) elements of int32 words of two 16-bit `dtype` values, as fp32; -inf where not `valid`."""
-    low = words.to(tl.int16).to(dtype, bitcast=True).to(tl.float32)
-    high = (words >> 16).to(tl.int16).to(dtype, bitcast=True).to(tl.float32)
-    return tl.where(valid, low, -float("inf")), tl.where(valid, high, -float("inf"))
-
-
-@triton.jit
-def _pack_pairs(low, high, dtype: tl.constexpr):
-    """int32 words holding `low` (even element) and `high` (odd element) rounded to the 16-bit `dtype`."""
-    low_bits = low.to(dtype).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
-    return low_bits | (high.to(dtype).to(tl.int16, bitcast=True).to(tl.int32) << 16)
 
 
 @triton.jit
@@ -143,7 +118,7 @@ def _tags_ready(slots, partial_mask, epoch):
 def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, control_ptr, input_row_stride,
                                 output_row_stride, n_rows, n_cols, CHUNK: tl.constexpr, CHUNKS: tl.constexpr,
                                 CHUNKS_POW2: tl.constexpr, ALIGN: tl.constexpr, PREFETCH: tl.constexpr,
-                                COUNTER: tl.constexpr, PHASE: tl.constexpr, HOLD: tl.constexpr):
+                                COUNTER: tl.constexpr, PHASE: tl.constexpr):
     # read N + write N per row; per chunk + 16 bytes of tagged (max, sum) written and CHUNKS x 16 read (L2)
     pid = tl.program_id(axis=0)
     chunk = pid % CHUNKS
@@ -153,60 +128,35 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, c
     partial_mask = partials < CHUNKS
     epoch = tl.load(control_ptr)  # this launch's tag (int64); control = [epoch, programs exited]
     first_row = tl.cast(pid // CHUNKS, tl.int64)
-    pair_lanes = chunk * (CHUNK // 2) + tl.arange(0, CHUNK // 2)  # HOLD: this chunk's int32 words (two elements)
     if PREFETCH:
-        if HOLD:
-            ahead = _load_pairs(input_ptr, first_row, input_row_stride, n_cols, pair_lanes, first_row < n_rows)
-        else:
-            base, shift, valid = _row_window(first_row, input_row_stride, n_cols, lanes, ALIGN)
-            ahead = _load_window(input_ptr, base, shift, n_cols, lanes, first_row < n_rows, ALIGN)
+        base, shift, valid = _row_window(first_row, input_row_stride, n_cols, lanes, ALIGN)
+        ahead = _load_window(input_ptr, base, shift, n_cols, lanes, first_row < n_rows, ALIGN)
     for row in tl.range(first_row, n_rows, step):
-        if HOLD:
-            valid = pair_lanes < n_cols // 2
-            if PREFETCH:
-                raw = ahead
-            else:
-                raw = _load_pairs(input_ptr, row, input_row_stride, n_cols, pair_lanes, True)
+        base, shift, valid = _row_window(row, input_row_stride, n_cols, lanes, ALIGN)
+        if PREFETCH:
+            raw = ahead
         else:
-            base, shift, valid = _row_window(row, input_row_stride, n_cols, lanes, ALIGN)
-            if PREFETCH:
-                raw = ahead
-            else:
-                raw = _load_window(input_ptr, base, shift, n_cols, lanes, True, ALIGN)
-        if HOLD:  # the chunk waits as loaded: fp16/bf16 pairs in int32 words (half the registers of fp32)
-            local_max = -float("inf")
-            local_sum = 0.0
-            if n_cols > 0:  # a region of its own, so the fp32 values made here are not kept for after the wait
-                low, high = _unpack_pairs(raw, valid, input_ptr.dtype.element_ty)
-                local_max = tl.maximum(tl.max(low, axis=0), tl.max(high, axis=0))
-                offset = tl.where(local_max == -float("inf"), 0.0, local_max)
-                local_sum = tl.sum(tl.exp(low - offset), axis=0) + tl.sum(tl.exp(high - offset), axis=0)
-            local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
-        else:
-            values = tl.where(valid, raw.to(tl.float32), -float("inf"))
-            local_max = tl.max(values, axis=0)
-            local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
-            numerators = tl.exp(values - local_shift)  # the only exp per element: the output rescales it
-            local_sum = tl.sum(numerators, axis=0)
+            raw = _load_window(input_ptr, base, shift, n_cols, lanes, True, ALIGN)
+        values = tl.where(valid, raw.to(tl.float32), -float("inf"))
+        local_max = tl.max(values, axis=0)
+        local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
+        numerators = tl.exp(values - local_shift)  # the only exp per element: the output rescales it
         if CHUNKS > 1 and PHASE != 2:  # publish this chunk's max and sum as tagged words
             slot = stats_ptr + (row * CHUNKS + chunk) * 2
             if COUNTER:  # then count the chunk in (counters zeroed before the launch); the release orders the words
                 tl.store(slot, _tagged(epoch, local_max))
-                tl.store(slot + 1, _tagged(epoch, local_sum))
+                tl.store(slot + 1, _tagged(epoch, tl.sum(numerators, axis=0)))
                 tl.debug_barrier()
                 tl.atomic_add(counter_ptr + row, 1, sem="release", scope="gpu")
             else:  # relaxed 64-bit exchanges: single-copy atomic, no fence
                 tl.atomic_xchg(slot, _tagged(epoch, local_max), sem="relaxed", scope="gpu")
-                tl.atomic_xchg(slot + 1, _tagged(epoch, local_sum), sem="relaxed", scope="gpu")
+                tl.atomic_xchg(slot + 1, _tagged(epoch, tl.sum(numerators, axis=0)), sem="relaxed", scope="gpu")
         if PREFETCH:  # next row's chunk, in flight while this row waits and writes
-            if HOLD:
-                ahead = _load_pairs(input_ptr, row + step, input_row_stride, n_cols, pair_lanes, row + step < n_rows)
-            else:
-                next_base, next_shift, next_valid = _row_window(row + step, input_row_stride, n_cols, lanes, ALIGN)
-                ahead = _load_window(input_ptr, next_base, next_shift, n_cols, lanes, row + step < n_rows, ALIGN)
+            next_base, next_shift, next_valid = _row_window(row + step, input_row_stride, n_cols, lanes, ALIGN)
+            ahead = _load_window(input_ptr, next_base, next_shift, n_cols, lanes, row + step < n_rows, ALIGN)
         if CHUNKS == 1:  # the whole row is this program's: no partials to exchange
             row_shift = local_shift
-            row_sum = local_sum
+            row_sum = tl.sum(numerators, axis=0)
             scale = 1.0 / row_sum
         else:
             slots = stats_ptr + (row * CHUNKS + partials) * 2
@@ -227,16 +177,10 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, c
             # exp(local_max - row_max): 0 for an all -inf chunk, NaN for an all -inf row (as torch)
             scale = tl.exp(local_max - row_max) / row_sum
         if CHUNKS == 1 or PHASE != 1:
-            if HOLD:  # exponentiate the held pairs again and store them as words
-                low, high = _unpack_pairs(raw, valid, input_ptr.dtype.element_ty)
-                words = _pack_pairs(tl.exp(low - row_shift) / row_sum, tl.exp(high - row_shift) / row_sum,
-                                    output_ptr.dtype.element_ty)
-                tl.store(output_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + row * (output_row_stride // 2)
-                         + pair_lanes, words, mask=valid)
-            elif ALIGN == 1:
-                tl.store(output_ptr + row * output_row_stride + lanes, numerators * scale, mask=valid)
+            probabilities = numerators * scale
+            if ALIGN == 1:
+                tl.store(output_ptr + row * output_row_stride + lanes, probabilities, mask=valid)
             else:  # output rows have the input's stride: same window; whole vectors inside the row, then its edges
-                probabilities = numerators * scale
                 tail = (shift + n_cols) // ALIGN * ALIGN
                 tl.store(output_ptr + base + lanes, probabilities, mask=(lanes >= ALIGN) & (lanes < tail))
                 edge = tl.arange(0, 2 * ALIGN)
@@ -258,7 +202,7 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
             "control_ptr": "*i64",
             "input_row_stride": "i32", "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32",
             "CHUNK": "constexpr", "CHUNKS": "constexpr", "CHUNKS_POW2": "constexpr", "ALIGN": "constexpr",
-            "PREFETCH": "constexpr", "COUNTER": "constexpr", "PHASE": "constexpr", "HOLD": "constexpr"}
+            "PREFETCH": "constexpr", "COUNTER": "constexpr", "PHASE": "constexpr"}
 
 
 def default_window(n_cols: int) -> int:
@@ -282,13 +226,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     check_tunables(NAME, tunables, TUNABLES)
     if not 1 <= n_cols <= MAX_N:
         raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N}")
-    hold = check_int_choice(NAME, "hold", tunables.get("hold", 0), (0, 1))
-    if hold and (dtype.itemsize != 2 or n_cols % 2):
-        raise ValueError(f"{NAME}: hold=1 keeps pairs of 16-bit elements; allowed: fp16/bf16 rows of even N "
-                         f"(got {dtype} N={n_cols}); hold=0 otherwise")
-    if hold and tunables.get("window"):
-        raise ValueError(f"{NAME}: hold=1 reads rows from their start; allowed: window=0 with hold=1")
-    window = check_int_choice(NAME, "window", tunables.get("window", 0 if hold else default_window(n_cols)), (0, 1))
+    window = check_int_choice(NAME, "window", tunables.get("window", default_window(n_cols)), (0, 1))
     align = WINDOW_BYTES // dtype.itemsize if window else 1
     chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", default_chunk(n_cols, align)), MIN_CHUNK,
                              MAX_CHUNK)
@@ -304,10 +242,9 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         grid=(min(n_rows, INTERPRETER_ROW_GROUPS) * chunks,), num_warps=num_warps, num_stages=1,
         tile_width=chunk, rows_per_program=1,
         constexprs={"CHUNK": chunk, "CHUNKS": chunks, "CHUNKS_POW2": next_power_of_2(chunks), "ALIGN": align,
-                    "PREFETCH": prefetch, "COUNTER": counter, "PHASE": 0, "HOLD": hold},
+                    "PREFETCH": prefetch, "COUNTER": counter, "PHASE": 0},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
-        tunables={"num_warps": num_warps, "chunk": chunk, "prefetch": prefetch, "counter": counter, "window": window,
-                  "hold": hold},
+        tunables={"num_warps": num_warps, "chunk": chunk, "prefetch": prefetch, "counter": counter, "window": window},
         grid_resolved_at_launch=True,
     )
 
@@ -440,9 +377,6 @@ def _launch_args(rows: torch.Tensor, output: torch.Tensor, launch: LaunchPlan) -
     constexprs = dict(launch.constexprs)
     if rows.stride(0) != output.stride(0):  # the window shift must be the same for input and output rows
         constexprs["ALIGN"] = 1
-    if constexprs["HOLD"] and (rows.stride(0) % 2 or output.stride(0) % 2 or rows.data_ptr() % 4
-                               or output.data_ptr() % 4):  # words of two elements need even strides, 4-byte starts
-        constexprs["HOLD"] = 0
     n_rows, n_cols = rows.shape
     stats, counters, control = workspace(rows.device, n_rows, constexprs["CHUNKS"])
     return (output, rows, stats, counters, control, rows.stride(0), output.stride(0), n_rows, n_cols), constexprs

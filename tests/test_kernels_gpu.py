@@ -212,3 +212,19 @@ def test_rows_up_to_the_stated_limit(variant, n_cols):
     expected = kernels.reference_softmax(x)
     relative = ((y.double() - expected).abs() / expected).max().item()
     assert y.shape == x.shape and relative < 1e-4, relative  # fp32 sums over 2**24 columns: looser than 2e-5
+
+
+def test_auto_eager_check_sees_a_busy_stream():
+    """A launch queued behind work is not eager: the idle-stream check must say busy (it once said idle on a busy
+    default stream, so b2b-timed auto took torch.softmax), and a side stream with nothing queued is idle."""
+    from kernels import auto
+
+    x = torch.randn(2048, 2000, device="cuda", dtype=torch.float16)
+    torch.cuda.synchronize()
+    assert auto._idle_eager(x, x)
+    torch.cuda._sleep(50_000_000)  # ~25 ms of spinning on the current stream
+    assert not auto._idle_eager(x, x)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert auto._idle_eager(x, x)
+    torch.cuda.synchronize()

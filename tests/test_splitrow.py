@@ -22,33 +22,11 @@ def make_input(n_rows: int, n_cols: int, dtype: torch.dtype, seed: int = 0) -> t
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
 @pytest.mark.parametrize("n_cols", [255, 256, 1000, 2049])  # aligned and not: both windows
-@pytest.mark.parametrize("prefetch, counter, hold", [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1), (1, 1, 1)])
-def test_chunked_rows_match_reference(n_cols, dtype, prefetch, counter, hold):
+@pytest.mark.parametrize("prefetch, counter", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_chunked_rows_match_reference(n_cols, dtype, prefetch, counter):
     x = make_input(5, n_cols, dtype, seed=n_cols)
-    if hold and (dtype == torch.float32 or n_cols % 2):
-        with pytest.raises(ValueError, match="hold=1 keeps pairs of 16-bit elements; allowed: fp16/bf16 rows of even"):
-            kernels.softmax(x, "splitrow", chunk=256, hold=hold)
-        return
-    out = kernels.softmax(x, "splitrow", chunk=256, prefetch=prefetch, counter=counter, hold=hold)
-    assert_softmax_close(out, x, f"splitrow N={n_cols} prefetch={prefetch} counter={counter} hold={hold}")
-
-
-@pytest.mark.parametrize("chunk", [256, 4096])  # several chunks per row, and one
-@pytest.mark.parametrize("dtype", DTYPES[1:], ids=lambda d: kernels.DTYPE_NAMES[d])
-def test_held_chunks_keep_special_rows_like_torch(dtype, chunk):
-    """hold=1 keeps int32 words of two elements and exponentiates twice: -inf, +inf and NaN rows as torch."""
-    x = make_input(5, 1000, dtype, seed=9)
-    x[0] = -float("inf")
-    x[1, 7] = float("inf")
-    x[2, 500] = float("nan")
-    x[3, :999] = -float("inf")
-    out = kernels.softmax(x, "splitrow", chunk=chunk, hold=1)
-    expected = torch.softmax(x.double(), -1)
-    assert torch.equal(out.isnan(), expected.isnan()), "NaN rows differ from torch"
-    finite = ~expected.isnan()
-    tolerance = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
-    torch.testing.assert_close(out[finite].double(), expected[finite], atol=tolerance, rtol=0)
-    assert_softmax_close(out[4:], x[4:], f"hold=1 chunk={chunk} ordinary row")
+    out = kernels.softmax(x, "splitrow", chunk=256, prefetch=prefetch, counter=counter)
+    assert_softmax_close(out, x, f"splitrow N={n_cols} prefetch={prefetch} counter={counter}")
 
 
 @pytest.mark.parametrize("window", [0, 1])
@@ -151,19 +129,3 @@ def test_cooperative_launch_is_available_and_failures_are_recognised():
     assert not splitrow._is_cooperative_failure(RuntimeError("CUDA error: an illegal memory access was encountered"))
     assert splitrow._cooperative({"CHUNKS": 4}) and not splitrow._cooperative({"CHUNKS": 1})
     assert "cooperative launch" in splitrow.__doc__ and "online" in splitrow.__doc__
-
-
-@pytest.mark.parametrize("width, start", [(1001, 0), (1002, 1), (1004, 2)])
-def test_held_words_fall_back_for_odd_strides_and_2_byte_starts(width, start):
-    """hold=1 reads int32 words: an odd row stride or a row start 2 bytes off a word runs hold=0, still exact."""
-    x = make_input(6, width, torch.float16, seed=width)[:, start:start + 996]
-    assert_softmax_close(kernels.softmax(x, "splitrow", chunk=256, hold=1), x, f"hold=1 stride {width} start {start}")
-    args, constexprs = splitrow._launch_args(x, torch.empty_like(x), splitrow.plan(6, 996, torch.float16, chunk=256,
-                                                                                   hold=1))
-    assert constexprs["HOLD"] == (1 if width % 2 == 0 and start % 2 == 0 else 0)
-
-
-def test_hold_reads_rows_from_their_start():
-    with pytest.raises(ValueError, match="allowed: window=0 with hold=1"):
-        splitrow.plan(4, 1000, torch.float16, hold=1, window=1)
-    assert splitrow.plan(4, 1000, torch.float16, hold=1).constexprs["ALIGN"] == 1

@@ -1,0 +1,54 @@
+"""Does `auto`'s idle-stream check see a busy stream? Run on a GPU: python3 scripts/eager_busy_check.py
+
+Per shape: auto's tuned pick and eager decision, what the check's stream and torch.cuda.current_stream() say
+while a spin kernel runs, auto's GPU time back_to_back_flushed and cuda_graph, and how many of the check's calls
+during a back_to_back_flushed timing found the stream idle (should be 0: those launches are queued behind work).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+import kernels  # noqa: E402
+from kernels import auto  # noqa: E402
+from profiling import timing  # noqa: E402
+
+SHAPES = [(4096, 3000), (777, 5000), (2048, 2000)]
+
+
+def main() -> int:
+    for n_rows, n_cols in SHAPES:
+        x = torch.randn(n_rows, n_cols, device="cuda", dtype=torch.float16)
+        auto.clear_choices()
+        kernels.softmax(x, variant="auto")
+        key = (n_rows, n_cols, x.dtype, auto._device_name(x))
+        print(f"fp16 {n_rows}x{n_cols}: pick {auto._CHOICES[key][1]}, eager prefers torch {auto._EAGER.get(key)}")
+        torch.cuda.synchronize()
+        torch.cuda._sleep(10**8)
+        print(f"  spinning: check's stream idle {auto._current_stream(x.device).query()}, "
+              f"current_stream idle {torch.cuda.current_stream().query()}")
+        torch.cuda.synchronize()
+
+        def call(x=x):
+            return kernels.softmax(x, variant="auto")
+
+        for method in ("back_to_back_flushed", "cuda_graph"):
+            print(f"  {method}: {timing.benchmark(call, method).median_us:.2f} us")
+        seen: list[bool] = []
+        check = auto._idle_eager
+        auto._idle_eager = lambda a, b, seen=seen, check=check: seen.append(check(a, b)) or seen[-1]
+        try:
+            timing.benchmark(call, "back_to_back_flushed", reps=50)
+        finally:
+            auto._idle_eager = check
+        print(f"  checks during back_to_back_flushed that found the stream idle: {sum(seen)} of {len(seen)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

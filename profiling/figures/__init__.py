@@ -443,35 +443,42 @@ def tradeoff_heatmap_figure(grid: tradeoffs.WarpsGrid, title: str, unit: str, fm
         text.append(cells)
     absolute = values.to_numpy(dtype=float)
     z = shown.to_numpy(dtype=float)
+    empty = values.isna().to_numpy()
     colorbar = "x best at N" if relative else unit
     hover = f"N=%{{y}}<br>num_warps=%{{x}}<br>%{{z:.4g}} {unit}<extra></extra>"
     if relative:
         hover = (f"N=%{{y}}<br>num_warps=%{{x}}<br>%{{customdata:.4g}} {unit}<br>%{{z:.3f}}x the fastest num_warps "
                  "at this N<extra></extra>")
+    # plotly writes a heatmap's text into every cell, null z or not: each trace gets only its own cells' text
     fig = go.Figure(go.Heatmap(
-        z=[[None if v != v else v for v in r] for r in z], x=x, y=y, customdata=absolute, text=text,
+        z=[[None if e else v for v, e in zip(r, er, strict=True)] for r, er in zip(z, empty, strict=True)], x=x, y=y,
+        customdata=absolute, text=[[("" if e else t) for t, e in zip(r, er, strict=True)]
+                                   for r, er in zip(text, empty, strict=True)],
         texttemplate="%{text}", colorscale="Viridis", reversescale=reverse or relative, name="measured",
         colorbar={"title": {"text": colorbar}}, hovertemplate=hover, hoverongaps=False,
         **({"zmin": 1.0} if relative else {})))
-    missing = grid.status.ne(tradeoffs.MEASURED) & values.isna()
-    if missing.to_numpy().any():
+    if empty.any():
         reasons = [[(grid.reason.at[n, w] or grid.status.at[n, w])[:160] for w in values.columns] for n in values.index]
         fig.add_trace(go.Heatmap(
-            z=[[0.0 if m else None for m in r] for r in missing.to_numpy()], x=x, y=y, text=text,
+            z=[[0.0 if e else None for e in r] for r in empty], x=x, y=y,
+            text=[[(t if e else "") for t, e in zip(r, er, strict=True)] for r, er in zip(text, empty, strict=True)],
             texttemplate="%{text}", textfont={"color": "#555555", "size": 11}, customdata=reasons, showscale=False,
             colorscale=[[0, MISSING_COLOR], [1, MISSING_COLOR]], name="empty cells", hoverongaps=False,
             hovertemplate="N=%{y}<br>num_warps=%{x}<br>%{customdata}<extra></extra>"))
-    if len(best):
-        fig.add_trace(go.Scatter(
-            x=[str(int(w)) for w in best.to_numpy()], y=[str(int(n)) for n in best.index], mode="markers",
-            name=f"{BEST_MARK} fastest num_warps at this N", showlegend=True, hoverinfo="skip",
-            marker={"symbol": "square-open", "size": 30, "color": "#d62728", "line": {"width": 2.5}}))
+    if len(best):  # an outline around each N's best cell (category i spans i - 0.5 .. i + 0.5)
+        outline = {"color": "#d62728", "width": 3}
+        fig.update_layout(shapes=[{"type": "rect", "xref": "x", "yref": "y", "x0": x.index(str(int(w))) - 0.5,
+                                   "x1": x.index(str(int(w))) + 0.5, "y0": y.index(str(int(n))) - 0.5,
+                                   "y1": y.index(str(int(n))) + 0.5, "line": outline, "name": f"best {int(n)}"}
+                                  for n, w in best.items()])
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{BEST_MARK} fastest num_warps at this N",
+                                 hoverinfo="skip", marker={"symbol": "square-open", "size": 14, "color": "#d62728",
+                                                           "line": {"width": 3}}))
     _layout(fig, title, "num_warps (warps per program)", "N (columns per row)", log_x=False,
             height=max(320, 26 * len(values) + 140))
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=x)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=y)
-    fig.update_layout(legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.12, "yanchor": "top"},
-                      margin={"b": 90})
+    fig.update_layout(legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"})
     return fig
 
 
@@ -532,7 +539,7 @@ def legend_entries(fig: go.Figure) -> int:
     return len(shown) + len(titles)
 
 
-LEGEND_ROW_PX = 21  # one legend entry (font 12) in CSS pixels
+LEGEND_ROW_PX = 30  # one legend entry in CSS pixels: a 19 px row + the 10 px gap between legend groups
 
 
 def fit_legend(fig: go.Figure) -> go.Figure:

@@ -29,7 +29,7 @@ timed = part[part["method"] == method]
 dense = st.toggle("Only N measured at two or more num_warps", True, key="trade_dense",
                   help="The sweep may time every num_warps only at some N; the other N have one default column.")
 tabs = st.tabs(["Latency", "Occupancy", "Spills", "Best num_warps per N"])
-panels = (("median_us", "time relative to the fastest num_warps at each N", "µs", ".3g", True, False, timed),
+panels = (("median_us", "time relative to the fastest num_warps per N", "µs", ".3g", True, False, timed),
           ("occupancy", "theoretical occupancy", "occupancy", ".0%", False, False, part),
           ("spill_store_bytes", "spill stores per thread (bytes)", "bytes", ".0f", False, True, part))
 for tab, (value, what, unit, fmt, relative, reverse, rows) in zip(tabs[:3], panels, strict=True):
@@ -40,8 +40,8 @@ for tab, (value, what, unit, fmt, relative, reverse, rows) in zip(tabs[:3], pane
         if grid.empty:
             ui.empty(f"no {what} for {variant} {dtype}")
             continue
-        title = figures.title_for(f"{variant}: {what} by N x num_warps", ctx.filtered, dtype,
-                                  method if value == "median_us" else None)
+        what_by = what if relative else f"{what} by N x num_warps"
+        title = figures.title_for(f"{variant}: {what_by}", ctx.filtered, dtype, method if value == "median_us" else None)
         caption = ("Each row is one N: 1.00x ★ (outlined) is the fastest num_warps there, the others are how many "
                    "times slower; the hover has the time (µs). Grey cells were not measured or did not run, "
                    "labelled from the data.") if relative else \

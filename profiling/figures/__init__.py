@@ -128,19 +128,29 @@ def _floats(values: pd.Series) -> list[float | None]:
 def add_series(fig: go.Figure, rows: pd.DataFrame, y: str, grid: list[int], name: str, color: str, *,
                dash: str = "solid", width: float = 2, scale: float = 1.0, hovertext: list[str] | None = None,
                hovertemplate: str | None = None, legendgroup: str | None = None, showlegend: bool = True,
-               marker_size: int = 5, row: int | None = None, col: int | None = None) -> None:
+               marker_size: int = 5, row: int | None = None, col: int | None = None,
+               error: tuple[str, str] | None = None) -> None:
     """One series (one row per N) as a line through the curve N of `grid` with markers, broken (a gap) at grid
     N the series did not measure, and its power-of-two edge points (curves.edge_points) as separate open
-    markers in the same colour, never joined to the line."""
+    markers in the same colour, never joined to the line. `error`: (low, high) columns drawn as error bars."""
     rows = rows.assign(_hover=list(hovertext) if hovertext is not None else [""] * len(rows))
     curve, edges = curves.split_series(rows, grid)
     where = {"row": row, "col": col} if row is not None else {}
     hover = ({"hovertemplate": hovertemplate} if hovertemplate else
              {"hoverinfo": "text", "hovertext": curve["_hover"].fillna("").tolist()})
+
+    def bars(part: pd.DataFrame) -> dict:
+        if error is None:
+            return {}
+        middle = part[y].astype("float64")
+        return {"error_y": {"type": "data", "symmetric": False, "color": color, "thickness": 1, "width": 3,
+                            "array": _floats((part[error[1]].astype("float64") - middle) * scale),
+                            "arrayminus": _floats((middle - part[error[0]].astype("float64")) * scale)}}
+
     fig.add_trace(go.Scatter(x=curve["n_cols"].tolist(), y=_floats(curve[y].astype("float64") * scale), name=name,
                              mode="lines+markers", connectgaps=False, marker={"size": marker_size},
                              line={"color": color, "width": width, "dash": dash}, legendgroup=legendgroup or name,
-                             showlegend=showlegend, **hover), **where)
+                             showlegend=showlegend, **bars(curve), **hover), **where)
     if len(edges):
         if not hovertemplate:
             hover["hovertext"] = edges["_hover"].tolist()
@@ -148,7 +158,8 @@ def add_series(fig: go.Figure, rows: pd.DataFrame, y: str, grid: list[int], name
                   "line": {"width": 1.5, "color": color}}
         fig.add_trace(go.Scatter(x=edges["n_cols"].tolist(), y=_floats(edges[y].astype("float64") * scale),
                                  name=name, mode="markers", legendgroup=legendgroup or name,
-                                 showlegend=False, marker=marker, line={"color": color}, **hover), **where)
+                                 showlegend=False, marker=marker, line={"color": color}, **bars(edges), **hover),
+                      **where)
 
 
 def add_edge_legend(fig: go.Figure, grid: list[int]) -> None:
@@ -595,6 +606,41 @@ def first_call_figure(table: pd.DataFrame, df: pd.DataFrame, method: str) -> go.
             "first call (s)", log_y=True)
     if len(rows_m):
         add_pow2_lines(fig, int(rows_m["n_cols"].min()), int(rows_m["n_cols"].max()))
+    return fig
+
+
+def ratio_figure(table: pd.DataFrame, label_a: str, label_b: str, dtype: str, method: str) -> go.Figure:
+    """Run B / run A time ratio (x, log) vs N per variant from compare.ratio_table (one row per variant and N:
+    the 'fastest config per variant' mode), error bars from the p20..p80 spreads; 1 = no change."""
+    part = table[(table["dtype"] == dtype) & (table["method"] == method)] if len(table) else table
+    grid = _grid(part)
+    fig = go.Figure()
+    several_r = len(part) and part["n_rows"].nunique() > 1
+    for key, rows in (part.groupby(["variant", "n_rows"]) if len(part) else []):
+        variant, n_rows = key
+        rows = rows.sort_values("n_cols").drop_duplicates("n_cols")
+        hover = [f"{variant} {dtype} R={r.n_rows} N={r.n_cols}<br>A {r.a_us:.4g} µs, B {r.b_us:.4g} µs<br>"
+                 f"B/A = {r.ratio:.3f} (spread {r.ratio_low:.3f}..{r.ratio_high:.3f}): {r.change}"
+                 for r in rows.itertuples()]
+        add_series(fig, rows, "ratio", grid, f"{variant} R={n_rows}" if several_r else variant,
+                   variant_color(variant), hovertext=hover, error=("ratio_low", "ratio_high"))
+    add_edge_legend(fig, grid)
+    fig.add_hline(y=1.0, line={"color": "#3b3b3b", "width": 1.5}, name="no change")
+    fig.add_annotation(x=1, xref="x domain", y=0, yref="y", text="B = A", showarrow=False, xanchor="right",
+                       yanchor="bottom", font={"size": 11})
+    _layout(fig, f"Run B / run A time per call (fastest config per variant) — {dtype}, timing: {method}<br>"
+                 f"<sup>A: {label_a} · B: {label_b} · > 1: B slower</sup>", "N (columns per row)",
+            "B / A median time (x)", log_y=True)
+    ratios = [v for v in part["ratio"].astype(float) if v > 0] if len(part) else []
+    if ratios:  # a range that always shows the 1 line and every ratio, ticks written out
+        low, high = min(min(ratios), 1.0) / 1.1, max(max(ratios), 1.0) * 1.1
+        ticks = [t for t in (0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4) if low <= t <= high]
+        fig.update_yaxes(range=[math.log10(low), math.log10(high)], tickmode="array", tickvals=ticks,
+                         ticktext=[f"{t:g}x" for t in ticks])
+        fig.update_layout(margin={"t": 70})
+    if len(part):
+        add_pow2_lines(fig, int(part["n_cols"].min()), int(part["n_cols"].max()))
+    fit_legend(fig)
     return fig
 
 

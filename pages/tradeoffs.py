@@ -41,7 +41,8 @@ for tab, (value, what, unit, fmt, relative, reverse, rows) in zip(tabs[:3], pane
             ui.empty(f"no {what} for {variant} {dtype}")
             continue
         what_by = what if relative else f"{what} by N x num_warps"
-        title = figures.title_for(f"{variant}: {what_by}", ctx.filtered, dtype, method if value == "median_us" else None)
+        title = figures.title_for(f"{variant}: {what_by}", ctx.filtered, dtype,
+                                  method if value == "median_us" else None)
         caption = ("Each row is one N: 1.00x ★ (outlined) is the fastest num_warps there, the others are how many "
                    "times slower; the hover has the time (µs). Grey cells were not measured or did not run, "
                    "labelled from the data.") if relative else \

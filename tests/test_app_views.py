@@ -36,7 +36,7 @@ def test_tradeoffs_latency_heatmap_is_one_at_the_best_num_warps(results_file: Pa
     at.switch_page("pages/tradeoffs.py").run()
     assert not at.exception, at.exception
     method = at.sidebar.selectbox(key="f_method").value
-    heatmap = next(spec for spec in charts(at) if "relative to the fastest num_warps" in spec["layout"]["title"]["text"])
+    heatmap = next(spec for spec in charts(at) if "relative to the fastest" in spec["layout"]["title"]["text"])
     measured = heatmap["data"][0]
     table = synthetic_results(**SMALL)
     variant = at.segmented_control(key="trade_variant").value

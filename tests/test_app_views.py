@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -81,3 +82,28 @@ def test_run_vs_run_with_one_run_says_how_to_load_two(results_file: Path) -> Non
     at.toggle(key="rvr_demo").set_value(True).run()
     assert not at.exception
     assert len(ratio_table(at)) and "B / A" in " ".join(m.label for m in at.metric)
+
+
+def test_auto_page_shows_the_pick_for_a_typed_shape() -> None:
+    import torch
+
+    from kernels import auto
+
+    at = new_app()
+    at.switch_page("pages/auto.py").run()
+    assert not at.exception, at.exception
+    at.selectbox(key="auto_dtype").set_value("fp16").run()
+    at.number_input(key="auto_rows").set_value(4096).run()
+    at.number_input(key="auto_n").set_value(3000).run()
+    assert not at.exception, at.exception
+    variant, tunables = auto.choose(4096, 3000, torch.float16, "NVIDIA H200")
+    pick = next(m for m in at.metric if "auto picks for fp16 R=4,096 N=3,000" in m.label)
+    assert pick.value == variant
+    assert any(f"`{json.dumps(tunables, sort_keys=True)}`" in m.value and "N=3,000" in m.value for m in at.markdown)
+    candidates = [spec for spec in charts(at) if "Tuner's candidates at fp16 R=4,096 N=3,000" in
+                  spec["layout"]["title"]["text"]]
+    assert candidates and "#d62728" in candidates[0]["data"][0]["marker"]["color"]  # the pick is marked
+    backends = next(d.value for d in at.dataframe if "vs_auto" in d.value.columns)
+    assert backends.loc[backends["variant"] == "auto", "vs_auto"].item() == 1.0
+    at.number_input(key="auto_n").set_value(5000).run()
+    assert any("was not measured" in i.value and "4,097" in i.value for i in at.info)

@@ -644,6 +644,25 @@ def ratio_figure(table: pd.DataFrame, label_a: str, label_b: str, dtype: str, me
     return fig
 
 
+def candidates_figure(candidates: pd.DataFrame, title: str) -> go.Figure:
+    """The tuner's candidates for one shape (tuning_view.candidates): median µs per config, fastest at the top,
+    auto's pick in red, torch.softmax dark grey; failed candidates are left out (their table says why)."""
+    ran = candidates[candidates["median_us"].notna()].iloc[::-1]
+    labels = [f"{v} {t}" if t != "{}" else v for v, t in zip(ran["variant"], ran["tunables"], strict=True)]
+    colors = ["#d62728" if picked else VARIANT_COLORS["torch"] if v == dd.TORCH else _alpha(variant_color(v), 0.55)
+              for v, picked in zip(ran["variant"], ran["picked"], strict=True)]
+    fig = go.Figure(go.Bar(x=ran["median_us"].astype(float), y=labels, orientation="h", marker_color=colors,
+                           text=[f"{t:.2f} µs ({r:.2f}x)" for t, r in zip(ran["median_us"], ran["vs_fastest"],
+                                                                         strict=True)],
+                           textposition="outside", name="candidates",
+                           hovertemplate="%{y}<br>%{x:.3f} µs<extra></extra>"))
+    _layout(fig, title, "median time per call (µs)", "", log_x=False, height=max(260, 22 * len(ran) + 110))
+    fig.update_layout(showlegend=False, margin={"l": 20})
+    fig.update_yaxes(type="category", automargin=True)
+    fig.update_xaxes(range=[0, float(ran["median_us"].max()) * 1.3] if len(ran) else None)
+    return fig
+
+
 def standard_figures(df: pd.DataFrame, method: str | None = None,
                      dtypes: list[str] | None = None) -> list[FigureSpec]:
     """The export set: masked lanes, and per dtype latency (with power-of-two boundaries), speedup vs torch,

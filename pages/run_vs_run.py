@@ -26,7 +26,7 @@ def _demo_runs() -> list[compare.Run]:
 
 
 if len(loaded) < 2:
-    st.info(f"One run is loaded ({loaded[0].label if loaded else 'none'}). To compare two: pick **Upload results "
+    st.info(f"One run is loaded ({ctx.label or 'one GPU / run / file'}). To compare two: pick **Upload results "
             "files** in the sidebar and add two results files (e.g. two GPUs, or a sweep before and after a "
             "change), or load one file holding two runs of the same configs; the sidebar's **Files** filter must "
             "keep both. Or try the view on two synthetic demo runs:", icon=":material/compare:")

@@ -313,3 +313,20 @@ def test_exported_occupancy_figures_keep_the_legend_readable() -> None:
         assert spec.figure.layout.height >= entries * figures.LEGEND_ROW_PX
         drawn |= {t.name for t in spec.figure.data if t.showlegend is not False and t.name != figures.EDGE_LEGEND}
     assert len(drawn) == len(lines)
+
+
+def test_ratio_figure_has_spread_bars_and_keeps_every_ratio_in_view() -> None:
+    from profiling import compare
+
+    a = synthetic_results(seed=0, dtypes=("fp16",))
+    b = synthetic_results(seed=1, run_id="synthetic-1", dtypes=("fp16",))
+    table = compare.ratio_table(a, b, method="cuda_graph", dtype="fp16", mode="fastest config per variant")
+    fig = figures.ratio_figure(table, "A", "B", "fp16", "cuda_graph")
+    teaching = next(t for t in fig.data if t.name == "teaching" and t.mode == "lines+markers")
+    rows = table[table["variant"] == "teaching"].set_index("n_cols")
+    for x, y, up, down in zip(teaching.x, teaching.y, teaching.error_y.array, teaching.error_y.arrayminus,
+                              strict=True):
+        assert y == pytest.approx(rows.at[x, "ratio"])
+        assert y + up == pytest.approx(rows.at[x, "ratio_high"]) and y - down == pytest.approx(rows.at[x, "ratio_low"])
+    low, high = (10 ** v for v in fig.layout.yaxis.range)
+    assert low <= table["ratio_low"].min() and high >= table["ratio_high"].max() and low < 1 < high

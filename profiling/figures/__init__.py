@@ -631,10 +631,11 @@ def ratio_figure(table: pd.DataFrame, label_a: str, label_b: str, dtype: str, me
     _layout(fig, f"Run B / run A time per call (fastest config per variant) — {dtype}, timing: {method}<br>"
                  f"<sup>A: {label_a} · B: {label_b} · > 1: B slower</sup>", "N (columns per row)",
             "B / A median time (x)", log_y=True)
-    ratios = [v for v in part["ratio"].astype(float) if v > 0] if len(part) else []
-    if ratios:  # a range that always shows the 1 line and every ratio, ticks written out
-        low, high = min(min(ratios), 1.0) / 1.1, max(max(ratios), 1.0) * 1.1
-        ticks = [t for t in (0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4) if low <= t <= high]
+    ratios = [v for c in ("ratio", "ratio_low", "ratio_high") for v in part[c].astype(float) if v > 0] \
+        if len(part) else []
+    if ratios:  # a range that always shows the 1 line and every ratio with its spread, ticks written out
+        low, high = min(min(ratios), 1.0) / 1.05, max(max(ratios), 1.0) * 1.05
+        ticks = [t for t in (0.25, 0.5, 0.67, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.25, 1.5, 2, 3, 4) if low <= t <= high]
         fig.update_yaxes(range=[math.log10(low), math.log10(high)], tickmode="array", tickvals=ticks,
                          ticktext=[f"{t:g}x" for t in ticks])
         fig.update_layout(margin={"t": 70})

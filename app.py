@@ -25,6 +25,8 @@ PAGES = [
     st.Page("pages/latency.py", title="Latency", url_path="latency-vs-n", icon=":material/speed:"),
     st.Page("pages/tradeoffs.py", title="Tradeoffs", url_path="warps-tradeoffs", icon=":material/grid_on:"),
     st.Page("pages/backends.py", title="Backends", url_path="kernel-backends", icon=":material/compare_arrows:"),
+    st.Page("pages/run_vs_run.py", title="Run vs run", url_path="compare-runs", icon=":material/difference:"),
+    st.Page("pages/auto.py", title="auto", url_path="auto-picks", icon=":material/tune:"),
     st.Page("pages/kernel_evidence.py", title="Kernel evidence", url_path="kernel-evidence",
             icon=":material/fact_check:"),
     st.Page("pages/numerics.py", title="Numerics", url_path="numerics-ulp", icon=":material/functions:"),

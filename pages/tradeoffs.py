@@ -6,7 +6,7 @@ import streamlit as st
 
 from pages import _common as ui
 from profiling import dashboard_data as dd
-from profiling import figures
+from profiling import figures, tradeoffs
 
 st.title("Tradeoffs")
 st.markdown("More warps per program mean fewer lanes (and registers) per thread but fewer programs per SM. "
@@ -29,20 +29,26 @@ timed = part[part["method"] == method]
 dense = st.toggle("Only N measured at two or more num_warps", True, key="trade_dense",
                   help="The sweep may time every num_warps only at some N; the other N have one default column.")
 tabs = st.tabs(["Latency", "Occupancy", "Spills", "Best num_warps per N"])
-panels = (("median_us", "median time (µs)", "µs", ".3g", True, timed),
-          ("occupancy", "theoretical occupancy", "occupancy", ".0%", False, part),
-          ("spill_store_bytes", "spill stores per thread (bytes)", "bytes", ".0f", True, part))
-for tab, (value, what, unit, fmt, reverse, rows) in zip(tabs[:3], panels, strict=True):
+panels = (("median_us", "time relative to the fastest num_warps per N", "µs", ".3g", True, False, timed),
+          ("occupancy", "theoretical occupancy", "occupancy", ".0%", False, False, part),
+          ("spill_store_bytes", "spill stores per thread (bytes)", "bytes", ".0f", False, True, part))
+for tab, (value, what, unit, fmt, relative, reverse, rows) in zip(tabs[:3], panels, strict=True):
     with tab:
-        pivot = dd.warps_pivot(rows, value)
-        if dense and len(pivot):
-            pivot = pivot[pivot.notna().sum(axis=1) >= 2]
-        if pivot.empty or pivot.isna().all().all():
+        grid = tradeoffs.warps_grid(rows, value)
+        if dense:
+            grid = tradeoffs.keep_dense(grid)
+        if grid.empty:
             ui.empty(f"no {what} for {variant} {dtype}")
             continue
-        title = figures.title_for(f"{variant}: {what} by N x num_warps", ctx.filtered, dtype,
+        what_by = what if relative else f"{what} by N x num_warps"
+        title = figures.title_for(f"{variant}: {what_by}", ctx.filtered, dtype,
                                   method if value == "median_us" else None)
-        ui.chart(figures.heatmap_figure(pivot, title, unit, fmt, reverse), dd.pivot_display(pivot), f"trade_{value}")
+        caption = ("Each row is one N: 1.00x ★ (outlined) is the fastest num_warps there, the others are how many "
+                   "times slower; the hover has the time (µs). Grey cells were not measured or did not run, "
+                   "labelled from the data.") if relative else \
+            "Grey cells were not measured or did not run, labelled from the data."
+        ui.chart(figures.tradeoff_heatmap_figure(grid, title, unit, fmt, relative=relative, reverse=reverse),
+                 tradeoffs.grid_table(grid, unit, relative=relative), f"trade_{value}", caption)
 with tabs[3]:
     table = dd.best_warps_table(timed)
     if table.empty:

@@ -24,8 +24,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 # (sidebar title, has charts)
 PAGES = (("Overview", False), ("Masked lanes", True), ("Occupancy", True), ("Latency", True),
-         ("Tradeoffs", True), ("Backends", True), ("Kernel evidence", True), ("Numerics", True), ("Run sweep", False),
-         ("Export", False))
+         ("Tradeoffs", True), ("Backends", True), ("Run vs run", False), ("auto", True), ("Kernel evidence", True),
+         ("Numerics", True), ("Run sweep", False), ("Export", False))
 
 pytestmark = [
     pytest.mark.browser,

@@ -20,7 +20,7 @@ def df() -> pd.DataFrame:
 
 
 def names(fig) -> set[str]:
-    return {t.name for t in fig.data if t.name and not t.name.startswith("band")}
+    return {t.name for t in fig.data if t.name and not t.name.startswith("band") and t.name != figures.EDGE_LEGEND}
 
 
 def pow2(fig) -> list[float]:
@@ -262,3 +262,71 @@ def test_hidden_by_filters_names_what_is_hidden(df: pd.DataFrame) -> None:
     kept = dd.apply_filters(df, dd.Filters(variants=("torch", "teaching", "online"), n_range=(256, 65536),
                                            num_warps=(4,)), method=False)
     assert text.endswith(f"{len(df) - len(kept):,} of {len(df):,} rows.")
+
+
+def test_line_charts_draw_power_of_two_edges_as_markers_and_break_at_unmeasured_n(df: pd.DataFrame) -> None:
+    fp16 = df[(df["dtype"] == "fp16") & (df["method"] == "cuda_graph")]
+    kept = fp16[~((fp16["variant"] == "online") & (fp16["n_cols"] == 1000))]  # online never measured N=1000
+    fig = figures.latency_figure(kept, "cuda_graph", "fp16", band=False)
+    lines = [t for t in fig.data if t.name == "online" and t.mode == "lines+markers"]
+    edges = [t for t in fig.data if t.name == "online" and t.mode == "markers"]
+    assert len(lines) == 1 and len(edges) == 1
+    assert list(lines[0].x) == [128, 256, 1000, 1024, 4096, 16384, 65536] and lines[0].connectgaps is False
+    assert lines[0].y[2] is None  # the gap: no line drawn across N=1000
+    assert list(edges[0].x) == [257, 1025] and edges[0].marker.symbol == figures.EDGE_SYMBOL
+    online = kept[(kept["variant"] == "online") & (kept["error"] == "")]
+    expected = online.groupby("n_cols")["median_us"].min()
+    assert list(edges[0].y) == pytest.approx([expected[257], expected[1025]])
+    assert list(lines[0].y[:2]) == pytest.approx([expected[128], expected[256]])
+    assert figures.EDGE_LEGEND in {t.name for t in fig.data}
+
+
+def test_tradeoff_heatmap_is_relative_per_n_marks_the_best_and_labels_empty_cells(df: pd.DataFrame) -> None:
+    from profiling import tradeoffs
+
+    rows = df[(df["variant"] == "teaching") & (df["dtype"] == "fp16") & (df["method"] == "cuda_graph")]
+    grid = tradeoffs.warps_grid(rows, "median_us")
+    fig = figures.tradeoff_heatmap_figure(grid, "t", "µs", relative=True)
+    measured, empty, best = fig.data
+    ran = rows[rows["error"] == ""].groupby(["n_cols", "num_warps"])["median_us"].min().unstack()
+    for i, n in enumerate(measured.y):
+        fastest = str(int(ran.loc[int(n)].astype(float).idxmin()))
+        column = list(measured.x).index(fastest)
+        assert measured.z[i][column] == 1.0 and "★" in measured.text[i][column]
+        assert measured.customdata[i][column] == pytest.approx(ran.loc[int(n)].min())
+    row = list(empty.y).index("65536")
+    assert empty.text[row][list(empty.x).index("4")] == "skipped" and empty.z[row][list(empty.x).index("4")] == 0.0
+    outlines = [shape for shape in fig.layout.shapes if (shape.name or "").startswith("best")]
+    assert len(outlines) == len(ran) and best.type == "scatter"
+    assert measured.text[row][list(measured.x).index("4")] == ""  # each trace writes only its own cells
+
+
+def test_exported_occupancy_figures_keep_the_legend_readable() -> None:
+    table = synthetic_results(n_values=(256, 1024, 4096), num_warps=(1, 2, 4, 8, 16, 32), dtypes=("fp16",))
+    specs = [s for s in figures.standard_figures(table, method="cuda_graph") if s.name.startswith("occupancy")]
+    lines = table[table["variant"] != "torch"].drop_duplicates(["variant", "num_warps"])
+    assert len(lines) > figures.MAX_SERIES and len(specs) > 1  # 24 lines: split per variant group
+    drawn = set()
+    for spec in specs:
+        entries = figures.legend_entries(spec.figure)
+        assert entries <= figures.MAX_SERIES + 1  # + the edge-marker explanation
+        assert spec.figure.layout.height >= entries * figures.LEGEND_ROW_PX
+        drawn |= {t.name for t in spec.figure.data if t.showlegend is not False and t.name != figures.EDGE_LEGEND}
+    assert len(drawn) == len(lines)
+
+
+def test_ratio_figure_has_spread_bars_and_keeps_every_ratio_in_view() -> None:
+    from profiling import compare
+
+    a = synthetic_results(seed=0, dtypes=("fp16",))
+    b = synthetic_results(seed=1, run_id="synthetic-1", dtypes=("fp16",))
+    table = compare.ratio_table(a, b, method="cuda_graph", dtype="fp16", mode="fastest config per variant")
+    fig = figures.ratio_figure(table, "A", "B", "fp16", "cuda_graph")
+    teaching = next(t for t in fig.data if t.name == "teaching" and t.mode == "lines+markers")
+    rows = table[table["variant"] == "teaching"].set_index("n_cols")
+    for x, y, up, down in zip(teaching.x, teaching.y, teaching.error_y.array, teaching.error_y.arrayminus,
+                              strict=True):
+        assert y == pytest.approx(rows.at[x, "ratio"])
+        assert y + up == pytest.approx(rows.at[x, "ratio_high"]) and y - down == pytest.approx(rows.at[x, "ratio_low"])
+    low, high = (10 ** v for v in fig.layout.yaxis.range)
+    assert low <= table["ratio_low"].min() and high >= table["ratio_high"].max() and low < 1 < high

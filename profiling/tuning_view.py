@@ -1,0 +1,251 @@
+"""What `auto` picks and why: its tuning table, the rule it follows for a typed shape, the candidates the tuner
+measured, and how the pick compares with the other backends in a results table. Pure pandas (no streamlit, no
+plotly); times in microseconds.
+
+The pick mirrors kernels.auto.choose step by step (same BLOCK_SIZE bucket, dtype order, row alignment, nearest N
+then R, the plan check, the heuristic) and `explain` also calls choose itself, so a drift between the two shows
+(`Pick.agrees`) instead of a wrong explanation.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from . import dashboard_data as dd
+
+TUNE_LOG_PATH = dd.ROOT / "data" / "tuning" / "h200_tune_log.jsonl.gz"
+DTYPES = ("fp16", "bf16", "fp32")
+DTYPE_ORDER = {"fp16": ("fp16", "bf16", "fp32"), "bf16": ("bf16", "fp16", "fp32"), "fp32": ("fp32", "fp16", "bf16")}
+LOG_COLUMNS = ("dtype", "n_rows", "n_cols", "variant", "tunables", "median_us", "torch_us", "error", "seconds")
+
+
+def tunables_text(tunables: dict | None) -> str:
+    """'{"num_warps": 8, "rows_per_program": 16}' (sorted keys; '{}' for none)."""
+    return json.dumps(dict(tunables or {}), sort_keys=True)
+
+
+def shipped_gpus() -> list[str]:
+    """GPU names of the tuning tables shipped in kernels/tuned/ (their 'gpu' field)."""
+    from kernels import auto
+
+    names = []
+    for path in sorted(auto.SHIPPED_DIR.glob("*.json")):
+        try:
+            names.append(str(json.loads(path.read_text()).get("gpu") or path.stem))
+        except (OSError, ValueError):
+            continue
+    return names
+
+
+def table_path(gpu_name: str) -> Path | None:
+    """The tuning table file kernels.auto reads for `gpu_name`: the user's ($BLOCKSCOPE_CACHE_DIR/autotune) over
+    the shipped one; None when there is neither."""
+    from kernels import auto
+
+    stem = auto.gpu_key(gpu_name) + ".json"
+    return next((path for path in (auto.user_table_dir() / stem, auto.SHIPPED_DIR / stem) if path.is_file()), None)
+
+
+def entries_table(table: dict) -> pd.DataFrame:
+    """One row per tuning-table entry: position (its index in the file), dtype, n_rows, n_cols, block_size
+    (next_pow2(N): the bucket it serves), aligned16 (N % 16 == 0), variant, tunables (JSON), median_us, torch_us
+    and vs_torch = torch_us / median_us."""
+    from kernels import next_power_of_2
+
+    rows = [{"position": i, "dtype": e["dtype"], "n_rows": int(e["n_rows"]), "n_cols": int(e["n_cols"]),
+             "block_size": next_power_of_2(int(e["n_cols"])), "aligned16": int(e["n_cols"]) % 16 == 0,
+             "variant": e["variant"], "tunables": tunables_text(e.get("tunables")),
+             "median_us": float(e.get("median_us", math.nan)), "torch_us": float(e.get("torch_us", math.nan))}
+            for i, e in enumerate(table.get("entries", []))]
+    out = pd.DataFrame(rows, columns=["position", "dtype", "n_rows", "n_cols", "block_size", "aligned16", "variant",
+                                      "tunables", "median_us", "torch_us"])
+    out["vs_torch"] = out["torch_us"] / out["median_us"]
+    return out.sort_values(["dtype", "n_cols", "n_rows"]).reset_index(drop=True)
+
+
+@dataclass
+class Pick:
+    """auto's choice for one shape and why: `rule` in words, the table `entry` it came from (None: heuristic),
+    the `considered` entries (same bucket and dtype), and choose()'s own answer (`auto_variant`, `auto_tunables`)."""
+
+    dtype: str
+    n_rows: int
+    n_cols: int
+    variant: str
+    tunables: dict[str, int]
+    rule: str
+    entry: dict | None = None
+    considered: pd.DataFrame = field(default_factory=pd.DataFrame)
+    table_file: str = ""
+    auto_variant: str = ""
+    auto_tunables: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def agrees(self) -> bool:
+        return (self.variant, self.tunables) == (self.auto_variant, self.auto_tunables)
+
+
+def check_shape(dtype: str, n_rows: int, n_cols: int) -> None:
+    """ValueError naming what is allowed for a bad dtype, R or N."""
+    from kernels import auto
+
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not supported; allowed: {', '.join(DTYPES)}")
+    if int(n_rows) < 1:
+        raise ValueError(f"R = {n_rows}: rows must be at least 1")
+    if not 1 <= int(n_cols) <= auto.MAX_N:
+        raise ValueError(f"N = {n_cols}: columns must be from 1 to {auto.MAX_N:,} (the widest row auto takes)")
+
+
+def _heuristic_rule(n_cols: int, why: str) -> str:
+    from kernels import next_power_of_2
+
+    block = next_power_of_2(n_cols)
+    rule = ("multirow (several rows per program) for BLOCK_SIZE <= 1024" if block <= 1024 else
+            "teaching (one program per row), num_warps = BLOCK_SIZE / 512 within 4..32, for BLOCK_SIZE <= 16384"
+            if block <= 16384 else "splitrow (cooperating programs per row), chunk >= 8192, 8 warps, for wider rows")
+    return f"{why}, so the built-in heuristic picks: {rule} (BLOCK_SIZE = {block:,})."
+
+
+def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
+    """What kernels.auto.choose picks for (dtype, R, N) on `gpu_name` and which rule or table entry decides.
+
+    ValueError (check_shape) for a bad shape."""
+    from kernels import auto, dtype_from_name, get_variant, next_power_of_2
+
+    check_shape(dtype, n_rows, n_cols)
+    n_rows, n_cols = int(n_rows), int(n_cols)
+    auto_variant, auto_tunables = auto.choose(n_rows, n_cols, dtype_from_name(dtype), gpu_name)
+    path = table_path(gpu_name)
+    pick = Pick(dtype, n_rows, n_cols, "", {}, "", table_file=str(path or ""), auto_variant=auto_variant,
+                auto_tunables=dict(auto_tunables))
+    table = auto.load_table(gpu_name)
+    block = next_power_of_2(n_cols)
+
+    def heuristic(why: str) -> Pick:
+        variant, tunables = auto.heuristic_choice(n_rows, n_cols)
+        pick.variant, pick.tunables, pick.rule = variant, dict(tunables), _heuristic_rule(n_cols, why)
+        return pick
+
+    if table is None:
+        return heuristic(f"No tuning table for {gpu_name}")
+    entries = entries_table(table)
+    same_bucket = entries[entries["block_size"] == block]
+    for wanted in DTYPE_ORDER[dtype]:
+        of_dtype = same_bucket[same_bucket["dtype"] == wanted]
+        if of_dtype.empty:
+            continue
+        aligned = of_dtype[of_dtype["aligned16"] == (n_cols % 16 == 0)]
+        pool = (aligned if len(aligned) else of_dtype).sort_values("position")  # ties: the file's first, as min()
+        distance = ((pool["n_cols"].map(math.log2) - math.log2(n_cols)).abs(),
+                    (pool["n_rows"].clip(lower=1).map(math.log2) - math.log2(max(1, n_rows))).abs())
+        order = pd.DataFrame({"n": distance[0], "r": distance[1]}).sort_values(["n", "r"], kind="stable")
+        entry = pool.loc[order.index[0]].to_dict()
+        pick.considered = of_dtype.assign(chosen=of_dtype.index == order.index[0]).reset_index(drop=True)
+        pick.entry = entry
+        borrowed = f" (no {dtype} entry there: borrowed from {wanted}, same bytes per element)" \
+            if wanted != dtype and {dtype, wanted} == {"fp16", "bf16"} else \
+            f" (no {dtype} entry there: borrowed from {wanted})" if wanted != dtype else ""
+        alignment = ("N % 16 == 0" if n_cols % 16 == 0 else "N % 16 != 0") if len(aligned) else \
+            "no entry of the same row alignment, so any alignment"
+        where = (f"the tuning table's {wanted} entries with BLOCK_SIZE {block:,} (N {block // 2 + 1:,}..{block:,})"
+                 f"{borrowed}, {alignment}: the nearest N, then R, is R={entry['n_rows']:,} N={entry['n_cols']:,}")
+        tunables = json.loads(entry["tunables"])
+        if entry["variant"] == "torch":
+            pick.variant, pick.tunables = "torch", {}
+            pick.rule = (f"From {where}, where the tuner measured torch.softmax faster than every Triton config "
+                         f"({entry['median_us']:.2f} µs): auto calls torch.softmax.")
+            return pick
+        try:
+            get_variant(entry["variant"]).plan(n_rows, n_cols, dtype_from_name(dtype), **tunables)
+        except ValueError as error:
+            return heuristic(f"From {where}, {entry['variant']} {tunables_text(tunables)} does not fit this shape "
+                             f"({str(error).splitlines()[0][:160]})")
+        pick.variant, pick.tunables = entry["variant"], tunables
+        pick.rule = (f"From {where}: {entry['variant']} {tunables_text(tunables)}, measured "
+                     f"{entry['median_us']:.2f} µs there against torch.softmax {entry['torch_us']:.2f} µs.")
+        return pick
+    return heuristic(f"The tuning table has no entry with BLOCK_SIZE {block:,} in any dtype")
+
+
+def read_tune_log(path: str | Path = TUNE_LOG_PATH) -> pd.DataFrame:
+    """The tuner's records (scripts/tune_h200.py: one JSON object per line, .gz or plain): dtype, n_rows, n_cols,
+    variant, tunables (JSON), median_us (NaN when it failed), torch_us, error ('' when it ran), seconds.
+
+    ValueError naming the file and problem when it is missing or not a tuning log."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file; expected the tuner's JSON-lines log (scripts/tune_h200.py)")
+    opener = gzip.open if path.suffix == ".gz" else open
+    records = []
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    record = json.loads(line)
+                    missing = [c for c in LOG_COLUMNS if c not in record]
+                    if missing:
+                        raise ValueError(f"line {number} lacks {', '.join(missing)}")
+                    records.append(record)
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as error:
+        raise ValueError(f"{path.name}: not a tuning log ({str(error).splitlines()[0][:160]}); expected one JSON "
+                         f"record per line with {', '.join(LOG_COLUMNS)}") from None
+    log = pd.DataFrame(records, columns=list(LOG_COLUMNS))
+    log["tunables"] = log["tunables"].map(tunables_text)
+    log["median_us"] = pd.to_numeric(log["median_us"], errors="coerce").astype(float)
+    log["error"] = log["error"].fillna("").astype(str)
+    return log
+
+
+def candidates(log: pd.DataFrame, dtype: str, n_rows: int, n_cols: int, pick: Pick | None = None) -> pd.DataFrame:
+    """The tuner's records for one shape, fastest first (failed ones last): rank, variant, tunables, median_us,
+    vs_fastest (x), vs_torch (torch time / its time), error, and picked (the config `pick` chose)."""
+    part = log[(log["dtype"] == dtype) & (log["n_rows"] == int(n_rows)) & (log["n_cols"] == int(n_cols))].copy()
+    columns = ["rank", "variant", "tunables", "median_us", "vs_fastest", "vs_torch", "error", "picked"]
+    if part.empty:
+        return pd.DataFrame(columns=columns)
+    part = part.sort_values(["median_us", "variant"], na_position="last").reset_index(drop=True)
+    fastest = part["median_us"].min()
+    part["rank"] = range(1, len(part) + 1)
+    part["vs_fastest"] = part["median_us"] / fastest
+    part["vs_torch"] = part["torch_us"].astype(float) / part["median_us"]
+    chosen = (pick.variant, tunables_text(pick.tunables)) if pick is not None else None
+    part["picked"] = [chosen == (v, t) for v, t in zip(part["variant"], part["tunables"], strict=True)]
+    return part[columns]
+
+
+def measured_shapes(log: pd.DataFrame) -> pd.DataFrame:
+    """The (dtype, n_rows, n_cols) the tuner measured, with how many candidates each."""
+    return log.groupby(["dtype", "n_rows", "n_cols"], as_index=False).size().rename(columns={"size": "candidates"})
+
+
+def backend_comparison(df: pd.DataFrame, dtype: str, n_rows: int, n_cols: int, method: str,
+                       reference: str = "auto") -> pd.DataFrame:
+    """Each backend's fastest time at exactly (dtype, R, N) under `method` in results rows `df` (per GPU / run /
+    file when several), with vs_reference = its time / `reference`'s (> 1: the reference is faster). Empty when
+    the shape was not timed there."""
+    part = dd.ran(df[(df["dtype"] == dtype) & (df["n_rows"] == int(n_rows)) & (df["n_cols"] == int(n_cols))
+                     & (df["method"] == method)])
+    columns = ["variant", "median_us", "p20_us", "p80_us", "tunables", f"vs_{reference}"]
+    if part.empty:
+        return pd.DataFrame(columns=columns)
+    best = dd.best_per_n(part)
+    setup = dd.setup_keys(best)
+    reference_us = best.loc[best["variant"] == reference, [*setup, "median_us"]].rename(
+        columns={"median_us": "_reference_us"})
+    best = best.merge(reference_us, on=setup, how="left") if setup else best.assign(
+        _reference_us=float(reference_us["_reference_us"].iloc[0]) if len(reference_us) else math.nan)
+    best[f"vs_{reference}"] = best["median_us"].astype(float) / best["_reference_us"].astype(float)
+    return best[[*setup, *columns]].sort_values([*setup, "median_us"]).reset_index(drop=True)
+
+
+def nearest_measured_n(df: pd.DataFrame, dtype: str, n_rows: int, n_cols: int, count: int = 2) -> list[int]:
+    """The `count` measured N (of `dtype`, R) closest to `n_cols` in log2 distance, for 'not measured' notes."""
+    values = sorted({int(n) for n in df.loc[(df["dtype"] == dtype) & (df["n_rows"] == int(n_rows)), "n_cols"]})
+    return sorted(sorted(values, key=lambda n: abs(math.log2(n) - math.log2(max(1, n_cols))))[:count])

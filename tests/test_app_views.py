@@ -1,0 +1,109 @@
+"""AppTest of the Tradeoffs heatmaps, the Run vs run page and the auto page (streamlit.testing.v1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from profiling.results import save_results
+from tests.synthetic import synthetic_results
+from tests.test_app import charts, load_path, new_app
+
+SMALL = {"n_values": (256, 1024, 1025, 4096), "dtypes": ("fp16",), "variants": ("torch", "teaching", "online")}
+
+
+@pytest.fixture(autouse=True)
+def _compile_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "compile-cache"))
+
+
+@pytest.fixture(scope="module")
+def results_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("views") / "synthetic.parquet"
+    save_results(synthetic_results(**SMALL), path)
+    return path
+
+
+def ratio_table(at) -> pd.DataFrame:
+    """The page's 'Ratio per config' table (the chart's data table, one row per variant and N, comes first)."""
+    return [d.value for d in at.dataframe if "ratio_high" in d.value.columns][-1]
+
+
+def test_tradeoffs_latency_heatmap_is_one_at_the_best_num_warps(results_file: Path) -> None:
+    at = load_path(new_app(), results_file)
+    at.switch_page("pages/tradeoffs.py").run()
+    assert not at.exception, at.exception
+    method = at.sidebar.selectbox(key="f_method").value
+    heatmap = next(spec for spec in charts(at) if "relative to the fastest" in spec["layout"]["title"]["text"])
+    measured = heatmap["data"][0]
+    table = synthetic_results(**SMALL)
+    variant = at.segmented_control(key="trade_variant").value
+    rows = table[(table["variant"] == variant) & (table["method"] == method) & (table["error"] == "")]
+    times = rows.groupby(["n_cols", "num_warps"])["median_us"].min().unstack()
+    for i, n in enumerate(measured["y"]):
+        best = str(int(times.loc[int(n)].astype(float).idxmin()))
+        row = measured["z"][i]
+        assert row[measured["x"].index(best)] == 1.0
+        assert min(v for v in row if v is not None) == 1.0
+
+
+def test_run_vs_run_computes_ratios_from_two_uploaded_files(results_file: Path) -> None:
+    other = synthetic_results(seed=5, run_id="synthetic-5", **SMALL)
+    at = new_app()
+    at.sidebar.radio(key="data_source").set_value("Upload results files").run()
+    at.sidebar.file_uploader(key="uploads").set_value([
+        ("before.parquet", results_file.read_bytes(), "application/octet-stream"),
+        ("after.csv", other.to_csv(index=False).encode(), "text/csv"),
+    ]).run()
+    at.switch_page("pages/run_vs_run.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="rvr_a").value == "after.csv" and at.selectbox(key="rvr_b").value == "before.parquet"
+    at.segmented_control(key="rvr_mode").set_value("same config").run()
+    method = at.sidebar.selectbox(key="f_method").value
+    table = ratio_table(at)
+    a = other[(other["method"] == method) & (other["error"] == "")]
+    b = synthetic_results(**SMALL)
+    b = b[(b["method"] == method) & (b["error"] == "")]
+    expected = b.merge(a, on=["variant", "n_cols", "tunables"], suffixes=("_b", "_a"))
+    expected = (expected["median_us_b"] / expected["median_us_a"]).sort_values().to_numpy()
+    assert len(table) == len(expected)
+    assert sorted(table["ratio"]) == pytest.approx(expected)
+    assert charts(at) and any("Run B / run A" in spec["layout"]["title"]["text"] for spec in charts(at))
+
+
+def test_run_vs_run_with_one_run_says_how_to_load_two(results_file: Path) -> None:
+    at = load_path(new_app(), results_file)
+    at.switch_page("pages/run_vs_run.py").run()
+    assert not at.exception
+    assert any("Upload results files" in i.value for i in at.info)
+    at.toggle(key="rvr_demo").set_value(True).run()
+    assert not at.exception
+    assert len(ratio_table(at)) and "B / A" in " ".join(m.label for m in at.metric)
+
+
+def test_auto_page_shows_the_pick_for_a_typed_shape() -> None:
+    import torch
+
+    from kernels import auto
+
+    at = new_app()
+    at.switch_page("pages/auto.py").run()
+    assert not at.exception, at.exception
+    at.selectbox(key="auto_dtype").set_value("fp16").run()
+    at.number_input(key="auto_rows").set_value(4096).run()
+    at.number_input(key="auto_n").set_value(3000).run()
+    assert not at.exception, at.exception
+    variant, tunables = auto.choose(4096, 3000, torch.float16, "NVIDIA H200")
+    pick = next(m for m in at.metric if "auto picks for fp16 R=4,096 N=3,000" in m.label)
+    assert pick.value == variant
+    assert any(f"`{json.dumps(tunables, sort_keys=True)}`" in m.value and "N=3,000" in m.value for m in at.markdown)
+    candidates = [spec for spec in charts(at) if "Tuner's candidates at fp16 R=4,096 N=3,000" in
+                  spec["layout"]["title"]["text"]]
+    assert candidates and "#d62728" in candidates[0]["data"][0]["marker"]["color"]  # the pick is marked
+    backends = next(d.value for d in at.dataframe if "vs_auto" in d.value.columns)
+    assert backends.loc[backends["variant"] == "auto", "vs_auto"].item() == 1.0
+    at.number_input(key="auto_n").set_value(5000).run()
+    assert any("was not measured" in i.value and "4,097" in i.value for i in at.info)

@@ -1,0 +1,119 @@
+"""auto's tuning view (profiling/tuning_view.py): the explained pick agrees with kernels.auto.choose, the tuner's log
+and candidates, and the comparison with other backends."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernels import auto
+from profiling import tuning_view as tv
+from tests.synthetic import synthetic_backends
+
+H200 = "NVIDIA H200"
+
+
+@pytest.fixture(autouse=True)
+def _no_user_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path))
+    auto.clear_choices()
+    return tmp_path
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+def test_explained_pick_is_what_auto_chooses(dtype: str) -> None:
+    for n_rows in (1, 4096, 65536):
+        for n_cols in (3, 100, 128, 129, 200, 1000, 1024, 3000, 5000, 8193, 50000, 65536, 100000, 262144, 1048576):
+            pick = tv.explain(dtype, n_rows, n_cols, H200)
+            expected = auto.choose(n_rows, n_cols, {"fp16": torch.float16, "bf16": torch.bfloat16,
+                                                    "fp32": torch.float32}[dtype], H200)
+            assert (pick.variant, pick.tunables) == (expected[0], dict(expected[1])), (dtype, n_rows, n_cols)
+            assert pick.agrees and pick.rule
+            if pick.entry is not None:
+                assert f"N={pick.entry['n_cols']:,}" in pick.rule
+                assert auto.next_power_of_2(int(pick.entry["n_cols"])) == auto.next_power_of_2(n_cols)
+                assert pick.considered["chosen"].sum() == 1
+
+
+def test_rules_for_borrowed_torch_unfit_and_missing_entries(_no_user_tables: Path) -> None:
+    directory = _no_user_tables / "autotune"
+    directory.mkdir()
+    entries = [{"dtype": "fp16", "n_rows": 4096, "n_cols": 1000, "variant": "teaching", "tunables": {"num_warps": 4},
+                "median_us": 5.0, "torch_us": 6.0},
+               {"dtype": "fp16", "n_rows": 4096, "n_cols": 256, "variant": "torch", "tunables": {},
+                "median_us": 4.0, "torch_us": 4.0},
+               {"dtype": "fp16", "n_rows": 4096, "n_cols": 4096, "variant": "multirow",
+                "tunables": {"rows_per_program": 100000, "num_warps": 4}, "median_us": 9.0, "torch_us": 9.5}]
+    (directory / "test-gpu.json").write_text(json.dumps({"format": 1, "gpu": "Test GPU", "entries": entries}))
+    assert tv.table_path("Test GPU") == directory / "test-gpu.json"
+    borrowed = tv.explain("bf16", 4096, 1000, "Test GPU")
+    assert borrowed.variant == "teaching" and "borrowed from fp16" in borrowed.rule and borrowed.agrees
+    torch_pick = tv.explain("fp16", 4096, 250, "Test GPU")
+    assert torch_pick.variant == "torch" and "torch.softmax faster" in torch_pick.rule and torch_pick.agrees
+    unfit = tv.explain("fp16", 4096, 4000, "Test GPU")
+    assert unfit.entry is not None and "does not fit" in unfit.rule and unfit.agrees
+    assert unfit.variant == auto.heuristic_choice(4096, 4000)[0]
+    missing = tv.explain("fp32", 4096, 70000, "Test GPU")
+    assert missing.entry is None and "no entry with BLOCK_SIZE 131,072" in missing.rule and missing.agrees
+    none = tv.explain("fp16", 4096, 1000, "Unknown GPU")
+    assert "No tuning table for Unknown GPU" in none.rule and none.agrees
+
+
+def test_bad_shapes_name_what_is_allowed() -> None:
+    with pytest.raises(ValueError, match="allowed: fp16, bf16, fp32"):
+        tv.explain("int8", 1, 1, H200)
+    with pytest.raises(ValueError, match="at least 1"):
+        tv.explain("fp16", 0, 128, H200)
+    with pytest.raises(ValueError, match="columns must be from 1 to"):
+        tv.explain("fp16", 1, auto.MAX_N + 1, H200)
+
+
+def test_tune_log_candidates_match_the_table_entries() -> None:
+    with gzip.open(tv.TUNE_LOG_PATH, "rt") as handle:
+        lines = [json.loads(line) for line in handle if line.strip()]
+    log = tv.read_tune_log()
+    assert len(log) == len(lines)
+    table = tv.entries_table(auto.load_table(H200))
+    assert len(tv.measured_shapes(log)) == len(table)
+    for entry in table.itertuples():
+        found = tv.candidates(log, entry.dtype, entry.n_rows, entry.n_cols)
+        ran = [r for r in lines if (r["dtype"], r["n_rows"], r["n_cols"]) == (entry.dtype, entry.n_rows, entry.n_cols)
+               and not r["error"] and math.isfinite(r["median_us"])]
+        fastest = min(ran, key=lambda r: r["median_us"])
+        assert (found.iloc[0]["variant"], found.iloc[0]["tunables"]) == (entry.variant, entry.tunables)
+        assert found.iloc[0]["median_us"] == pytest.approx(fastest["median_us"]) == pytest.approx(entry.median_us)
+        assert found.iloc[0]["vs_fastest"] == 1.0 and found["rank"].tolist() == list(range(1, len(found) + 1))
+    pick = tv.explain("fp16", 4096, 4096, H200)
+    found = tv.candidates(log, "fp16", 4096, 4096, pick)
+    assert found["picked"].sum() == 1 and found.loc[found["picked"], "variant"].item() == pick.variant
+
+
+def test_bad_tune_log_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no such file"):
+        tv.read_tune_log(tmp_path / "missing.jsonl")
+    bad = tmp_path / "log.jsonl"
+    bad.write_text('{"variant": "torch"}\n')
+    with pytest.raises(ValueError, match="not a tuning log.*lacks"):
+        tv.read_tune_log(bad)
+    bad.write_text("not json\n")
+    with pytest.raises(ValueError, match="not a tuning log"):
+        tv.read_tune_log(bad)
+
+
+def test_backend_comparison_is_relative_to_auto() -> None:
+    table = synthetic_backends()
+    compared = tv.backend_comparison(table, "fp16", 4096, 1000, "cuda_graph")
+    rows = table[(table["dtype"] == "fp16") & (table["n_cols"] == 1000) & (table["method"] == "cuda_graph")
+                 & (table["error"] == "")]
+    times = rows.groupby("variant")["median_us"].min()
+    assert set(compared["variant"]) == set(times.index)
+    for row in compared.itertuples():
+        assert row.vs_auto == pytest.approx(times[row.variant] / times["auto"])
+    assert compared["median_us"].is_monotonic_increasing
+    assert tv.backend_comparison(table, "fp16", 4096, 5000, "cuda_graph").empty
+    assert tv.nearest_measured_n(table, "fp16", 4096, 5000) == [1001, 4096]  # measured: 128, 1000, 1001, 4096, ...

@@ -51,6 +51,7 @@ from .results import (
     normalize,
     save_results,
 )
+from .revision import kernel_revision, kernel_source_hash
 
 TORCH = "torch"
 DEFAULT_ROWS = 4096
@@ -372,9 +373,21 @@ def _resume_masks(table: pd.DataFrame, env: Mapping[str, Any] | None,
         wanted = resume_env(env)
         for name, value in zip(RESUME_ENV_COLUMNS, wanted, strict=True):
             same_env &= table[name].astype("string").fillna("") == value
+        same_env &= _same_kernel_source(table)
     kinds = table["error"].map(error_kind) if len(table) else pd.Series([], dtype=object)
     retried = (kinds != "") if retry_errors else (kinds == "transient")
     return same_env & ~retried, same_env & retried
+
+
+def _same_kernel_source(table: pd.DataFrame) -> pd.Series:
+    """True for rows measured with this tree's kernel source (kernel_source_hash) or recording none (older files):
+    a row of a changed kernel does not count as done, it is measured again (and kept, as rows of other runs)."""
+    if not len(table) or "kernel_source_hash" not in table.columns:
+        return pd.Series(True, index=table.index)
+    recorded = table["kernel_source_hash"].astype("string")
+    variants = table["variant"].astype("string")
+    current = variants.map({v: _source_hash_or_none(str(v)) for v in variants.dropna().unique()}).astype("string")
+    return (recorded.isna() | current.isna() | (recorded == current)).fillna(True).astype(bool)
 
 
 def existing_keys(table: pd.DataFrame, env: Mapping[str, Any] | None = None, *,
@@ -565,6 +578,7 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
                                    graph_calls=graph_calls)
                 for row in rows:
                     row.update(env_row)
+                    row["kernel_revision"] = kernel_revision(row["kernel_source_hash"], env_row.get("triton_version"))
                     if row.get("gbps") is not None and env_row.get("copy_gbps"):
                         row["copy_fraction"] = row["gbps"] / env_row["copy_gbps"]
                 state.errors += sum(1 for row in rows if row["error"])
@@ -641,10 +655,19 @@ def _table(existing: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:
     return normalize(pd.concat([normalize(existing), new], ignore_index=True)) if len(existing) else new
 
 
+def _source_hash_or_none(variant: str) -> str | None:
+    """This tree's kernel_source_hash of `variant` (profiling.revision); None when it cannot be read."""
+    try:
+        return kernel_source_hash(variant)
+    except Exception:
+        return None
+
+
 def _base_row(config: Config, plan: kernels.LaunchPlan | None, tunables: str) -> dict[str, Any]:
     row = dict.fromkeys(COLUMNS)
     row.update(variant=config.variant, dtype=config.dtype, n_rows=config.n_rows, n_cols=config.n_cols,
-               tunables=tunables, bytes_moved=bytes_moved(config.n_rows, config.n_cols, config.dtype), error="")
+               tunables=tunables, bytes_moved=bytes_moved(config.n_rows, config.n_cols, config.dtype), error="",
+               kernel_source_hash=_source_hash_or_none(config.variant))
     if plan is not None:
         row.update(num_warps=plan.num_warps, num_stages=plan.num_stages, tile_width=plan.tile_width,
                    rows_per_program=plan.rows_per_program, programs=plan.programs)

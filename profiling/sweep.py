@@ -217,6 +217,12 @@ def _live_arch() -> str | None:
     return f"sm_{major}{minor}"
 
 
+def compile_facts_key(config: Config, plan: kernels.LaunchPlan, arch: str | None) -> tuple:
+    """The in-process compile-facts cache key of a config's kernel (profiling.precompile seeds it)."""
+    return (plan.variant, config.dtype, plan.num_warps, plan.num_stages, tuple(sorted(plan.constexprs.items())),
+            tuple(sorted(plan.tunables.items())), arch)
+
+
 def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch: str | None) -> dict[str, Any]:
     """Compile columns from profiling.compiled / occupancy / lanes; a missing or failing module leaves NA.
 
@@ -226,8 +232,7 @@ def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch:
     if plan is None:
         return facts
     dtype = dtype_from_name(config.dtype)
-    key = (plan.variant, config.dtype, plan.num_warps, plan.num_stages, tuple(sorted(plan.constexprs.items())),
-           tuple(sorted(plan.tunables.items())), arch)
+    key = compile_facts_key(config, plan, arch)
     if key in _COMPILE_CACHE:
         facts.update(_COMPILE_CACHE[key])
     else:
@@ -483,6 +488,11 @@ class SweepState:
     cancelled: bool = False
     seconds: float = 0.0
     slow_compiles: list[tuple[str, float]] = field(default_factory=list)
+    phase_s: dict[str, float] = field(default_factory=dict)  # wall seconds per phase (precompile, first_call, ...)
+    precompile: dict[str, Any] = field(default_factory=dict)  # compiled / failed counts, workers, why it broke
+
+    def add_phase(self, name: str, seconds: float) -> None:
+        self.phase_s[name] = self.phase_s.get(name, 0.0) + seconds
 
 
 def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMING_METHODS,
@@ -495,7 +505,9 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
               max_lanes_per_thread: float | None = DEFAULT_MAX_LANES_PER_THREAD,
               compile_cap_s: float | None = DEFAULT_COMPILE_CAP_S, progress: Progress | None = None,
               cancel: Cancel | None = None, save_every_s: float = 20.0, seed: int = 0,
-              graph_calls: int = timing.DEFAULT_GRAPH_CALLS, retry_errors: bool = False) -> pd.DataFrame:
+              graph_calls: int = timing.DEFAULT_GRAPH_CALLS, retry_errors: bool = False,
+              rel_ci: float | None = timing.DEFAULT_REL_CI, budget_ms: float = timing.DEFAULT_BUDGET_MS,
+              compile_workers: int = 0, precompile_timeout_s: float = 300.0) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
     `out` (.parquet/.csv) is locked for the whole sweep (ResultsLockError if another sweep holds it), read first
@@ -505,7 +517,11 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
     after each config (total counts configs still to run); `cancel()` returning True stops before the next
     config. `compile_cap_s`: after a first call slower than this, later configs of the same variant with at
     least as many lanes per thread are skipped (a running compile cannot be interrupted). Defaults: CUDA
-    clock, torch.profiler tracer, live environment fingerprint with copy bandwidth.
+    clock, torch.profiler tracer, live environment fingerprint with copy bandwidth. `rel_ci` / `budget_ms`: the
+    adaptive reps' stopping rule (profiling.timing.benchmark). `compile_workers` > 0 compiles the configs still
+    to run ahead of timing in that many worker processes (profiling.precompile; on a CPU device: offline for the
+    env's arch); a worker failure only means those kernels JIT in-process. `df.attrs['sweep']` holds the counts,
+    `phase_s` (wall seconds per phase) and the precompile report.
     """
     started = time.perf_counter()
     methods = list(dict.fromkeys(methods))
@@ -565,6 +581,9 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
             else:
                 state.skipped_existing += 1
         state.total = len(pending)
+        if compile_workers and pending:
+            _precompile(pending, state, compile_workers, device=device, arch=arch, gpu_name=gpu_name,
+                        max_lanes=max_lanes_per_thread, timeout_s=precompile_timeout_s)
         shape = _Shape()
         try:
             for config, plan, plan_error, tunables, todo in pending:
@@ -575,7 +594,7 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
                                    compile_facts=compile_facts, arch=arch, shape=shape, reps=reps, warmup=warmup,
                                    target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
                                    max_lanes=max_lanes_per_thread, compile_cap_s=compile_cap_s, state=state, seed=seed,
-                                   graph_calls=graph_calls)
+                                   graph_calls=graph_calls, rel_ci=rel_ci, budget_ms=budget_ms)
                 for row in rows:
                     row.update(env_row)
                     row["kernel_revision"] = kernel_revision(row["kernel_source_hash"], env_row.get("triton_version"))
@@ -591,7 +610,9 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
                 if time.perf_counter() - last_save >= save_every_s:
                     save()
             if tracer is not None and not state.cancelled:
+                tic = time.perf_counter()
                 existing, filled = _trace_pass(existing, new_rows, tracer, device, gpu_name, cancel, seed)
+                state.add_phase("trace", time.perf_counter() - tic)
         finally:
             shape.x = shape.reference = None
             save()
@@ -696,7 +717,9 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
                 methods: list[str], *, device: torch.device, clock: timing.Clock,
                 compile_facts: CompileFacts, arch: str | None, shape: _Shape, reps: int | None, warmup: int,
                 target_ms: float, min_reps: int, max_reps: int, max_lanes: float | None,
-                compile_cap_s: float | None, state: SweepState, seed: int, graph_calls: int) -> list[dict[str, Any]]:
+                compile_cap_s: float | None, state: SweepState, seed: int, graph_calls: int,
+                rel_ci: float | None = timing.DEFAULT_REL_CI,
+                budget_ms: float = timing.DEFAULT_BUDGET_MS) -> list[dict[str, Any]]:
     base = _base_row(config, plan, tunables)
 
     def error_rows(message: str, **extra: Any) -> list[dict[str, Any]]:
@@ -719,6 +742,7 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
         reason = unsupported_reason(config.variant, config.n_rows, config.n_cols, dtype)
         if reason:
             return error_rows(reason)
+    tic = time.perf_counter()
     try:
         key = (config.dtype, config.n_rows, config.n_cols)
         if shape.key != key:
@@ -748,6 +772,9 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
         if device.type == "cuda":
             torch.cuda.empty_cache()
         return error_rows(_error_text(error))
+    finally:
+        state.add_phase("first_call_and_check", time.perf_counter() - tic)
+    tic = time.perf_counter()
     if is_peer(config.variant):
         base.update(peer_compile_facts(config, x, arch))
     if plan is not None:
@@ -757,12 +784,14 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
             base.update({k: v for k, v in facts.items() if k in COMPILE_COLUMNS})
         except Exception:
             pass
+    state.add_phase("compile_facts", time.perf_counter() - tic)
+    tic = time.perf_counter()
     rows = []
     for method in methods:
         try:
             stats = timing.benchmark(fn, method, reps=reps, warmup=warmup, clock=clock, first_call_s=first_call_s,
                                      target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
-                                     graph_calls=graph_calls)
+                                     graph_calls=graph_calls, rel_ci=rel_ci, budget_ms=budget_ms)
         except Exception as error:
             if device.type == "cuda":
                 torch.cuda.empty_cache()
@@ -771,7 +800,25 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
         row = {**base, **stats.as_dict()}
         row["gbps"] = gbps(base["bytes_moved"], stats.median_us)
         rows.append(row)
+    state.add_phase("timing", time.perf_counter() - tic)
     return rows
+
+
+def _precompile(pending: list, state: SweepState, workers: int, *, device: torch.device, arch: str | None,
+                gpu_name: str | None, max_lanes: float | None, timeout_s: float) -> None:
+    """Compile the pending configs' kernels in worker processes (profiling.precompile) and seed the in-process
+    compile-facts cache with what they found; whatever fails is compiled in-process later, as without it."""
+    from . import precompile
+
+    tic = time.perf_counter()
+    configs = [config for config, _plan, plan_error, _tunables, _todo in pending if not plan_error]
+    mode = "run" if device.type == "cuda" else "offline"
+    report = precompile.precompile(configs, workers, mode=mode, arch=arch or ("sm_90" if mode == "offline" else None),
+                                   gpu_name=gpu_name, max_lanes_per_thread=max_lanes, timeout_s=timeout_s)
+    _COMPILE_CACHE.update(report.facts)
+    state.precompile = {"compiled": report.compiled, "failed": len(report.failed), "workers": report.workers,
+                        "seconds": round(report.seconds, 2), "broken": report.broken}
+    state.add_phase("precompile", time.perf_counter() - tic)
 
 
 def estimate_seconds(configs: Sequence[Config], methods: Sequence[str] = timing.TIMING_METHODS, *,

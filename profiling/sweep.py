@@ -57,6 +57,9 @@ TORCH = "torch"
 DEFAULT_ROWS = 4096
 DEFAULT_DTYPES: tuple[str, ...] = ("fp16", "bf16", "fp32")
 MID_POINTS: tuple[int, ...] = (1000, 3000, 6000, 12000, 50000)
+# configs whose Chrome trace a CLI sweep keeps by default (those the sweep runs): the seed's shape, a wide row
+DEFAULT_TRACE_CONFIGS: tuple[str, ...] = ("torch:fp16:1000", "teaching:fp16:1000", "auto:fp16:1000",
+                                          "torch:fp16:65536", "auto:fp16:65536", "splitrow:fp32:262144")
 # lanes one thread holds = tile lanes / (32 x num_warps); 512+ compiles for minutes (teaching, BLOCK 65536,
 # 1 warp = 2048 lanes/thread took 71 s on the H200), so such configs are skipped with an error row
 DEFAULT_MAX_LANES_PER_THREAD = 256
@@ -66,6 +69,7 @@ TOLERANCES: dict[str, tuple[float, float]] = {"fp32": (5e-5, 1e-6), "fp16": (2e-
 Progress = Callable[[int, int, "Config"], None]
 Cancel = Callable[[], bool]
 Tracer = Callable[[Callable[[], Any]], list[str]]
+ChromeTracer = Callable[[Callable[[], Any], Path], list[str]]  # run once, write a Chrome trace, return kernel names
 CompileFacts = Callable[["Config", "kernels.LaunchPlan", "str | None"], dict[str, Any]]
 
 
@@ -490,6 +494,7 @@ class SweepState:
     slow_compiles: list[tuple[str, float]] = field(default_factory=list)
     phase_s: dict[str, float] = field(default_factory=dict)  # wall seconds per phase (precompile, first_call, ...)
     precompile: dict[str, Any] = field(default_factory=dict)  # compiled / failed counts, workers, why it broke
+    traces: list[str] = field(default_factory=list)  # Chrome trace files kept
 
     def add_phase(self, name: str, seconds: float) -> None:
         self.phase_s[name] = self.phase_s.get(name, 0.0) + seconds
@@ -507,7 +512,9 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
               cancel: Cancel | None = None, save_every_s: float = 20.0, seed: int = 0,
               graph_calls: int = timing.DEFAULT_GRAPH_CALLS, retry_errors: bool = False,
               rel_ci: float | None = timing.DEFAULT_REL_CI, budget_ms: float = timing.DEFAULT_BUDGET_MS,
-              compile_workers: int = 0, precompile_timeout_s: float = 300.0) -> pd.DataFrame:
+              compile_workers: int = 0, precompile_timeout_s: float = 300.0,
+              timing_started: Callable[[], None] | None = None, trace_configs: Sequence[Config] = (),
+              trace_dir: str | Path | None = None, chrome_tracer: ChromeTracer | None = None) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
     `out` (.parquet/.csv) is locked for the whole sweep (ResultsLockError if another sweep holds it), read first
@@ -520,8 +527,11 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
     clock, torch.profiler tracer, live environment fingerprint with copy bandwidth. `rel_ci` / `budget_ms`: the
     adaptive reps' stopping rule (profiling.timing.benchmark). `compile_workers` > 0 compiles the configs still
     to run ahead of timing in that many worker processes (profiling.precompile; on a CPU device: offline for the
-    env's arch); a worker failure only means those kernels JIT in-process. `df.attrs['sweep']` holds the counts,
-    `phase_s` (wall seconds per phase) and the precompile report.
+    env's arch); a worker failure only means those kernels JIT in-process. `timing_started()` is called once the
+    warm-up is over and the first config starts (ProgressClock.start). `df.attrs['sweep']` holds the counts,
+    `phase_s` (wall seconds per phase) and the precompile report. `trace_configs`: configs whose Chrome trace
+    (torch.profiler, one call) is kept in `trace_dir` (default: '<out stem>_traces' beside `out`) with an
+    index.json naming each file's config (profiling.trace.read_trace_index); after all timing, on CUDA.
     """
     started = time.perf_counter()
     methods = list(dict.fromkeys(methods))
@@ -584,6 +594,8 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
         if compile_workers and pending:
             _precompile(pending, state, compile_workers, device=device, arch=arch, gpu_name=gpu_name,
                         max_lanes=max_lanes_per_thread, timeout_s=precompile_timeout_s)
+        if timing_started is not None:
+            timing_started()
         shape = _Shape()
         try:
             for config, plan, plan_error, tunables, todo in pending:
@@ -613,6 +625,13 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
                 tic = time.perf_counter()
                 existing, filled = _trace_pass(existing, new_rows, tracer, device, gpu_name, cancel, seed)
                 state.add_phase("trace", time.perf_counter() - tic)
+            if trace_configs and not state.cancelled and (chrome_tracer is not None or device.type == "cuda"):
+                tic = time.perf_counter()
+                folder = Path(trace_dir) if trace_dir is not None else (
+                    _traces_dir(out_path) if out_path is not None else None)
+                if folder is not None:
+                    state.traces = _keep_traces(trace_configs, new_rows, folder, chrome_tracer, device, env_row, seed)
+                state.add_phase("chrome_traces", time.perf_counter() - tic)
         finally:
             shape.x = shape.reference = None
             save()
@@ -620,6 +639,111 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
         state.seconds = time.perf_counter() - started
         table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
         return table
+
+
+def _traces_dir(out: Path) -> Path:
+    from .trace import traces_dir_for
+
+    return traces_dir_for(out)
+
+
+def _default_chrome_tracer(fn: Callable[[], Any], path: Path) -> list[str]:
+    from .trace import trace_kernels
+
+    return [record.name for record in trace_kernels(fn, export_path=path)]
+
+
+def _keep_traces(configs: Sequence[Config], new_rows: list[dict[str, Any]], folder: Path,
+                 chrome_tracer: ChromeTracer | None, device: torch.device, env_row: Mapping[str, Any],
+                 seed: int) -> list[str]:
+    """One Chrome trace per config in `configs` that ran without error in this run, plus the folder's index.json;
+    a failing trace is skipped (evidence, not results). Returns the files written."""
+    from .trace import trace_file_name, write_trace_index
+
+    tracer = chrome_tracer or _default_chrome_tracer
+    ran = {(r["variant"], r["dtype"], r["n_rows"], r["n_cols"]): r for r in new_rows if not r["error"]}
+    written, entries = [], []
+    for config in dict.fromkeys(configs):
+        row = ran.get((config.variant, config.dtype, config.n_rows, config.n_cols))
+        if row is None:
+            continue
+        name = trace_file_name(config.variant, config.dtype, config.n_rows, config.n_cols, row["tunables"])
+        try:
+            generator = torch.Generator(device=device).manual_seed(seed)
+            x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype_from_name(config.dtype),
+                            generator=generator)
+            folder.mkdir(parents=True, exist_ok=True)
+            names = tracer(backend_callable(config, x), folder / name)
+            del x
+        except Exception:
+            continue
+        written.append(name)
+        entries.append({"file": name, "variant": config.variant, "dtype": config.dtype, "n_rows": config.n_rows,
+                        "n_cols": config.n_cols, "tunables": row["tunables"], "kernels": list(names),
+                        "run_id": env_row.get("run_id"), "gpu_name": env_row.get("gpu_name"),
+                        "kernel_revision": row.get("kernel_revision"), "measured_at": env_row.get("measured_at")})
+    if entries:
+        write_trace_index(folder, entries)
+    return written
+
+
+def pick_trace_configs(configs: Sequence[Config], specs: Sequence[str], *, strict: bool = True) -> list[Config]:
+    """Configs named by 'variant:dtype:N' specs (the first config of that variant, dtype and N: its default
+    tunables when swept). ValueError for a malformed spec, or (strict) one matching no config."""
+    picked = []
+    for spec in specs:
+        parts = str(spec).split(":")
+        if len(parts) != 3 or not parts[2].strip().isdigit():
+            raise ValueError(f"trace config {spec!r} is malformed; allowed: VARIANT:DTYPE:N (e.g. teaching:fp16:1000)")
+        variant, dtype, n = parts[0].strip(), parts[1].strip(), int(parts[2])
+        match = next((c for c in configs if (c.variant, c.dtype, c.n_cols) == (variant, dtype, n)), None)
+        if match is None:
+            if strict:
+                raise ValueError(f"trace config {spec!r} names no config of this sweep; allowed: a variant, dtype and "
+                                 "N that the sweep runs")
+            continue
+        picked.append(match)
+    return list(dict.fromkeys(picked))
+
+
+def format_duration(seconds: float) -> str:
+    """'45 s', '3 min 05 s', '1 h 02 min' (seconds rounded)."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:
+    """Seconds left at the mean rate so far (None before the first config is done)."""
+    if done <= 0 or total <= 0 or elapsed_s < 0:
+        return None
+    return elapsed_s / done * max(0, total - done)
+
+
+def format_progress(done: int, total: int, elapsed_s: float) -> str:
+    """'12/100 configs, 8 s elapsed, about 1 min 13 s left' (the CLI's and the Run sweep page's progress text)."""
+    eta = eta_seconds(done, total, elapsed_s)
+    left = "estimating time left" if eta is None else ("done" if done >= total else
+                                                       f"about {format_duration(eta)} left")
+    return f"{done}/{total} configs, {format_duration(elapsed_s)} elapsed, {left}"
+
+
+class ProgressClock:
+    """Progress text whose elapsed time counts from `start()` (pass it as run_sweep's `timing_started`, so the
+    compile warm-up does not inflate the ETA), or from construction when never started."""
+
+    def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
+        self._now = now
+        self._start = now()
+
+    def start(self) -> None:
+        self._start = self._now()
+
+    def text(self, done: int, total: int) -> str:
+        return format_progress(done, total, self._now() - self._start)
 
 
 def _config_from_row(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str) -> Config:

@@ -48,3 +48,29 @@ def test_drift_command_prints_the_summary(tmp_path, capsys):
     assert "2/3 within 3%" in out and (tmp_path / "drift.csv").exists()  # the online row ran in both files here
     assert main(["drift", str(a), str(tmp_path / "missing.parquet")]) == 2
     assert "missing.parquet" in capsys.readouterr().err
+
+
+def test_capture_script_runs_two_sweeps_and_compares_the_second(tmp_path, monkeypatch):
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("capture_default_sweep", root / "scripts/capture_default_sweep.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    commands = []
+
+    def fake_run(command, **kwargs):
+        commands.append((command, kwargs["env"]))
+        return subprocess.CompletedProcess(command, 0, stdout="done: 3 configs run\n")
+
+    monkeypatch.setattr(script.subprocess, "run", fake_run)
+    assert script.main(["--out", str(tmp_path), "--", "--dtypes", "fp16"]) == 0
+    (first, env), (second, _) = commands
+    assert first[:4] == [sys.executable, "-m", "profiling", "sweep"] and "--dtypes" in first
+    assert second[-2:] == ["--compare-with", str(tmp_path / "default_run1.parquet")]
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "caches" / "triton")
+    log = (tmp_path / "capture_default_sweep.log").read_text()
+    assert "run 1:" in log and "run 2:" in log and "done: 3 configs run" in log

@@ -112,3 +112,19 @@ def test_gpu_workers_fill_the_cache_and_the_facts_match_in_process():
         here = sweep.default_compile_facts(config, plan, None)
         assert here["n_regs"] == report.facts[key]["n_regs"]
         assert here["blocks_per_sm"] == report.facts[key]["blocks_per_sm"]
+
+
+@pytest.mark.gpu
+def test_gpu_sweep_with_workers_adaptive_reps_and_a_kept_trace(tmp_path):
+    from profiling.trace import chrome_trace_kernels, read_trace_index
+
+    configs = [make_config("teaching", "fp16", 4096, 1000), make_config("torch", "fp16", 4096, 1000)]
+    out = tmp_path / "gpu.parquet"
+    table = sweep.run_sweep(configs, out=out, compile_workers=2, trace_configs=configs[:1])
+    assert (table["error"] == "").all() and len(table) == 6
+    assert table["reps"].between(10, 1000).all()
+    assert table["kernel_revision"].str.contains("@triton-").all()
+    entries = read_trace_index(tmp_path / "gpu_traces")
+    assert len(entries) == 1
+    names = [r.name for r in chrome_trace_kernels(entries[0]["path"])]
+    assert any("row_softmax" in name for name in names), names

@@ -213,7 +213,18 @@ def context(require_data: bool = True) -> Context:
         notice = setups_notice(found.df)
         if notice:
             st.info(notice, icon=":material/compare:")
+        kernel_revision_notice(found.df)
     return found
+
+
+def kernel_revision_notice(df: pd.DataFrame) -> None:
+    """Say which loaded rows were measured with a kernel that has changed since (profiling.revision)."""
+    from profiling.revision import revision_notice
+
+    notice = revision_notice(df)
+    if notice is not None:
+        (st.warning if notice.stale else st.caption)(notice.text, **({"icon": ":material/history:"} if notice.stale
+                                                                    else {}))
 
 
 def setups_notice(df: pd.DataFrame) -> str | None:
@@ -247,6 +258,10 @@ def _display(data: pd.DataFrame) -> pd.DataFrame:
     """Drop all-NA columns so tables stay readable."""
     if data is None:
         return pd.DataFrame()
+    if "kernel_source_hash" in data.columns:  # raw rows: say whose kernel changed since (profiling.revision)
+        from profiling.revision import with_revision_columns
+
+        data = with_revision_columns(data)
     return data.dropna(axis=1, how="all")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from pages import _common as ui
@@ -50,6 +51,33 @@ if len(errors):
         st.dataframe(errors[["variant", "dtype", "n_cols", "num_warps", "tunables", "method", "error"]],
                      hide_index=True, key="ev_errors")
 
+
+st.subheader("Profiler traces")
+from pathlib import Path  # noqa: E402
+
+from profiling.trace import chrome_trace_kernels, read_trace_index, traces_dir_for  # noqa: E402
+
+BUNDLED_TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
+trace_dirs = [BUNDLED_TRACES] + [traces_dir_for(Path(p).expanduser()) for p in
+                                 (st.session_state.get("typed_path"), st.session_state.get("sw_out")) if p]
+traces = [entry for folder in dict.fromkeys(trace_dirs) for entry in read_trace_index(folder)]
+if not traces:
+    st.caption("No Chrome traces found (in data/traces/, or `<results stem>_traces/` beside a typed path or the "
+               "live sweep's file). `python -m profiling sweep --trace-config VARIANT:DTYPE:N` keeps them.")
+else:
+    labels = [f"{e.get('variant', '?')} {e.get('dtype', '')} N={e.get('n_cols', '?')} — {e['file']}" if "variant" in e
+              else e["file"] for e in traces]
+    pick = st.selectbox("Trace", range(len(traces)), format_func=lambda i: labels[i], key="ev_trace")
+    entry = traces[pick]
+    data = Path(entry["path"]).read_bytes()
+    st.download_button("Download Chrome trace (.json)", data, entry["file"], mime="application/json",
+                       key="ev_trace_download", help="Open in ui.perfetto.dev or chrome://tracing.")
+    try:
+        records = chrome_trace_kernels(data)
+        st.dataframe(pd.DataFrame([{"kernel": r.name, "calls": r.calls, "device_us": r.device_us} for r in records]),
+                     hide_index=True, key="ev_trace_kernels")
+    except ValueError as error:
+        st.error(f"{entry['file']}: {error}")
 
 st.subheader("PTX / SASS of one config")
 c = st.columns(5)

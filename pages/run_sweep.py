@@ -57,14 +57,18 @@ if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs 
     st.session_state["sw_cancelled"] = False
     out = Path(st.session_state.get("sw_out") or Path(tempfile.mkdtemp(prefix="blockscope-sweep-")) / "live.parquet")
     st.session_state["sw_out"] = str(out)  # a rerun of the same configs resumes from this file
-    bar = st.progress(0.0, text="starting…")
+    bar = st.progress(0.0, text="compiling the kernels ahead of timing…")
+    clock = sweep.ProgressClock()
 
     def progress(done: int, total: int, config) -> None:
-        bar.progress(done / max(total, 1), text=f"{done}/{total}: {config.label()}")
+        bar.progress(done / max(total, 1), text=f"{clock.text(done, total)} — {config.label()}")
+
+    from profiling.precompile import default_workers
 
     try:
         table = sweep.run_sweep(configs, methods=methods, out=out, progress=progress,
-                                cancel=lambda: bool(st.session_state.get("sw_cancelled")))
+                                cancel=lambda: bool(st.session_state.get("sw_cancelled")),
+                                compile_workers=default_workers(), timing_started=clock.start)
         bar.progress(1.0, text=f"done: {len(table)} rows")
     except sweep.ResultsLockError as error:  # another sweep (another tab, the CLI) writes this file
         bar.progress(0.0, text="not started")
@@ -81,7 +85,9 @@ if out_path and Path(out_path).exists():
 
 live = st.session_state.get(ui.LIVE_KEY)
 if live is not None and len(live):
-    st.dataframe(live, hide_index=True, key="sw_table")
+    from profiling.revision import with_revision_columns
+
+    st.dataframe(with_revision_columns(live), hide_index=True, key="sw_table")
     buffer = io.BytesIO()
     live.to_parquet(buffer, index=False)
     st.download_button("Download results (.parquet)", buffer.getvalue(), "blockscope_live_sweep.parquet",

@@ -50,6 +50,10 @@ Environment (same on every row of one run)
   gpu_name: string, compute_capability: string ('9.0'), sm_count: Int64, driver_version: string,
   torch_version: string, triton_version: string, copy_gbps: Float64 (device copy measured in this run, GB/s),
   measured_at: string (ISO-8601 UTC timestamp)
+Kernel revision (profiling/revision.py; <NA> in files written before these columns, shown as 'unknown')
+  kernel_source_hash: string - short sha256 of the kernels source a Blockscope variant's launch uses, or the
+    package versions string of torch / a peer ('liger-kernel==0.6.1')
+  kernel_revision: string - '<kernel_source_hash>@triton-<triton_version>'
 """
 
 from __future__ import annotations
@@ -93,8 +97,9 @@ ENV_COLUMNS: dict[str, str] = {
     "driver_version": "string", "torch_version": "string", "triton_version": "string", "copy_gbps": "Float64",
     "measured_at": "string",
 }
+REVISION_COLUMNS: dict[str, str] = {"kernel_source_hash": "string", "kernel_revision": "string"}
 COLUMNS: dict[str, str] = {**CONFIG_COLUMNS, **TIMING_COLUMNS, **COMPILE_COLUMNS, **EVIDENCE_COLUMNS,
-                           **NUMERICS_COLUMNS, **ENV_COLUMNS}
+                           **NUMERICS_COLUMNS, **ENV_COLUMNS, **REVISION_COLUMNS}
 TIMING_METHODS: tuple[str, ...] = ("per_call_events", "back_to_back_flushed", "cuda_graph")
 REQUIRED_COLUMNS: tuple[str, ...] = ("variant", "dtype", "n_rows", "n_cols", "method", "median_us")
 METHOD_VALUES: tuple[str, ...] = (*TIMING_METHODS, "none")

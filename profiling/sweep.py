@@ -51,11 +51,15 @@ from .results import (
     normalize,
     save_results,
 )
+from .revision import kernel_revision, kernel_source_hash
 
 TORCH = "torch"
 DEFAULT_ROWS = 4096
 DEFAULT_DTYPES: tuple[str, ...] = ("fp16", "bf16", "fp32")
 MID_POINTS: tuple[int, ...] = (1000, 3000, 6000, 12000, 50000)
+# configs whose Chrome trace a CLI sweep keeps by default (those the sweep runs): the seed's shape, a wide row
+DEFAULT_TRACE_CONFIGS: tuple[str, ...] = ("torch:fp16:1000", "teaching:fp16:1000", "auto:fp16:1000",
+                                          "torch:fp16:65536", "auto:fp16:65536", "splitrow:fp32:262144")
 # lanes one thread holds = tile lanes / (32 x num_warps); 512+ compiles for minutes (teaching, BLOCK 65536,
 # 1 warp = 2048 lanes/thread took 71 s on the H200), so such configs are skipped with an error row
 DEFAULT_MAX_LANES_PER_THREAD = 256
@@ -65,6 +69,7 @@ TOLERANCES: dict[str, tuple[float, float]] = {"fp32": (5e-5, 1e-6), "fp16": (2e-
 Progress = Callable[[int, int, "Config"], None]
 Cancel = Callable[[], bool]
 Tracer = Callable[[Callable[[], Any]], list[str]]
+ChromeTracer = Callable[[Callable[[], Any], Path], list[str]]  # run once, write a Chrome trace, return kernel names
 CompileFacts = Callable[["Config", "kernels.LaunchPlan", "str | None"], dict[str, Any]]
 
 
@@ -216,6 +221,12 @@ def _live_arch() -> str | None:
     return f"sm_{major}{minor}"
 
 
+def compile_facts_key(config: Config, plan: kernels.LaunchPlan, arch: str | None) -> tuple:
+    """The in-process compile-facts cache key of a config's kernel (profiling.precompile seeds it)."""
+    return (plan.variant, config.dtype, plan.num_warps, plan.num_stages, tuple(sorted(plan.constexprs.items())),
+            tuple(sorted(plan.tunables.items())), arch)
+
+
 def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch: str | None) -> dict[str, Any]:
     """Compile columns from profiling.compiled / occupancy / lanes; a missing or failing module leaves NA.
 
@@ -225,8 +236,7 @@ def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch:
     if plan is None:
         return facts
     dtype = dtype_from_name(config.dtype)
-    key = (plan.variant, config.dtype, plan.num_warps, plan.num_stages, tuple(sorted(plan.constexprs.items())),
-           tuple(sorted(plan.tunables.items())), arch)
+    key = compile_facts_key(config, plan, arch)
     if key in _COMPILE_CACHE:
         facts.update(_COMPILE_CACHE[key])
     else:
@@ -372,9 +382,21 @@ def _resume_masks(table: pd.DataFrame, env: Mapping[str, Any] | None,
         wanted = resume_env(env)
         for name, value in zip(RESUME_ENV_COLUMNS, wanted, strict=True):
             same_env &= table[name].astype("string").fillna("") == value
+        same_env &= _same_kernel_source(table)
     kinds = table["error"].map(error_kind) if len(table) else pd.Series([], dtype=object)
     retried = (kinds != "") if retry_errors else (kinds == "transient")
     return same_env & ~retried, same_env & retried
+
+
+def _same_kernel_source(table: pd.DataFrame) -> pd.Series:
+    """True for rows measured with this tree's kernel source (kernel_source_hash) or recording none (older files):
+    a row of a changed kernel does not count as done, it is measured again (and kept, as rows of other runs)."""
+    if not len(table) or "kernel_source_hash" not in table.columns:
+        return pd.Series(True, index=table.index)
+    recorded = table["kernel_source_hash"].astype("string")
+    variants = table["variant"].astype("string")
+    current = variants.map({v: _source_hash_or_none(str(v)) for v in variants.dropna().unique()}).astype("string")
+    return (recorded.isna() | current.isna() | (recorded == current)).fillna(True).astype(bool)
 
 
 def existing_keys(table: pd.DataFrame, env: Mapping[str, Any] | None = None, *,
@@ -470,6 +492,12 @@ class SweepState:
     cancelled: bool = False
     seconds: float = 0.0
     slow_compiles: list[tuple[str, float]] = field(default_factory=list)
+    phase_s: dict[str, float] = field(default_factory=dict)  # wall seconds per phase (precompile, first_call, ...)
+    precompile: dict[str, Any] = field(default_factory=dict)  # compiled / failed counts, workers, why it broke
+    traces: list[str] = field(default_factory=list)  # Chrome trace files kept
+
+    def add_phase(self, name: str, seconds: float) -> None:
+        self.phase_s[name] = self.phase_s.get(name, 0.0) + seconds
 
 
 def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMING_METHODS,
@@ -482,7 +510,11 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
               max_lanes_per_thread: float | None = DEFAULT_MAX_LANES_PER_THREAD,
               compile_cap_s: float | None = DEFAULT_COMPILE_CAP_S, progress: Progress | None = None,
               cancel: Cancel | None = None, save_every_s: float = 20.0, seed: int = 0,
-              graph_calls: int = timing.DEFAULT_GRAPH_CALLS, retry_errors: bool = False) -> pd.DataFrame:
+              graph_calls: int = timing.DEFAULT_GRAPH_CALLS, retry_errors: bool = False,
+              rel_ci: float | None = timing.DEFAULT_REL_CI, budget_ms: float = timing.DEFAULT_BUDGET_MS,
+              compile_workers: int = 0, precompile_timeout_s: float = 300.0,
+              timing_started: Callable[[], None] | None = None, trace_configs: Sequence[Config] = (),
+              trace_dir: str | Path | None = None, chrome_tracer: ChromeTracer | None = None) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
     `out` (.parquet/.csv) is locked for the whole sweep (ResultsLockError if another sweep holds it), read first
@@ -492,7 +524,14 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
     after each config (total counts configs still to run); `cancel()` returning True stops before the next
     config. `compile_cap_s`: after a first call slower than this, later configs of the same variant with at
     least as many lanes per thread are skipped (a running compile cannot be interrupted). Defaults: CUDA
-    clock, torch.profiler tracer, live environment fingerprint with copy bandwidth.
+    clock, torch.profiler tracer, live environment fingerprint with copy bandwidth. `rel_ci` / `budget_ms`: the
+    adaptive reps' stopping rule (profiling.timing.benchmark). `compile_workers` > 0 compiles the configs still
+    to run ahead of timing in that many worker processes (profiling.precompile; on a CPU device: offline for the
+    env's arch); a worker failure only means those kernels JIT in-process. `timing_started()` is called once the
+    warm-up is over and the first config starts (ProgressClock.start). `df.attrs['sweep']` holds the counts,
+    `phase_s` (wall seconds per phase) and the precompile report. `trace_configs`: configs whose Chrome trace
+    (torch.profiler, one call) is kept in `trace_dir` (default: '<out stem>_traces' beside `out`) with an
+    index.json naming each file's config (profiling.trace.read_trace_index); after all timing, on CUDA.
     """
     started = time.perf_counter()
     methods = list(dict.fromkeys(methods))
@@ -552,6 +591,11 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
             else:
                 state.skipped_existing += 1
         state.total = len(pending)
+        if compile_workers and pending:
+            _precompile(pending, state, compile_workers, device=device, arch=arch, gpu_name=gpu_name,
+                        max_lanes=max_lanes_per_thread, timeout_s=precompile_timeout_s)
+        if timing_started is not None:
+            timing_started()
         shape = _Shape()
         try:
             for config, plan, plan_error, tunables, todo in pending:
@@ -562,9 +606,10 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
                                    compile_facts=compile_facts, arch=arch, shape=shape, reps=reps, warmup=warmup,
                                    target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
                                    max_lanes=max_lanes_per_thread, compile_cap_s=compile_cap_s, state=state, seed=seed,
-                                   graph_calls=graph_calls)
+                                   graph_calls=graph_calls, rel_ci=rel_ci, budget_ms=budget_ms)
                 for row in rows:
                     row.update(env_row)
+                    row["kernel_revision"] = kernel_revision(row["kernel_source_hash"], env_row.get("triton_version"))
                     if row.get("gbps") is not None and env_row.get("copy_gbps"):
                         row["copy_fraction"] = row["gbps"] / env_row["copy_gbps"]
                 state.errors += sum(1 for row in rows if row["error"])
@@ -577,7 +622,16 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
                 if time.perf_counter() - last_save >= save_every_s:
                     save()
             if tracer is not None and not state.cancelled:
+                tic = time.perf_counter()
                 existing, filled = _trace_pass(existing, new_rows, tracer, device, gpu_name, cancel, seed)
+                state.add_phase("trace", time.perf_counter() - tic)
+            if trace_configs and not state.cancelled and (chrome_tracer is not None or device.type == "cuda"):
+                tic = time.perf_counter()
+                folder = Path(trace_dir) if trace_dir is not None else (
+                    _traces_dir(out_path) if out_path is not None else None)
+                if folder is not None:
+                    state.traces = _keep_traces(trace_configs, new_rows, folder, chrome_tracer, device, env_row, seed)
+                state.add_phase("chrome_traces", time.perf_counter() - tic)
         finally:
             shape.x = shape.reference = None
             save()
@@ -585,6 +639,111 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
         state.seconds = time.perf_counter() - started
         table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
         return table
+
+
+def _traces_dir(out: Path) -> Path:
+    from .trace import traces_dir_for
+
+    return traces_dir_for(out)
+
+
+def _default_chrome_tracer(fn: Callable[[], Any], path: Path) -> list[str]:
+    from .trace import trace_kernels
+
+    return [record.name for record in trace_kernels(fn, export_path=path)]
+
+
+def _keep_traces(configs: Sequence[Config], new_rows: list[dict[str, Any]], folder: Path,
+                 chrome_tracer: ChromeTracer | None, device: torch.device, env_row: Mapping[str, Any],
+                 seed: int) -> list[str]:
+    """One Chrome trace per config in `configs` that ran without error in this run, plus the folder's index.json;
+    a failing trace is skipped (evidence, not results). Returns the files written."""
+    from .trace import trace_file_name, write_trace_index
+
+    tracer = chrome_tracer or _default_chrome_tracer
+    ran = {(r["variant"], r["dtype"], r["n_rows"], r["n_cols"]): r for r in new_rows if not r["error"]}
+    written, entries = [], []
+    for config in dict.fromkeys(configs):
+        row = ran.get((config.variant, config.dtype, config.n_rows, config.n_cols))
+        if row is None:
+            continue
+        name = trace_file_name(config.variant, config.dtype, config.n_rows, config.n_cols, row["tunables"])
+        try:
+            generator = torch.Generator(device=device).manual_seed(seed)
+            x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype_from_name(config.dtype),
+                            generator=generator)
+            folder.mkdir(parents=True, exist_ok=True)
+            names = tracer(backend_callable(config, x), folder / name)
+            del x
+        except Exception:
+            continue
+        written.append(name)
+        entries.append({"file": name, "variant": config.variant, "dtype": config.dtype, "n_rows": config.n_rows,
+                        "n_cols": config.n_cols, "tunables": row["tunables"], "kernels": list(names),
+                        "run_id": env_row.get("run_id"), "gpu_name": env_row.get("gpu_name"),
+                        "kernel_revision": row.get("kernel_revision"), "measured_at": env_row.get("measured_at")})
+    if entries:
+        write_trace_index(folder, entries)
+    return written
+
+
+def pick_trace_configs(configs: Sequence[Config], specs: Sequence[str], *, strict: bool = True) -> list[Config]:
+    """Configs named by 'variant:dtype:N' specs (the first config of that variant, dtype and N: its default
+    tunables when swept). ValueError for a malformed spec, or (strict) one matching no config."""
+    picked = []
+    for spec in specs:
+        parts = str(spec).split(":")
+        if len(parts) != 3 or not parts[2].strip().isdigit():
+            raise ValueError(f"trace config {spec!r} is malformed; allowed: VARIANT:DTYPE:N (e.g. teaching:fp16:1000)")
+        variant, dtype, n = parts[0].strip(), parts[1].strip(), int(parts[2])
+        match = next((c for c in configs if (c.variant, c.dtype, c.n_cols) == (variant, dtype, n)), None)
+        if match is None:
+            if strict:
+                raise ValueError(f"trace config {spec!r} names no config of this sweep; allowed: a variant, dtype and "
+                                 "N that the sweep runs")
+            continue
+        picked.append(match)
+    return list(dict.fromkeys(picked))
+
+
+def format_duration(seconds: float) -> str:
+    """'45 s', '3 min 05 s', '1 h 02 min' (seconds rounded)."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:
+    """Seconds left at the mean rate so far (None before the first config is done)."""
+    if done <= 0 or total <= 0 or elapsed_s < 0:
+        return None
+    return elapsed_s / done * max(0, total - done)
+
+
+def format_progress(done: int, total: int, elapsed_s: float) -> str:
+    """'12/100 configs, 8 s elapsed, about 1 min 13 s left' (the CLI's and the Run sweep page's progress text)."""
+    eta = eta_seconds(done, total, elapsed_s)
+    left = "estimating time left" if eta is None else ("done" if done >= total else
+                                                       f"about {format_duration(eta)} left")
+    return f"{done}/{total} configs, {format_duration(elapsed_s)} elapsed, {left}"
+
+
+class ProgressClock:
+    """Progress text whose elapsed time counts from `start()` (pass it as run_sweep's `timing_started`, so the
+    compile warm-up does not inflate the ETA), or from construction when never started."""
+
+    def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
+        self._now = now
+        self._start = now()
+
+    def start(self) -> None:
+        self._start = self._now()
+
+    def text(self, done: int, total: int) -> str:
+        return format_progress(done, total, self._now() - self._start)
 
 
 def _config_from_row(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str) -> Config:
@@ -641,10 +800,19 @@ def _table(existing: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:
     return normalize(pd.concat([normalize(existing), new], ignore_index=True)) if len(existing) else new
 
 
+def _source_hash_or_none(variant: str) -> str | None:
+    """This tree's kernel_source_hash of `variant` (profiling.revision); None when it cannot be read."""
+    try:
+        return kernel_source_hash(variant)
+    except Exception:
+        return None
+
+
 def _base_row(config: Config, plan: kernels.LaunchPlan | None, tunables: str) -> dict[str, Any]:
     row = dict.fromkeys(COLUMNS)
     row.update(variant=config.variant, dtype=config.dtype, n_rows=config.n_rows, n_cols=config.n_cols,
-               tunables=tunables, bytes_moved=bytes_moved(config.n_rows, config.n_cols, config.dtype), error="")
+               tunables=tunables, bytes_moved=bytes_moved(config.n_rows, config.n_cols, config.dtype), error="",
+               kernel_source_hash=_source_hash_or_none(config.variant))
     if plan is not None:
         row.update(num_warps=plan.num_warps, num_stages=plan.num_stages, tile_width=plan.tile_width,
                    rows_per_program=plan.rows_per_program, programs=plan.programs)
@@ -673,7 +841,9 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
                 methods: list[str], *, device: torch.device, clock: timing.Clock,
                 compile_facts: CompileFacts, arch: str | None, shape: _Shape, reps: int | None, warmup: int,
                 target_ms: float, min_reps: int, max_reps: int, max_lanes: float | None,
-                compile_cap_s: float | None, state: SweepState, seed: int, graph_calls: int) -> list[dict[str, Any]]:
+                compile_cap_s: float | None, state: SweepState, seed: int, graph_calls: int,
+                rel_ci: float | None = timing.DEFAULT_REL_CI,
+                budget_ms: float = timing.DEFAULT_BUDGET_MS) -> list[dict[str, Any]]:
     base = _base_row(config, plan, tunables)
 
     def error_rows(message: str, **extra: Any) -> list[dict[str, Any]]:
@@ -696,6 +866,7 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
         reason = unsupported_reason(config.variant, config.n_rows, config.n_cols, dtype)
         if reason:
             return error_rows(reason)
+    tic = time.perf_counter()
     try:
         key = (config.dtype, config.n_rows, config.n_cols)
         if shape.key != key:
@@ -725,6 +896,9 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
         if device.type == "cuda":
             torch.cuda.empty_cache()
         return error_rows(_error_text(error))
+    finally:
+        state.add_phase("first_call_and_check", time.perf_counter() - tic)
+    tic = time.perf_counter()
     if is_peer(config.variant):
         base.update(peer_compile_facts(config, x, arch))
     if plan is not None:
@@ -734,12 +908,14 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
             base.update({k: v for k, v in facts.items() if k in COMPILE_COLUMNS})
         except Exception:
             pass
+    state.add_phase("compile_facts", time.perf_counter() - tic)
+    tic = time.perf_counter()
     rows = []
     for method in methods:
         try:
             stats = timing.benchmark(fn, method, reps=reps, warmup=warmup, clock=clock, first_call_s=first_call_s,
                                      target_ms=target_ms, min_reps=min_reps, max_reps=max_reps,
-                                     graph_calls=graph_calls)
+                                     graph_calls=graph_calls, rel_ci=rel_ci, budget_ms=budget_ms)
         except Exception as error:
             if device.type == "cuda":
                 torch.cuda.empty_cache()
@@ -748,7 +924,25 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
         row = {**base, **stats.as_dict()}
         row["gbps"] = gbps(base["bytes_moved"], stats.median_us)
         rows.append(row)
+    state.add_phase("timing", time.perf_counter() - tic)
     return rows
+
+
+def _precompile(pending: list, state: SweepState, workers: int, *, device: torch.device, arch: str | None,
+                gpu_name: str | None, max_lanes: float | None, timeout_s: float) -> None:
+    """Compile the pending configs' kernels in worker processes (profiling.precompile) and seed the in-process
+    compile-facts cache with what they found; whatever fails is compiled in-process later, as without it."""
+    from . import precompile
+
+    tic = time.perf_counter()
+    configs = [config for config, _plan, plan_error, _tunables, _todo in pending if not plan_error]
+    mode = "run" if device.type == "cuda" else "offline"
+    report = precompile.precompile(configs, workers, mode=mode, arch=arch or ("sm_90" if mode == "offline" else None),
+                                   gpu_name=gpu_name, max_lanes_per_thread=max_lanes, timeout_s=timeout_s)
+    _COMPILE_CACHE.update(report.facts)
+    state.precompile = {"compiled": report.compiled, "failed": len(report.failed), "workers": report.workers,
+                        "seconds": round(report.seconds, 2), "broken": report.broken}
+    state.add_phase("precompile", time.perf_counter() - tic)
 
 
 def estimate_seconds(configs: Sequence[Config], methods: Sequence[str] = timing.TIMING_METHODS, *,

@@ -9,8 +9,12 @@ Methods (named in every results row):
                         flush + kernel (launch-bound shapes on a slow host)
   cuda_graph            `graph_calls` calls captured in a CUDA graph; a sample is replay time / graph_calls
 
-Warmup calls are separate (default 25, as the seed); the first call (JIT compile + launch) is timed on the
-wall clock, cold, separately. The device clock is injectable (`Clock` protocol) so CPU tests use a fake one.
+Warmup calls are separate (default 25, as the seed, cut short after `warmup_ms` of wall time for long kernels);
+the first call (JIT compile + launch) is timed on the wall clock, cold, separately. Reps are adaptive by default:
+samples are taken in growing batches until the 95 % order-statistics confidence interval of the median is within
+`rel_ci` (1 %) of it either side, with `min_reps`..`max_reps` and a per-method wall budget (`budget_ms`); the
+row's `reps` says how many were used. The device clock is injectable (`Clock` protocol) so CPU tests use a fake
+one.
 """
 
 from __future__ import annotations
@@ -25,8 +29,14 @@ from typing import Any, Protocol
 TIMING_METHODS: tuple[str, ...] = ("per_call_events", "back_to_back_flushed", "cuda_graph")
 DEFAULT_WARMUP = 25
 DEFAULT_TARGET_MS = 2.0  # adaptive reps: aim at this much timed device work per method
-DEFAULT_MIN_REPS = 20
+DEFAULT_MIN_REPS = 10
 DEFAULT_MAX_REPS = 1000
+DEFAULT_REL_CI = 0.01  # adaptive reps stop once the median's 95 % CI half-width is within 1 % of it
+DEFAULT_BUDGET_MS = 60.0  # adaptive reps: wall time per method after which sampling stops (min_reps still taken)
+DEFAULT_WARMUP_MS = 15.0  # warmup stops early (at least WARMUP_CHUNK calls) once this much wall time is spent
+WARMUP_CHUNK = 5
+MIN_SAMPLES = 5  # adaptive: a confidence interval needs a few samples (cuda_graph: replays)
+CI_Z = 1.959964  # two-sided 95 %
 DEFAULT_GRAPH_CALLS = 10
 FLUSH_BYTES = 256 * 2**20  # > H200 L2 (60 MB)
 MAX_QUEUED_REPS = 200  # back_to_back_flushed: reps queued behind the spin kernel (launch queue stays shallow)
@@ -173,6 +183,46 @@ def choose_reps(estimate_us: float, target_ms: float = DEFAULT_TARGET_MS, min_re
     return int(min(max_reps, max(min_reps, math.ceil(target_ms * 1000.0 / estimate_us))))
 
 
+def median_ci(samples: list[float], z: float = CI_Z) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median (order statistics, normal approximation of the
+    binomial: ranks n/2 - z*sqrt(n)/2 and 1 + n/2 + z*sqrt(n)/2, e.g. the 40th and 61st of 100 for the default
+    95 %), in the samples' unit."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    if not n:
+        raise ValueError("no samples")
+    half = z * math.sqrt(n) / 2.0
+    lo = max(0, math.floor(n / 2.0 - half) - 1)  # ranks are 1-based
+    hi = min(n - 1, math.ceil(1 + n / 2.0 + half) - 1)
+    return ordered[lo], ordered[hi]
+
+
+def relative_ci_half_width(samples: list[float], z: float = CI_Z) -> float:
+    """Half the width of median_ci relative to the median (0.01 = +-1 %); inf for fewer than 2 samples or a
+    median <= 0."""
+    if len(samples) < 2:
+        return math.inf
+    median = statistics.median(samples)
+    if not median > 0:
+        return math.inf
+    lo, hi = median_ci(samples, z)
+    return (hi - lo) / 2.0 / median
+
+
+def sample_until_stable(take: Callable[[int], list[float]], *, min_samples: int, max_samples: int,
+                        rel_ci: float, budget_s: float, wall_s: Callable[[], float]) -> list[float]:
+    """Call `take(k)` (k new samples) in growing batches until the median's relative CI half-width is <= rel_ci
+    (with >= min_samples), max_samples are taken, or `budget_s` wall seconds have passed (min_samples always)."""
+    start = wall_s()
+    samples = take(min_samples)
+    while len(samples) < max_samples:
+        if relative_ci_half_width(samples) <= rel_ci or wall_s() - start >= budget_s:
+            break
+        batch = min(max_samples - len(samples), max(min_samples, len(samples) // 2))
+        samples += take(batch)
+    return samples
+
+
 def _per_call(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
     samples = []
     for _ in range(reps):
@@ -217,10 +267,15 @@ def _graph(fn: Callable[[], Any], clock: Clock, reps: int, graph_calls: int) -> 
 def benchmark(fn: Callable[[], Any], method: str = "per_call_events", *, reps: int | None = None,
               warmup: int = DEFAULT_WARMUP, clock: Clock | None = None, first_call_s: float | None = None,
               target_ms: float = DEFAULT_TARGET_MS, min_reps: int = DEFAULT_MIN_REPS,
-              max_reps: int = DEFAULT_MAX_REPS, graph_calls: int = DEFAULT_GRAPH_CALLS) -> TimingStats:
+              max_reps: int = DEFAULT_MAX_REPS, graph_calls: int = DEFAULT_GRAPH_CALLS,
+              rel_ci: float | None = DEFAULT_REL_CI, budget_ms: float = DEFAULT_BUDGET_MS,
+              warmup_ms: float | None = DEFAULT_WARMUP_MS) -> TimingStats:
     """Time `fn` (a zero-arg closure) under `method`; microseconds per call.
 
-    `reps=None` picks reps adaptively from 5 estimate calls (target_ms of timed work, min_reps..max_reps).
+    `reps=None` is adaptive: with `rel_ci` (default 0.01) samples are taken until the median's 95 % CI half-width
+    is within rel_ci of it (min_reps..max_reps calls; stop after `budget_ms` of wall time once min_reps are in);
+    with rel_ci=None reps come from 5 estimate calls (target_ms of timed work, min_reps..max_reps). Warmup is
+    `warmup` calls, cut short (whole chunks of WARMUP_CHUNK) after `warmup_ms` of wall time (None: no cut).
     `first_call_s=None` times this function's first call of `fn` as the cold call (seconds); pass it in when
     `fn` has already run. For cuda_graph, `reps` is rounded up to whole replays of `graph_calls` calls.
     """
@@ -231,9 +286,10 @@ def benchmark(fn: Callable[[], Any], method: str = "per_call_events", *, reps: i
     clock = clock if clock is not None else CudaClock()
     if first_call_s is None:
         first_call_s = first_call_seconds(fn, clock)
-    for _ in range(warmup):
-        fn()
-    clock.synchronize()
+    _warm_up(fn, clock, warmup, warmup_ms)
+    if reps is None and rel_ci is not None:
+        return _adaptive(fn, method, clock, first_call_s, min_reps=min_reps, max_reps=max_reps, rel_ci=rel_ci,
+                         budget_ms=budget_ms, graph_calls=graph_calls)
     if reps is None:
         estimate = _back_to_back(fn, clock, 5) if method == "back_to_back_flushed" else _per_call(fn, clock, 5)
         reps = choose_reps(statistics.median(estimate), target_ms, min_reps, max_reps)
@@ -248,6 +304,46 @@ def benchmark(fn: Callable[[], Any], method: str = "per_call_events", *, reps: i
     else:
         samples, total = _graph(fn, clock, reps, graph_calls)
     return summarize(method, samples, first_call_s, total)
+
+
+def _warm_up(fn: Callable[[], Any], clock: Clock, calls: int, budget_ms: float | None) -> None:
+    """`calls` warmup calls; with `budget_ms`, stop after a chunk once that much wall time has passed."""
+    start = clock.wall_s()
+    done = 0
+    while done < calls:
+        chunk = min(WARMUP_CHUNK, calls - done) if budget_ms is not None else calls - done
+        for _ in range(chunk):
+            fn()
+        done += chunk
+        clock.synchronize()
+        if budget_ms is not None and (clock.wall_s() - start) * 1000.0 >= budget_ms:
+            break
+    clock.synchronize()
+
+
+def _adaptive(fn: Callable[[], Any], method: str, clock: Clock, first_call_s: float, *, min_reps: int,
+              max_reps: int, rel_ci: float, budget_ms: float, graph_calls: int) -> TimingStats:
+    """Samples under `method` until the median is stable (sample_until_stable); reps = calls timed."""
+    if method == "cuda_graph":
+        replay = clock.capture_graph(fn, graph_calls)
+        replay()  # first replay uploads the graph
+        clock.synchronize()
+
+        def take(k: int) -> list[float]:
+            return [us / graph_calls for us in _per_call(replay, clock, k)]
+
+        per_sample = graph_calls
+    else:
+        sampler = _back_to_back if method == "back_to_back_flushed" else _per_call
+
+        def take(k: int) -> list[float]:
+            return sampler(fn, clock, k)
+
+        per_sample = 1
+    samples = sample_until_stable(take, min_samples=max(MIN_SAMPLES, math.ceil(min_reps / per_sample)),
+                                  max_samples=max(MIN_SAMPLES, math.ceil(max_reps / per_sample)), rel_ci=rel_ci,
+                                  budget_s=budget_ms / 1000.0, wall_s=clock.wall_s)
+    return summarize(method, samples, first_call_s, len(samples) * per_sample)
 
 
 def measure_copy_gbps(device: Any = None, bytes: int = 1 << 30, reps: int = 20, clock: Clock | None = None) -> float:

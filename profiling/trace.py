@@ -84,3 +84,91 @@ def trace_kernels(fn: Callable[[], Any], *, export_path: str | Path | None = Non
 def kernel_names(fn: Callable[[], Any]) -> list[str]:
     """Sorted unique CUDA kernel names of one traced call of `fn` (the seed's evidence list)."""
     return sorted({record.name for record in trace_kernels(fn)})
+
+
+# ---------------------------------------------------------------- Chrome trace files kept by the sweep
+
+TRACE_INDEX = "index.json"  # sidecar of a traces directory: which config each trace file belongs to
+KERNEL_CATEGORIES = ("kernel",)  # Chrome trace 'cat' of device kernels (torch.profiler / Kineto)
+
+
+def traces_dir_for(results_path: str | Path) -> Path:
+    """The traces directory beside a results file: 'run.parquet' -> 'run_traces/'."""
+    results_path = Path(results_path)
+    return results_path.with_name(f"{results_path.stem}_traces")
+
+
+def trace_file_name(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str = "{}") -> str:
+    """A file name for one config's trace: 'teaching_fp16_R4096_N1000[_num_warps4].json'."""
+    import json
+
+    extra = "".join(f"_{k}{v}" for k, v in sorted(json.loads(tunables or "{}").items()))
+    return f"{variant}_{dtype}_R{int(n_rows)}_N{int(n_cols)}{extra}.json"
+
+
+def chrome_trace_kernels(source: str | Path | bytes) -> list[KernelRecord]:
+    """Device kernels of a Chrome trace JSON ('traceEvents' with complete events of category 'kernel'), by first
+    appearance with summed duration (us) and calls; ValueError for a file that is not a Chrome trace."""
+    import json
+
+    try:
+        data = json.loads(source if isinstance(source, bytes) else Path(source).read_bytes())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"not a readable Chrome trace ({error}); expected a JSON object with 'traceEvents'") from None
+    events = data.get("traceEvents") if isinstance(data, dict) else data if isinstance(data, list) else None
+    if not isinstance(events, list):
+        raise ValueError("not a Chrome trace: no 'traceEvents' list; expected torch.profiler's export_chrome_trace")
+    totals: dict[str, list[float]] = {}
+    for event in events:
+        if not isinstance(event, dict) or str(event.get("cat", "")).lower() not in KERNEL_CATEGORIES:
+            continue
+        name = str(event.get("name", ""))
+        if not name or MARKER in name:
+            continue
+        entry = totals.setdefault(name, [0.0, 0])
+        entry[0] += float(event.get("dur", 0.0) or 0.0)
+        entry[1] += 1
+    return [KernelRecord(name, total, int(calls)) for name, (total, calls) in totals.items()]
+
+
+def read_trace_index(directory: str | Path) -> list[dict[str, Any]]:
+    """Entries of a traces directory: its index.json (config columns, 'file', 'kernels', 'run_id') plus any other
+    *.json trace there (config unknown); 'path' is the file's full path. [] for a missing directory."""
+    import json
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    entries: list[dict[str, Any]] = []
+    index = directory / TRACE_INDEX
+    if index.is_file():
+        try:
+            listed = json.loads(index.read_text(encoding="utf-8"))
+        except ValueError:
+            listed = []
+        for entry in listed if isinstance(listed, list) else []:
+            if isinstance(entry, dict) and (directory / str(entry.get("file", ""))).is_file():
+                entries.append({**entry, "path": str(directory / entry["file"])})
+    named = {entry["file"] for entry in entries}
+    for path in sorted(directory.glob("*.json")):
+        if path.name != TRACE_INDEX and path.name not in named:
+            entries.append({"file": path.name, "path": str(path)})
+    return entries
+
+
+def write_trace_index(directory: str | Path, entries: list[dict[str, Any]]) -> Path:
+    """Merge `entries` into directory/index.json (one entry per file, the new one wins); atomic rewrite."""
+    import json
+    import os
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    current = {entry["file"]: {k: v for k, v in entry.items() if k != "path"}
+               for entry in read_trace_index(directory) if "variant" in entry}
+    for entry in entries:
+        current[entry["file"]] = entry
+    path = directory / TRACE_INDEX
+    tmp = directory / f".{TRACE_INDEX}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(sorted(current.values(), key=lambda e: e["file"]), indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

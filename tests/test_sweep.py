@@ -438,3 +438,52 @@ def test_transient_errors_are_retried_on_resume_and_replaced(tmp_path, monkeypat
     assert (by_variant.get_group("torch")["error"] == "").all()
     assert by_variant.get_group("multirow")["error"].str.startswith("ValueError").all()
     assert (by_variant.get_group("online")["run_id"] == "second").all()  # its good rows stay
+
+
+def test_progress_text_and_eta():
+    assert sweep.format_duration(45.4) == "45 s" and sweep.format_duration(185) == "3 min 05 s"
+    assert sweep.format_duration(3725) == "1 h 02 min"
+    assert sweep.eta_seconds(0, 10, 5.0) is None
+    assert sweep.eta_seconds(4, 10, 8.0) == 12.0
+    assert sweep.format_progress(4, 10, 8.0) == "4/10 configs, 8 s elapsed, about 12 s left"
+    assert sweep.format_progress(0, 10, 1.0).endswith("estimating time left")
+    assert sweep.format_progress(10, 10, 70.0) == "10/10 configs, 1 min 10 s elapsed, done"
+    now = [100.0]
+    clock = sweep.ProgressClock(lambda: now[0])
+    now[0] = 130.0  # a 30 s compile warm-up, then timing starts
+    clock.start()
+    now[0] = 140.0
+    assert clock.text(5, 20) == "5/20 configs, 10 s elapsed, about 30 s left"
+
+
+def test_timing_started_is_called_once_before_the_first_config(tmp_path):
+    events = []
+    run([make_config("torch", "fp32", 4, 100), make_config("teaching", "fp32", 4, 100)], methods=["per_call_events"],
+        timing_started=lambda: events.append("start"), progress=lambda d, t, c: events.append(d))
+    assert events == ["start", 1, 2]
+
+
+def test_chosen_configs_keep_a_chrome_trace_with_an_index(tmp_path):
+    import json
+
+    from profiling.trace import read_trace_index
+
+    def fake_chrome(fn, path):
+        fn()
+        path.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "row_softmax_kernel",
+                                                     "ts": 1, "dur": 5}]}))
+        return ["row_softmax_kernel"]
+
+    configs = [make_config("teaching", "fp32", 4, 100), make_config("torch", "fp32", 4, 100)]
+    chosen = sweep.pick_trace_configs(configs, ["teaching:fp32:100"])
+    assert chosen == [configs[0]]
+    out = tmp_path / "s.parquet"
+    table = run(configs, methods=["per_call_events"], out=out, trace_configs=chosen, chrome_tracer=fake_chrome)
+    assert table.attrs["sweep"]["traces"] == ["teaching_fp32_R4_N100_num_warps4.json"]
+    entries = read_trace_index(tmp_path / "s_traces")
+    assert [(e["variant"], e["n_cols"], e["kernels"]) for e in entries] == [("teaching", 100, ["row_softmax_kernel"])]
+    with pytest.raises(ValueError, match="allowed: VARIANT:DTYPE:N"):
+        sweep.pick_trace_configs(configs, ["teaching-fp32"])
+    with pytest.raises(ValueError, match="names no config"):
+        sweep.pick_trace_configs(configs, ["online:fp32:100"])
+    assert sweep.pick_trace_configs(configs, ["online:fp32:100"], strict=False) == []

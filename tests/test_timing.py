@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from profiling import timing
@@ -88,7 +90,8 @@ def test_adaptive_reps_follow_target_and_bounds():
     assert choose_reps(0.0) == timing.DEFAULT_MAX_REPS
     clock = FakeClock()
     fn, calls = timed_fn(clock, [50.0])
-    stats = benchmark(fn, "per_call_events", warmup=1, clock=clock, target_ms=2.0, min_reps=5, max_reps=500)
+    stats = benchmark(fn, "per_call_events", warmup=1, clock=clock, target_ms=2.0, min_reps=5, max_reps=500,
+                      rel_ci=None)
     assert stats.reps == 40
     assert len(calls) == 1 + 1 + 5 + 40  # cold, warmup, 5 estimate calls, reps
     assert stats.median_us == 50.0
@@ -107,3 +110,53 @@ def test_measure_copy_counts_read_and_write_bytes():
     clock.device = "cpu"
     gbps = timing.measure_copy_gbps(bytes=1 << 20, reps=3, clock=clock)
     assert gbps == pytest.approx(2 * (1 << 20) / 100e-6 / 1e9)
+
+
+def test_median_ci_and_relative_half_width():
+    samples = [float(v) for v in range(1, 101)]  # median 50.5; the 95 % interval is the 40th and 61st values
+    assert timing.median_ci(samples) == (40.0, 61.0)
+    assert timing.relative_ci_half_width(samples) == pytest.approx(10.5 / 50.5)
+    assert timing.relative_ci_half_width([5.0] * 7) == 0.0
+    assert timing.relative_ci_half_width([5.0]) == math.inf
+    with pytest.raises(ValueError, match="no samples"):
+        timing.median_ci([])
+
+
+def test_adaptive_reps_stop_once_the_median_is_stable():
+    clock = FakeClock()
+    fn, calls = timed_fn(clock, [50.0])  # constant: the CI is 0 after the first batch
+    stats = benchmark(fn, "per_call_events", warmup=0, clock=clock, min_reps=10, max_reps=1000)
+    assert stats.reps == 10 and len(calls) == 1 + 10
+    assert stats.median_us == 50.0
+
+
+def test_adaptive_reps_grow_while_noisy_and_stop_at_max_reps_or_budget():
+    clock = FakeClock()
+    noisy = [10.0, 30.0] * 1000  # two values: the median's CI spans both forever
+    fn, calls = timed_fn(clock, [1.0] + noisy)
+    stats = benchmark(fn, "per_call_events", warmup=0, clock=clock, min_reps=10, max_reps=100, budget_ms=1e9)
+    assert stats.reps == 100  # never stable: max_reps
+    clock = FakeClock()
+    fn, calls = timed_fn(clock, [1.0] + noisy)
+    stats = benchmark(fn, "per_call_events", warmup=0, clock=clock, min_reps=10, max_reps=1000, budget_ms=0.5)
+    # 20 us per call on average: batches of max(10, n // 2) reach 0.2, 0.4, 0.6 ms; 0.6 >= 0.5 ms stops at 30
+    assert stats.reps == 30
+
+
+def test_adaptive_cuda_graph_counts_calls_and_takes_min_samples_replays():
+    clock = FakeClock()
+    fn, calls = timed_fn(clock, [4.0])
+    stats = benchmark(fn, "cuda_graph", warmup=0, clock=clock, min_reps=10, graph_calls=10, first_call_s=0.0)
+    assert stats.reps == timing.MIN_SAMPLES * 10 and stats.median_us == 4.0
+    assert clock.replays == 1 + timing.MIN_SAMPLES
+
+
+def test_warmup_is_cut_short_after_warmup_ms():
+    clock = FakeClock()
+    fn, calls = timed_fn(clock, [2000.0])  # 2 ms calls: 25 warmups would be 50 ms
+    benchmark(fn, "per_call_events", warmup=25, clock=clock, reps=1, first_call_s=0.0, warmup_ms=15.0)
+    assert len(calls) == 10 + 1  # two chunks of 5 (10 ms, then 20 ms >= 15 ms), then one rep
+    clock = FakeClock()
+    fn, calls = timed_fn(clock, [2000.0])
+    benchmark(fn, "per_call_events", warmup=25, clock=clock, reps=1, first_call_s=0.0, warmup_ms=None)
+    assert len(calls) == 25 + 1

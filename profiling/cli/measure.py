@@ -1,4 +1,5 @@
-"""`seed` (the source text's experiment, three timing methods) and `sweep` (results table) commands."""
+"""`seed` (the source text's experiment, three timing methods), `sweep` (results table) and `drift` (repeat run
+vs first run) commands."""
 
 from __future__ import annotations
 
@@ -50,8 +51,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument("--no-trace", action="store_true", help="skip the torch.profiler kernel-name trace")
     sweep.add_argument("--retry-errors", action="store_true", help="measure every error row of --out again "
                        "(default: only transient ones, e.g. CUDA out of memory or driver errors)")
+    sweep.add_argument("--compile-workers", type=_non_negative_int, help="worker processes that compile the "
+                       "kernels ahead of timing (default: min(16, CPU cores); 0: compile in-process while sweeping)")
+    sweep.add_argument("--trace-config", action="append", default=None, metavar="VARIANT:DTYPE:N",
+                       help="keep a Chrome trace (torch.profiler) of this config in <out stem>_traces/ with an "
+                       "index.json (repeatable; default: a few of the seed's shape and wide rows that the sweep runs)")
+    sweep.add_argument("--compare-with", metavar="OLD", help="after the sweep, print the per-config median drift "
+                       "against this earlier results file (configs over 20 us; goal within 3%%)")
     sweep.add_argument("--out", required=True, metavar="FILE", help="results .parquet or .csv (resumed if present)")
     sweep.set_defaults(handler=run_sweep_command)
+
+    drift = subparsers.add_parser("drift", help="per-config median drift between two results files (a repeat run)",
+                                  description="Pair the configs timed in both files and print second / first - 1 "
+                                  "of their medians, for configs whose first median is at least --min-us.")
+    drift.add_argument("first", metavar="FIRST", help="results file of the first run")
+    drift.add_argument("second", metavar="SECOND", help="results file of the repeat run")
+    drift.add_argument("--min-us", type=_positive_float, default=20.0, help="leave out configs faster than this in "
+                       "the first run (us, default 20)")
+    drift.add_argument("--limit", type=_positive_float, default=0.03, help="drift counted as within (default 0.03)")
+    drift.add_argument("--methods", type=str_list, help="comma list of timing methods (default all)")
+    drift.add_argument("--out", metavar="FILE", help="also write the per-config table (.csv or .parquet)")
+    drift.set_defaults(handler=run_drift_command)
 
 
 def _non_negative_int(text: str) -> int:
@@ -226,22 +246,27 @@ def _progress_reporter(stream: Any = None) -> tuple[Any, Any]:
         from tqdm import tqdm
     except ImportError:
         tqdm = None
+    from ..sweep import ProgressClock
+
     bar: dict[str, Any] = {}
+    clock = ProgressClock()
 
     def callback(done: int, total: int, config: Any) -> None:
+        text = clock.text(done, total)
         if tqdm is not None:
             if "bar" not in bar:
                 bar["bar"] = tqdm(total=total, unit="config", file=stream)
-            bar["bar"].set_postfix_str(config.label(), refresh=False)
+            bar["bar"].set_postfix_str(f"{config.label()}; {text}", refresh=False)
             bar["bar"].update(done - bar["bar"].n)
         else:
-            stream.write(f"[{done}/{total}] {config.label()}\n")
+            stream.write(f"[{text}] {config.label()}\n")
             stream.flush()
 
     def close() -> None:
         if "bar" in bar:
             bar["bar"].close()
 
+    callback.start = clock.start  # type: ignore[attr-defined]  # run_sweep's timing_started
     return callback, close
 
 
@@ -307,6 +332,21 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     estimate = estimate_seconds(configs, methods, reps=args.reps, warmup=args.warmup)
     sys.stderr.write(f"{len(configs)} configs x {len(methods)} methods, estimated {estimate / 60:.1f} min "
                      "(less when resuming)\n")
+    old_table = None
+    if args.compare_with:
+        try:
+            old_table = load_results(args.compare_with)
+        except ResultsError as error:
+            raise CLIError(f"--compare-with: {error}") from None
+    from .. import sweep as sweep_module
+    from ..precompile import default_workers
+
+    try:
+        trace_configs = [] if args.no_trace else sweep_module.pick_trace_configs(
+            configs, args.trace_config or sweep_module.DEFAULT_TRACE_CONFIGS, strict=args.trace_config is not None)
+    except ValueError as error:
+        raise CLIError(f"--trace-config: {error}") from None
+    workers = default_workers() if args.compile_workers is None else args.compile_workers
     deadline = time.monotonic() + args.max_minutes * 60 if args.max_minutes else None
     callback, close = _progress_reporter()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -314,7 +354,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         with save_on_signals():
             table = run_sweep(configs, methods=methods, out=out, reps=args.reps, warmup=args.warmup,
                               trace=not args.no_trace, progress=callback, retry_errors=args.retry_errors,
-                              cancel=(lambda: time.monotonic() > deadline) if deadline else None)
+                              cancel=(lambda: time.monotonic() > deadline) if deadline else None,
+                              compile_workers=workers, timing_started=callback.start, trace_configs=trace_configs)
     except Stopped as stop:
         close()
         sys.stderr.write(f"stopped by {stop}: the rows measured so far are saved in {out} (rerun to resume)\n")
@@ -327,4 +368,50 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     state = "stopped at --max-minutes (rerun to resume)" if info.get("cancelled") else "done"
     print(f"{state}: {info.get('done', 0)} configs run, {info.get('skipped_existing', 0)} already in {out}, "
           f"{info.get('errors', 0)} error rows; {len(table)} rows in {out} ({info.get('seconds', 0):.0f} s)")
+    for line in sweep_report_lines(info):
+        print(line)
+    if old_table is not None:
+        from ..drift import drift_lines, repeat_drift
+
+        for line in drift_lines(repeat_drift(old_table, table)):
+            print(line)
+    return 0
+
+
+def sweep_report_lines(info: dict[str, Any]) -> list[str]:
+    """Where a sweep's wall time went (phase seconds), its compile warm-up and the traces it kept."""
+    lines = []
+    phases = info.get("phase_s") or {}
+    if phases:
+        lines.append("wall time by phase: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()))
+    pre = info.get("precompile") or {}
+    if pre:
+        lines.append(f"compile warm-up: {pre.get('compiled', 0)} kernels in {pre.get('workers', 0)} workers, "
+                     f"{pre.get('failed', 0)} left to in-process JIT, {pre.get('seconds', 0):.1f} s"
+                     + (f" ({pre['broken']})" if pre.get("broken") else ""))
+    if info.get("traces"):
+        lines.append(f"Chrome traces kept: {', '.join(info['traces'])}")
+    return lines
+
+
+def run_drift_command(args: argparse.Namespace) -> int:
+    """`drift FIRST SECOND`: the per-config median drift table's summary (and the table with --out)."""
+    from ..drift import drift_lines, repeat_drift
+    from ..results import ResultsError, load_results
+
+    tables = []
+    for label, path in (("FIRST", args.first), ("SECOND", args.second)):
+        try:
+            tables.append(load_results(path))
+        except ResultsError as error:
+            raise CLIError(f"{label}: {error}") from None
+    result = repeat_drift(*tables, min_us=args.min_us, methods=tuple(args.methods) if args.methods else None)
+    for line in drift_lines(result, args.limit, args.min_us):
+        print(line)
+    if args.out:
+        out = Path(args.out)
+        if out.suffix.lower() not in (".csv", ".parquet"):
+            raise CLIError(f"--out {args.out}: unsupported suffix {out.suffix!r}; allowed: .csv or .parquet")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        result.to_csv(out, index=False) if out.suffix.lower() == ".csv" else result.to_parquet(out, index=False)
     return 0

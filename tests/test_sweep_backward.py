@@ -189,3 +189,20 @@ def test_fake_clock_first_call_holds_the_backward_setup():
     row = table.iloc[0]
     assert row["error"] == "" and row["first_call_s"] == 0.5 and row["median_us"] == 2.0
     assert row["gbps"] == pytest.approx(bytes_moved(2, 16, "fp32", "backward") / 2e-6 / 1e9)
+
+
+def test_cli_directions_option(capsys):
+    from profiling.cli import measure as cli_measure
+    from tests.test_cli_measure import fail, parse
+
+    args = parse(["sweep", "--out", "x.parquet", "--variants", "torch,teaching", "--n", "100", "--dtypes", "fp16",
+                  "--num-warps", "4,8", "--directions", "backward,forward_backward"])
+    configs = cli_measure.sweep_configs_from_args(args)
+    assert sorted((c.variant, c.direction) for c in configs) == [
+        ("teaching", "backward"), ("teaching", "forward_backward"), ("teaching", "forward_backward"),
+        ("torch", "backward"), ("torch", "forward_backward")]
+    default = cli_measure.sweep_configs_from_args(parse(["sweep", "--out", "x.csv", "--variants", "torch"]))
+    assert {c.direction for c in default} == {"forward"}
+    line = fail(capsys, ["sweep", "--out", "x.csv", "--directions", "forward,up"])
+    assert "unknown direction(s) up; allowed: forward, backward, forward_backward" in line
+    assert "--directions is empty" in fail(capsys, ["sweep", "--out", "x.csv", "--directions", ""])

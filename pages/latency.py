@@ -1,6 +1,9 @@
-"""Latency: torch vs each Triton variant vs N, spread band, GB/s vs copy bandwidth, speedup, regimes."""
+"""Latency: torch vs each Triton variant vs N, spread band, GB/s vs copy bandwidth, speedup, regimes; forward,
+backward or forward + backward rows."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import streamlit as st
 
@@ -10,6 +13,17 @@ from profiling import figures
 
 st.title("Latency")
 ctx = ui.context()
+direction = st.selectbox("Direction", list(dd.DIRECTION_LABELS), format_func=dd.direction_label, key="lat_direction",
+                         help="forward: y = softmax(x); backward: dx from a saved y and dy; forward + backward: one "
+                              "training step through autograd")
+absent = dd.absent_directions_note(ctx.df)
+if absent:
+    st.caption(absent)
+missing = dd.missing_direction_note(ctx.df, direction)
+if missing:
+    st.info(missing, icon=":material/info:")
+    st.stop()
+filtered = dd.apply_filters(ctx.df, replace(ctx.filters, direction=direction), method=False)
 opts = dd.options(ctx.df)
 c = st.columns([2, 1, 1])
 method = c[0].radio("Timing method", opts["methods"], horizontal=True, key="lat_method",
@@ -17,7 +31,7 @@ method = c[0].radio("Timing method", opts["methods"], horizontal=True, key="lat_
 band = c[1].toggle("p20..p80 band", True, key="lat_band")
 shade = c[2].toggle("Shade regimes", True, key="lat_regimes")
 dtype = ctx.dtype
-part = ctx.filtered[(ctx.filtered["method"] == method) & (ctx.filtered["dtype"] == dtype)]
+part = filtered[(filtered["method"] == method) & (filtered["dtype"] == dtype)]
 if dd.ran(part).empty:
     ui.empty(f"no timed rows for {dtype} with {method}")
     st.stop()
@@ -28,7 +42,7 @@ if shade and dd.setups(part):
     st.caption("Regime shading is off: the rows hold several GPUs / runs / files, whose regimes differ (see the "
                "table below).")
 best = dd.best_per_n(part)
-ui.chart(figures.latency_figure(ctx.filtered, method, dtype, spans, band), best, "lat_time",
+ui.chart(figures.latency_figure(filtered, method, dtype, spans, band), best, "lat_time",
          "Fastest config of each variant at each N (hover for its tunables); band: p20..p80 of the samples; "
          "dotted: powers of two, where BLOCK_SIZE doubles.")
 st.caption(f"Regimes are derived from the data for the fastest Triton variant at each N: **spill-bound** when its "
@@ -42,11 +56,11 @@ speedups = dd.speedup_vs_torch(part)
 if speedups.empty:
     ui.empty("no torch baseline in the filtered rows")
 else:
-    ui.chart(figures.speedup_figure(speedups, ctx.filtered, method, dtype),
+    ui.chart(figures.speedup_figure(speedups, filtered, method, dtype),
              speedups[[*dd.setup_keys(speedups), "variant", "n_cols", "num_warps", "tunables", "median_us", "torch_us",
                        "speedup"]],
              "lat_speedup", "Above 1: the Triton variant is faster than torch.softmax at that N.")
-ui.chart(figures.bandwidth_figure(ctx.filtered, method, dtype),
+ui.chart(figures.bandwidth_figure(filtered, method, dtype),
          best[[*dd.setup_keys(best), "variant", "n_cols", "num_warps", "bytes_moved", "median_us", "gbps",
                "copy_fraction"]],
-         "lat_gbps", "Bytes moved = read x + write y = 2·R·N·element size, over the median time.")
+         "lat_gbps", f"Bytes moved = {dd.DIRECTION_BYTES[direction]}, over the median time.")

@@ -7,6 +7,12 @@ tuning grid: odd N, N not a multiple of 8, R not a power of two). Peers (`induct
 profiling/backends) are checked against float64 before timing; a shape a peer does not run, or gets wrong, keeps
 its reason in `<peer>_error` and no time. Targets (issue 8): auto no slower than torch everywhere; on the large
 set >= 85% of copy bandwidth for N <= 32768 and >= 75% up to N = 262144.
+
+Directions (profiling.directions, default forward only): 'backward' times dx from a saved y and dy (torch:
+torch._softmax_backward_data; auto: Blockscope's Triton backward, the path choose_backward picks; peers: their
+backward), 'forward_backward' one training step through autograd (auto: kernels.softmax(x, variant="auto")).
+Each row carries its `direction`; dx is checked against float64 before timing; bytes moved are 3 (backward) and 5
+(forward_backward) x R x N x element size.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from kernels import DTYPE_NAMES, auto, dtype_from_name
 
 from . import timing
 from .autotune import large_set_rows
+from .directions import FORWARD, check_direction, direction_callable, gradient_inputs, parse_directions
 from .results import bytes_moved
 from .sweep import check_result, default_n_values
 
@@ -92,13 +99,17 @@ def _peer_columns(peer: str, x: torch.Tensor, expected: torch.Tensor, tolerance:
 def bench_shape(set_name: str, n_rows: int, n_cols: int, dtype: torch.dtype, copy_gbps: float,
                 method: str = "back_to_back_flushed", gpu_name: str | None = None,
                 benchmark: Callable[..., timing.TimingStats] = timing.benchmark, device: str = "cuda",
-                peers: Sequence[str] = ()) -> dict:
-    """One shape: torch, auto and each peer timed back to back in this process (us), auto's choice, errors."""
+                peers: Sequence[str] = (), direction: str = FORWARD) -> dict:
+    """One shape: torch, auto and each peer timed back to back in this process (us), auto's choice, errors.
+    `direction` 'backward' / 'forward_backward': their dx timed instead (bench_backward_shape)."""
+    if direction != FORWARD:
+        return bench_backward_shape(set_name, n_rows, n_cols, dtype, copy_gbps, method, direction,
+                                    benchmark=benchmark, device=device, peers=peers)
     x = torch.randn(n_rows, n_cols, device=device, dtype=dtype)
     variant, tunables = auto.choose(n_rows, n_cols, dtype, gpu_name)
     row: dict[str, Any] = {"set": set_name, "dtype": DTYPE_NAMES[dtype], "n_rows": n_rows, "n_cols": n_cols,
-                           "auto_variant": variant, "auto_tunables": json.dumps(tunables, sort_keys=True),
-                           "method": method, "error": ""}
+                           "direction": FORWARD, "auto_variant": variant,
+                           "auto_tunables": json.dumps(tunables, sort_keys=True), "method": method, "error": ""}
     expected = kernels.reference_softmax(x)
     error = _max_error(kernels.softmax_auto(x), expected, dtype)
     tolerance = TOLERANCE[row["dtype"]]
@@ -122,24 +133,86 @@ def bench_shape(set_name: str, n_rows: int, n_cols: int, dtype: torch.dtype, cop
     return row
 
 
+def bench_backward_shape(set_name: str, n_rows: int, n_cols: int, dtype: torch.dtype, copy_gbps: float,
+                         method: str, direction: str,
+                         benchmark: Callable[..., timing.TimingStats] = timing.benchmark, device: str = "cuda",
+                         peers: Sequence[str] = ()) -> dict:
+    """One shape's `direction` ('backward' or 'forward_backward'): torch, auto and each peer's dx, checked against
+    float64, then timed (us); the same columns as bench_shape (auto_variant names the Triton backward's path)."""
+    from kernels.backward import choose_backward
+
+    from .backends import unsupported_reason
+
+    x = torch.randn(n_rows, n_cols, device=device, dtype=dtype)
+    reference = kernels.reference_softmax(x)
+    inputs = gradient_inputs(x, seed=0, reference=reference)
+    path, tunables = choose_backward(n_rows, n_cols, dtype)
+    name = DTYPE_NAMES[dtype]
+    row: dict[str, Any] = {"set": set_name, "dtype": name, "n_rows": n_rows, "n_cols": n_cols, "direction": direction,
+                           "auto_variant": f"backward {path}", "auto_tunables": json.dumps(tunables, sort_keys=True),
+                           "method": method, "error": ""}
+    moved = bytes_moved(n_rows, n_cols, name, direction)
+
+    def timed(backend: str) -> tuple[timing.TimingStats | None, str]:
+        reason = unsupported_reason(backend, n_rows, n_cols, dtype, direction)
+        if reason:
+            return None, reason
+        try:
+            fn = direction_callable(direction, backend, {}, x, inputs)
+            wrong, _ = check_direction(direction, fn(), inputs, reference, name)  # first call (compiles) untimed
+            return (None, wrong) if wrong else (benchmark(fn, method), "")
+        except Exception as error:  # a backend failing on a shape is a finding, not a crash
+            text = str(error).strip().splitlines()
+            return None, f"{type(error).__name__}: {text[0][:200] if text else ''}"
+
+    stats: dict[str, timing.TimingStats | None] = {}
+    for backend in (*peers, "torch", "auto"):
+        stats[backend], error = timed(backend)
+        if backend in peers:
+            row[f"{backend}_error"] = error
+        elif error:
+            row["error"] = "; ".join(filter(None, (row["error"], f"{backend}: {error}")))
+    for backend, result in stats.items():
+        prefix = backend
+        row[f"{prefix}_us"] = result.median_us if result else math.nan
+        row[f"{prefix}_p20_us"] = result.p20_us if result else math.nan
+        row[f"{prefix}_p80_us"] = result.p80_us if result else math.nan
+        row[f"{prefix}_gbps"] = moved / (result.median_us * 1e3) if result else math.nan
+    for peer in peers:
+        row[f"auto_vs_{peer}"] = row[f"{peer}_us"] / row["auto_us"]
+    row.update(speedup=row["torch_us"] / row["auto_us"], bytes_moved=moved,
+               auto_copy_fraction=row["auto_gbps"] / copy_gbps, torch_copy_fraction=row["torch_gbps"] / copy_gbps,
+               copy_target=None)
+    return row
+
+
 def run_bench(dtypes: Sequence[str] = ("fp16", "bf16", "fp32"), sets: Sequence[str] = ("default", "large"),
               methods: Sequence[str] = ("back_to_back_flushed",), peers: Sequence[str] = (),
-              progress: Callable[[int, int, tuple], None] | None = None) -> tuple[pd.DataFrame, dict]:
-    """Bench every shape of `sets` x `dtypes` x `methods` on the current GPU, torch, auto and `peers` side by
-    side; returns the table (one row per shape and method) and the environment."""
+              progress: Callable[[int, int, tuple], None] | None = None,
+              directions: Sequence[str] = (FORWARD,)) -> tuple[pd.DataFrame, dict]:
+    """Bench every shape of `sets` x `dtypes` x `methods` x `directions` on the current GPU, torch, auto and
+    `peers` side by side; returns the table (one row per shape, method and direction) and the environment."""
     from .env import fingerprint
 
+    directions = parse_directions(directions)
     env = fingerprint()
-    jobs = [(s, r, n, dtype_from_name(d), m) for d in dtypes for s in sets for r, n in shapes(s, dtype_from_name(d))
-            for m in methods]
+    jobs = [(s, r, n, dtype_from_name(d), m, w) for d in dtypes for s in sets for r, n in shapes(s, dtype_from_name(d))
+            for w in directions for m in methods]
     rows = []
-    for done, (set_name, n_rows, n_cols, dtype, method) in enumerate(jobs):
+    for done, (set_name, n_rows, n_cols, dtype, method, direction) in enumerate(jobs):
         rows.append(bench_shape(set_name, n_rows, n_cols, dtype, env["copy_gbps"], method, env["gpu_name"],
-                                peers=peers))
+                                peers=peers, direction=direction))
         torch.cuda.empty_cache()
         if progress:
-            progress(done + 1, len(jobs), (set_name, DTYPE_NAMES[dtype], n_rows, n_cols, method))
+            progress(done + 1, len(jobs), (set_name, DTYPE_NAMES[dtype], n_rows, n_cols, method, direction))
     return pd.DataFrame(rows), env
+
+
+def sections(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(direction, method, rows) in table order; a table without a `direction` column is all forward."""
+    ways = table["direction"].fillna(FORWARD) if "direction" in table.columns else pd.Series(FORWARD, table.index)
+    keys = list(dict.fromkeys(zip(ways, table["method"], strict=True)))
+    return [(way, method, table[(ways == way) & (table["method"] == method)]) for way, method in keys]
 
 
 def peers_in(table: pd.DataFrame) -> list[str]:
@@ -151,14 +224,15 @@ def peer_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per method and peer: shapes both ran, geomean of peer time / auto time (> 1: auto faster), the worst
     ratio and its shape, shapes under 0.95, and shapes the peer did not run (by reason class)."""
     rows = []
-    for method, part in table.groupby("method", sort=False):
+    for direction, method, part in sections(table):
         for peer in peers_in(part):
             both = part[part[f"{peer}_us"].notna() & (part["error"] == "")]
             ratios = both[f"auto_vs_{peer}"] if len(both) else pd.Series(dtype=float)
             worst = both.loc[ratios.idxmin()] if len(both) else None
             errors = part[f"{peer}_error"].fillna("")
             rows.append({
-                "method": method, "peer": peer, "shapes": len(both), "geomean_auto_speedup": geomean(ratios),
+                "direction": direction, "method": method, "peer": peer, "shapes": len(both),
+                "geomean_auto_speedup": geomean(ratios),
                 "min_auto_speedup": float(ratios.min()) if len(both) else math.nan,
                 "worst_shape": "" if worst is None else f"{worst['dtype']} {worst['n_rows']}x{worst['n_cols']}",
                 "below_0_95": int((ratios < 0.95).sum()),
@@ -225,19 +299,24 @@ def to_markdown(table: pd.DataFrame, env: dict, command: str) -> str:
                   "| method | peer | shapes both ran | geomean auto vs peer | worst | at | below 0.95 | unsupported "
                   "| wrong | failed |", "|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
         for r in peer_summary(table).itertuples():
-            lines.append(f"| {r.method} | {r.peer} | {r.shapes} | {r.geomean_auto_speedup:.2f}x | "
-                         f"{r.min_auto_speedup:.2f}x | {r.worst_shape} | {r.below_0_95} | {r.unsupported} | "
-                         f"{r.wrong} | {r.failed} |")
+            lines.append(f"| {section_label(r.direction, r.method)} | {r.peer} | {r.shapes} | "
+                         f"{r.geomean_auto_speedup:.2f}x | {r.min_auto_speedup:.2f}x | {r.worst_shape} | "
+                         f"{r.below_0_95} | {r.unsupported} | {r.wrong} | {r.failed} |")
         reasons = sorted({(p, str(e)) for p in peers for e in table[f"{p}_error"].fillna("") if e})
         if reasons:
             lines += ["", "Why a peer has no time (distinct reasons):", ""]
             lines += [f"- {p}: {e}" for p, e in reasons]
-    for method in methods:
-        part = table[table["method"] == method]
+    ways = {direction for direction, _, _ in sections(table)}
+    if ways - {FORWARD}:
+        lines += ["", "Directions: `forward` y = softmax(x); `backward` dx from a saved y and dy (auto: Blockscope's "
+                  "Triton backward, `auto variant` names its path; torch: `torch._softmax_backward_data`), 3 x R x N "
+                  "elements moved; `forward_backward` one training step through autograd (auto: `kernels.softmax(x, "
+                  "variant='auto')`), 5 x R x N moved. dx is checked against float64 before timing."]
+    for direction, method, part in sections(table):
         info = summary(part)
         lines += [
             "",
-            f"## `{method}`",
+            f"## `{section_label(direction, method)}`",
             "",
             "- Geometric-mean speedup over torch: " + ", ".join(
                 f"{label} **{info[f'geomean_speedup_{name}']:.2f}x**" for name, label in SET_LABELS.items()
@@ -269,6 +348,11 @@ def to_markdown(table: pd.DataFrame, env: dict, command: str) -> str:
                          f"{r['auto_variant']} | `{r['auto_tunables']}` | {r['auto_us']:.1f} | {r['speedup']:.2f} | "
                          f"{r['auto_gbps']:.0f} | {100 * r['auto_copy_fraction']:.0f}% | {target} |{cells}")
     return "\n".join(lines) + "\n"
+
+
+def section_label(direction: str, method: str) -> str:
+    """'cuda_graph' for forward rows, 'cuda_graph, backward' otherwise."""
+    return method if direction == FORWARD else f"{method}, {direction}"
 
 
 def _short_reason(error: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from .results import ResultsError, concat_results, load_results
+from .results import DEFAULT_DIRECTION, DIRECTION_VALUES, ResultsError, concat_results, load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_PATH = ROOT / "data" / "h200_sweep.parquet"
@@ -23,7 +23,13 @@ DRIVER_OCCUPANCY_PATH = ROOT / "data" / "occupancy_h200.csv"
 TORCH = "torch"
 LAUNCH_BOUND_FACTOR = 1.5  # within 1.5x of the smallest time measured (same dtype, method): launch-bound
 BANDWIDTH_BOUND_FRACTION = 0.6  # at least 60% of the measured copy bandwidth: bandwidth-bound
-CONFIG_COLUMNS = ("variant", "dtype", "n_rows", "n_cols", "num_warps", "tunables")
+CONFIG_COLUMNS = ("variant", "dtype", "n_rows", "n_cols", "num_warps", "tunables", "direction")
+DIRECTION_LABELS: dict[str, str] = {"forward": "forward", "backward": "backward",
+                                    "forward_backward": "forward + backward"}
+DIRECTION_BYTES: dict[str, str] = {"forward": "read x + write y = 2·R·N·element size",
+                                   "backward": "read y + dy + write dx = 3·R·N·element size",
+                                   "forward_backward": "forward + backward = 5·R·N·element size"}
+DIRECTIONS_COMMAND = "python -m profiling sweep --directions forward,backward,forward_backward --out FILE"
 
 __all__ = ["BUNDLED_PATH", "NCU_PATH", "Filters", "ResultsError", "load_table", "load_many"]
 
@@ -48,7 +54,8 @@ def load_many(named: dict[str, pd.DataFrame]) -> pd.DataFrame:
 @dataclass(frozen=True)
 class Filters:
     """The sidebar's shared filters. None means 'all' (an empty tuple: none); num_warps never drops torch rows
-    (NA num_warps)."""
+    (NA num_warps). `direction` is 'forward' unless a page picks another (the Latency page's switch): pages
+    that know nothing of backward timings never mix them in."""
 
     variants: tuple[str, ...] | None = None
     dtype: str | None = None
@@ -57,6 +64,7 @@ class Filters:
     method: str | None = None
     sources: tuple[str, ...] | None = None
     n_rows: int | None = None
+    direction: str | None = DEFAULT_DIRECTION
 
 
 def apply_filters(df: pd.DataFrame, filters: Filters, *, method: bool = True) -> pd.DataFrame:
@@ -76,7 +84,47 @@ def apply_filters(df: pd.DataFrame, filters: Filters, *, method: bool = True) ->
         keep &= df["method"] == filters.method
     if filters.sources is not None and "source" in df.columns:
         keep &= df["source"].isin(filters.sources)
+    if filters.direction is not None:
+        keep &= directions_of(df) == filters.direction
     return df[keep.fillna(False).astype(bool)]
+
+
+def directions_of(df: pd.DataFrame) -> pd.Series:
+    """Each row's direction ('forward' where the column is missing or empty: files from before it existed)."""
+    if "direction" not in df.columns:
+        return pd.Series(DEFAULT_DIRECTION, index=df.index, dtype="string")
+    return df["direction"].astype("string").fillna(DEFAULT_DIRECTION)
+
+
+def directions_in(df: pd.DataFrame) -> list[str]:
+    """The directions with rows in `df`, in schema order (forward, backward, forward_backward)."""
+    present = set(directions_of(df))
+    return [d for d in DIRECTION_VALUES if d in present]
+
+
+def direction_label(direction: str) -> str:
+    """'forward_backward' -> 'forward + backward' (other names as they are)."""
+    return DIRECTION_LABELS.get(direction, direction)
+
+
+def absent_directions_note(df: pd.DataFrame) -> str | None:
+    """None when `df` holds every direction; else which are not in it and the sweep command that captures them."""
+    absent = [direction_label(d) for d in DIRECTION_VALUES if d not in directions_in(df)]
+    if not absent:
+        return None
+    return (f"Not in this data: {' and '.join(absent)} rows (capture them on a GPU with `{DIRECTIONS_COMMAND}`).")
+
+
+def missing_direction_note(df: pd.DataFrame, direction: str) -> str | None:
+    """None when `df` has rows of `direction`; else what to say instead of a chart: which directions the data
+    holds and the sweep command that captures the missing one on a GPU."""
+    present = directions_in(df)
+    if direction in present:
+        return None
+    held = " and ".join(direction_label(d) for d in present) or "no"
+    return (f"No {direction_label(direction)} rows in this data: it holds {held} timings only. Backward timings "
+            f"are captured on a GPU with `{DIRECTIONS_COMMAND}` (add `--variants`, `--n` and `--dtypes` to keep "
+            "it short); load that file here.")
 
 
 def hidden_by_filters(df: pd.DataFrame, filters: Filters) -> str | None:
@@ -103,7 +151,8 @@ def hidden_by_filters(df: pd.DataFrame, filters: Filters) -> str | None:
     if not parts:
         return None
     kept = apply_filters(df, Filters(variants=filters.variants, n_range=filters.n_range, n_rows=filters.n_rows,
-                                     num_warps=filters.num_warps, sources=filters.sources), method=False)
+                                     num_warps=filters.num_warps, sources=filters.sources, direction=None),
+                         method=False)
     return f"Filters hide {'; '.join(parts)}: {len(df) - len(kept):,} of {len(df):,} rows."
 
 
@@ -137,7 +186,7 @@ def config_label(row: pd.Series | dict) -> str:
 
 
 SETUP = "setup"  # label column of one GPU / run / file, added where several are loaded (with_setup)
-_RUN_KEYS = ("gpu_name", "variant", "dtype", "n_rows", "n_cols", "tunables", "method")
+_RUN_KEYS = ("gpu_name", "variant", "dtype", "n_rows", "n_cols", "tunables", "method", "direction")
 
 
 def setup_columns(df: pd.DataFrame) -> list[str]:

@@ -14,12 +14,15 @@ Config
   rows_per_program: Int64 - rows in one program's tile (<NA> for torch)
   programs: Int64 - programs (CTAs) launched (<NA> for torch)
   tunables: string - JSON object of the variant's resolved tunables ('{}' for torch)
+  direction: string - what was timed: 'forward' (y from x; files without the column load as forward), 'backward'
+    (dx from a saved y and dy) or 'forward_backward' (one training step: forward, then dx through autograd)
 Timing (one row per method)
   method: string - 'per_call_events' | 'back_to_back_flushed' | 'cuda_graph' | 'none' (compile-only rows)
   median_us, p20_us, p80_us, min_us, max_us: Float64 - steady-state time per call, microseconds
   reps: Int64 - timed repetitions behind the statistics
   first_call_s: Float64 - first call (JIT compile + launch), seconds
-  bytes_moved: Int64 - read x + write y = 2 * R * N * element size, bytes
+  bytes_moved: Int64 - forward: read x + write y = 2 * R * N * element size; backward: read y + dy + write dx
+    = 3 * R * N * element size; forward_backward: 5 * R * N * element size (the two added), bytes
   gbps: Float64 - bytes_moved / median time, GB/s (1e9 bytes/s)
   copy_fraction: Float64 - gbps / copy_gbps (same GPU, same run)
 Compile facts (Triton variants; <NA> for torch)
@@ -36,7 +39,8 @@ Evidence
   error: string - '' when the config ran; otherwise why not (the row is kept): 'unsupported: <backend>: ...'
     (a shape or setup the backend does not run), 'wrong result: ...' (checked against float64 before timing;
     never timed), 'skipped: ...' (predicted pathological compile), or the exception
-  max_abs_error: Float64 - max |y - float64 softmax| of the checked first call (inf when NaN appears wrongly)
+  max_abs_error: Float64 - max |y - float64 softmax| of the checked first call (inf when NaN appears wrongly);
+    backward directions: max |dx - float64 dx|
   kernel_source: string - generated kernel code where a backend generates it (Inductor's output module)
 Numerics (profiling.numerics; <NA> where not measured): each output element's distance from the float64
 softmax rounded to the output dtype, in ULPs of that dtype (NaN vs number = +inf)
@@ -74,7 +78,7 @@ SCHEMA_VERSION = 1
 CONFIG_COLUMNS: dict[str, str] = {
     "variant": "string", "dtype": "string", "n_rows": "Int64", "n_cols": "Int64", "num_warps": "Int64",
     "num_stages": "Int64", "tile_width": "Int64", "rows_per_program": "Int64", "programs": "Int64",
-    "tunables": "string",
+    "tunables": "string", "direction": "string",
 }
 TIMING_COLUMNS: dict[str, str] = {
     "method": "string", "median_us": "Float64", "p20_us": "Float64", "p80_us": "Float64", "min_us": "Float64",
@@ -104,6 +108,9 @@ TIMING_METHODS: tuple[str, ...] = ("per_call_events", "back_to_back_flushed", "c
 REQUIRED_COLUMNS: tuple[str, ...] = ("variant", "dtype", "n_rows", "n_cols", "method", "median_us")
 METHOD_VALUES: tuple[str, ...] = (*TIMING_METHODS, "none")
 DTYPE_VALUES: tuple[str, ...] = ("fp16", "bf16", "fp32")
+DIRECTION_VALUES: tuple[str, ...] = ("forward", "backward", "forward_backward")
+DEFAULT_DIRECTION = "forward"  # rows without a direction (files written before the column existed)
+BYTES_PER_ELEMENT_PASS: dict[str, int] = {"forward": 2, "backward": 3, "forward_backward": 5}  # R x N passes moved
 ELEMENT_BYTES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp32": 4}
 SOURCE_COLUMN = "source"  # optional, added by concat_results(..., sources=...): which file a row came from
 PARQUET_VERSION_KEY = b"blockscope_schema_version"
@@ -127,6 +134,8 @@ def _cast(series: pd.Series, name: str, dtype: str) -> pd.Series:
     try:
         if dtype == "string":
             out = series.astype("string")
+            if name == "direction":
+                return out.mask(out == "").fillna(DEFAULT_DIRECTION)
             return out.fillna("") if name == "error" else out.mask(out == "")
         if dtype == "Int64":
             if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
@@ -180,7 +189,8 @@ def _first_bad_value(series: pd.Series, dtype: str) -> str:
 def normalize(df: pd.DataFrame) -> pd.DataFrame:
     """Schema columns first (missing ones added as NA), cast to the schema dtypes; extra columns kept after.
 
-    String columns hold NA rather than '' except `error`, where '' means the config ran.
+    String columns hold NA rather than '' except `error`, where '' means the config ran, and `direction`, where a
+    missing value (a file from before the column) means 'forward'.
     """
     if not isinstance(df, pd.DataFrame):
         raise ResultsError(f"expected a pandas DataFrame, got {type(df).__name__}")
@@ -216,6 +226,8 @@ def validate(df: pd.DataFrame, name: str = "results") -> pd.DataFrame:
 
     check(~df["method"].isin(METHOD_VALUES), f"with method outside {', '.join(METHOD_VALUES)}")
     check(~df["dtype"].isin(DTYPE_VALUES), f"with dtype outside {', '.join(DTYPE_VALUES)}")
+    if "direction" in df.columns:
+        check(~df["direction"].isin(DIRECTION_VALUES), f"with direction outside {', '.join(DIRECTION_VALUES)}")
     check(df["variant"].isna(), "without a variant")
     for column in ("n_rows", "n_cols"):
         check(df[column].isna() | (df[column] < 1), f"with {column} missing or < 1")
@@ -455,13 +467,16 @@ def concat_results(frames: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame],
     return normalize(pd.concat(frames, ignore_index=True))
 
 
-def bytes_moved(n_rows: int, n_cols: int, dtype: str | Any) -> int:
-    """Read x + write y: 2 * R * N * element size, in bytes (dtype: 'fp16'/'bf16'/'fp32' or a torch dtype)."""
+def bytes_moved(n_rows: int, n_cols: int, dtype: str | Any, direction: str = DEFAULT_DIRECTION) -> int:
+    """Bytes one call moves (dtype: 'fp16'/'bf16'/'fp32' or a torch dtype): forward reads x + writes y
+    (2 * R * N * element size), backward reads y + dy + writes dx (3 * R * N * ...), forward_backward both (5 *)."""
     key = str(dtype).replace("torch.", "")
     key = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32"}.get(key, key)
     if key not in ELEMENT_BYTES:
         raise ValueError(f"unknown dtype {dtype!r}; allowed: {', '.join(ELEMENT_BYTES)}")
-    return 2 * int(n_rows) * int(n_cols) * ELEMENT_BYTES[key]
+    if direction not in BYTES_PER_ELEMENT_PASS:
+        raise ValueError(f"unknown direction {direction!r}; allowed: {', '.join(DIRECTION_VALUES)}")
+    return BYTES_PER_ELEMENT_PASS[direction] * int(n_rows) * int(n_cols) * ELEMENT_BYTES[key]
 
 
 def gbps(bytes_: int | float, median_us: float) -> float:

@@ -39,6 +39,16 @@ from kernels import DTYPE_NAMES, dtype_from_name, get_variant
 
 from . import timing
 from .backends import PEERS, get_backend, is_peer, unsupported_reason
+from .directions import (
+    BACKWARD,
+    FORWARD,
+    GradientInputs,
+    backward_plan,
+    check_direction,
+    direction_callable,
+    gradient_inputs,
+    parse_directions,
+)
 from .env import arch_of, fingerprint, utc_now_iso
 from .results import (
     COLUMNS,
@@ -111,6 +121,7 @@ class Config:
     n_rows: int
     n_cols: int
     tunables: tuple[tuple[str, int], ...] = ()
+    direction: str = FORWARD  # 'forward' | 'backward' | 'forward_backward' (profiling.directions)
 
     @property
     def tunables_dict(self) -> dict[str, int]:
@@ -118,21 +129,28 @@ class Config:
 
     def label(self) -> str:
         extra = "".join(f" {k}={v}" for k, v in self.tunables)
-        return f"{self.variant} {self.dtype} R={self.n_rows} N={self.n_cols}{extra}"
+        way = "" if self.direction == FORWARD else f" [{self.direction}]"
+        return f"{self.variant} {self.dtype} R={self.n_rows} N={self.n_cols}{extra}{way}"
 
 
-def make_config(variant: str, dtype: str, n_rows: int, n_cols: int, **tunables: int) -> Config:
+def make_config(variant: str, dtype: str, n_rows: int, n_cols: int, *, direction: str = FORWARD,
+                **tunables: int) -> Config:
+    (direction,) = parse_directions([direction])
     return Config(variant, DTYPE_NAMES[dtype_from_name(dtype)], int(n_rows), int(n_cols),
-                  tuple(sorted((k, int(v)) for k, v in tunables.items())))
+                  tuple(sorted((k, int(v)) for k, v in tunables.items())), direction)
 
 
 def build_configs(variants: Sequence[str] | None = None, dtypes: Sequence[str] | None = None,
                   n_values: Sequence[int] | None = None, n_rows: int | Sequence[int] = DEFAULT_ROWS,
                   num_warps: Sequence[int] | None = None,
-                  tunable_grid: Mapping[str, Sequence[int]] | None = None) -> list[Config]:
+                  tunable_grid: Mapping[str, Sequence[int]] | None = None,
+                  directions: Sequence[str] | None = None) -> list[Config]:
     """The cross product, each variant only within its N limit; num_warps and `tunable_grid` values apply to
-    the variants that take that tunable ('torch' and 'auto' take none: one config each). ValueError for
-    unknown variants/dtypes."""
+    the variants that take that tunable ('torch' and 'auto' take none: one config each). `directions`
+    (default forward only): each config once per direction, except that 'backward' configs of Blockscope variants
+    take no tunables (their backward is one Triton kernel whatever the forward's tunables). ValueError for
+    unknown variants/dtypes/directions."""
+    ways = parse_directions(directions)
     variants = list(variants) if variants else list(all_variants())
     for variant in variants:
         if not is_peer(variant):
@@ -154,8 +172,9 @@ def build_configs(variants: Sequence[str] | None = None, dtypes: Sequence[str] |
                         continue
                     accepted = {} if is_peer(variant) else get_variant(variant).tunables
                     axes = [(name, values) for name, values in grid.items() if name in accepted]
-                    for combo in _product(axes):
-                        configs.append(make_config(variant, dtype, r, n, **combo))
+                    for way in ways:
+                        for combo in _product(axes if way != BACKWARD else []):
+                            configs.append(make_config(variant, dtype, r, n, direction=way, **combo))
     return list(dict.fromkeys(configs))
 
 
@@ -172,6 +191,8 @@ def resolve_plan(config: Config, gpu_name: str | None = None) -> kernels.LaunchP
     if is_peer(config.variant):
         return None
     dtype = dtype_from_name(config.dtype)
+    if config.direction == BACKWARD:  # every variant's autograd runs the one Triton backward
+        return backward_plan(config.n_rows, config.n_cols, dtype)
     if config.variant == "auto":
         from kernels import auto
 
@@ -182,8 +203,9 @@ def resolve_plan(config: Config, gpu_name: str | None = None) -> kernels.LaunchP
 
 
 def resolved_tunables_json(config: Config, plan: kernels.LaunchPlan | None) -> str:
-    """JSON of the resolved tunables ('{}' for peers and auto; the requested ones when the plan failed)."""
-    if config.variant == "auto" or is_peer(config.variant):
+    """JSON of the resolved tunables ('{}' for peers and auto; the requested ones when the plan failed; the Triton
+    backward's for a Blockscope variant's 'backward' config)."""
+    if is_peer(config.variant) or (config.variant == "auto" and config.direction != BACKWARD):
         return "{}"
     tunables = plan.tunables if plan is not None else config.tunables_dict
     return json.dumps({k: int(v) for k, v in tunables.items()}, sort_keys=True)
@@ -331,11 +353,12 @@ def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
 
 
-def row_key(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str, method: str) -> tuple:
-    return (str(variant), str(dtype), int(n_rows), int(n_cols), str(tunables), str(method))
+def row_key(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str, method: str,
+            direction: str = FORWARD) -> tuple:
+    return (str(variant), str(dtype), int(n_rows), int(n_cols), str(tunables), str(method), str(direction))
 
 
-KEY_COLUMNS: tuple[str, ...] = ("variant", "dtype", "n_rows", "n_cols", "tunables", "method")
+KEY_COLUMNS: tuple[str, ...] = ("variant", "dtype", "n_rows", "n_cols", "tunables", "method", "direction")
 RESUME_ENV_COLUMNS: tuple[str, ...] = ("gpu_name", "torch_version", "triton_version")
 # error rows that say nothing about the config: retried on resume (first line of the error, lower case)
 TRANSIENT_ERROR_MARKERS: tuple[str, ...] = ("out of memory", "cuda error", "cuda driver", "driver error",
@@ -479,6 +502,7 @@ class _Shape:
     key: tuple = ()
     x: torch.Tensor | None = None
     reference: torch.Tensor | None = None
+    gradients: GradientInputs | None = None  # y, dy and reference dx of the backward directions (made when needed)
 
 
 @dataclass
@@ -585,7 +609,7 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
                 plan_error = _error_text(error)
             tunables = resolved_tunables_json(config, plan)
             todo = [m for m in methods if row_key(config.variant, config.dtype, config.n_rows, config.n_cols, tunables,
-                                                  m) not in done_keys]
+                                                  m, config.direction) not in done_keys]
             if todo:
                 pending.append((config, plan, plan_error, tunables, todo))
             else:
@@ -633,7 +657,7 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
                     state.traces = _keep_traces(trace_configs, new_rows, folder, chrome_tracer, device, env_row, seed)
                 state.add_phase("chrome_traces", time.perf_counter() - tic)
         finally:
-            shape.x = shape.reference = None
+            shape.x = shape.reference = shape.gradients = None
             save()
         table = _table(existing.drop(index=replaced), new_rows)
         state.seconds = time.perf_counter() - started
@@ -746,10 +770,12 @@ class ProgressClock:
         return format_progress(done, total, self._now() - self._start)
 
 
-def _config_from_row(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str) -> Config:
-    """The config a results row came from (its resolved tunables are valid requested ones)."""
-    given = {} if variant == "auto" or is_peer(variant) else json.loads(tunables or "{}")
-    return make_config(variant, dtype, int(n_rows), int(n_cols), **given)
+def _config_from_row(variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str,
+                     direction: str = FORWARD) -> Config:
+    """The config a results row came from (its resolved tunables are valid requested ones; a 'backward' row's are
+    the Triton backward's, which its config does not take)."""
+    given = {} if variant == "auto" or is_peer(variant) or direction == BACKWARD else json.loads(tunables or "{}")
+    return make_config(variant, dtype, int(n_rows), int(n_cols), direction=direction, **given)
 
 
 def _trace_pass(existing: pd.DataFrame, new_rows: list[dict[str, Any]], tracer: Tracer, device: torch.device,
@@ -757,7 +783,7 @@ def _trace_pass(existing: pd.DataFrame, new_rows: list[dict[str, Any]], tracer: 
     """Fill kernel_names of error-free rows lacking them (this run's and the file's), one traced call per config.
 
     Updates `new_rows` in place; returns `existing` with names filled and whether any of its rows changed."""
-    key_cols = ["variant", "dtype", "n_rows", "n_cols", "tunables"]
+    key_cols = ["variant", "dtype", "n_rows", "n_cols", "tunables", "direction"]
     wanted: dict[tuple, list] = {}
     for row in new_rows:
         if not row["error"] and row.get("kernel_names") is None:
@@ -775,11 +801,18 @@ def _trace_pass(existing: pd.DataFrame, new_rows: list[dict[str, Any]], tracer: 
             config = _config_from_row(*key)
             dtype = dtype_from_name(config.dtype)
             if shape.key != (config.dtype, config.n_rows, config.n_cols):
-                shape.x = None
+                shape.x = shape.gradients = None
                 generator = torch.Generator(device=device).manual_seed(seed)
                 shape.x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
                 shape.key = (config.dtype, config.n_rows, config.n_cols)
-            names = tracer(backend_callable(config, shape.x))
+            if config.direction == FORWARD:
+                fn = backend_callable(config, shape.x)
+            else:
+                shape.gradients = shape.gradients or gradient_inputs(shape.x, seed)
+                fn = direction_callable(config.direction, config.variant, config.tunables_dict, shape.x,
+                                        shape.gradients)
+                fn()  # setup (a compile) outside the trace, as the timed rows had it
+            names = tracer(fn)
         except Exception:  # names are evidence: a failing trace leaves NA
             continue
         text = "; ".join(names) if names else None
@@ -789,7 +822,7 @@ def _trace_pass(existing: pd.DataFrame, new_rows: list[dict[str, Any]], tracer: 
             elif text is not None:
                 existing.loc[target, "kernel_names"] = text
                 changed = True
-    shape.x = None
+    shape.x = shape.gradients = None
     return existing, changed
 
 
@@ -811,7 +844,8 @@ def _source_hash_or_none(variant: str) -> str | None:
 def _base_row(config: Config, plan: kernels.LaunchPlan | None, tunables: str) -> dict[str, Any]:
     row = dict.fromkeys(COLUMNS)
     row.update(variant=config.variant, dtype=config.dtype, n_rows=config.n_rows, n_cols=config.n_cols,
-               tunables=tunables, bytes_moved=bytes_moved(config.n_rows, config.n_cols, config.dtype), error="",
+               tunables=tunables, direction=config.direction, error="",
+               bytes_moved=bytes_moved(config.n_rows, config.n_cols, config.dtype, config.direction),
                kernel_source_hash=_source_hash_or_none(config.variant))
     if plan is not None:
         row.update(num_warps=plan.num_warps, num_stages=plan.num_stages, tile_width=plan.tile_width,
@@ -862,15 +896,16 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
     if problem:
         return error_rows(problem)
     dtype = dtype_from_name(config.dtype)
-    if is_peer(config.variant):
-        reason = unsupported_reason(config.variant, config.n_rows, config.n_cols, dtype)
+    backward = config.direction != FORWARD
+    if is_peer(config.variant) or backward:
+        reason = unsupported_reason(config.variant, config.n_rows, config.n_cols, dtype, config.direction)
         if reason:
             return error_rows(reason)
     tic = time.perf_counter()
     try:
         key = (config.dtype, config.n_rows, config.n_cols)
         if shape.key != key:
-            shape.x = shape.reference = None
+            shape.x = shape.reference = shape.gradients = None
             if device.type == "cuda":
                 torch.cuda.empty_cache()
             generator = torch.Generator(device=device).manual_seed(seed)
@@ -878,14 +913,21 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
             shape.reference = kernels.reference_softmax(shape.x)
             shape.key = key
         x = shape.x
-        fn = backend_callable(config, x)
+        if backward and shape.gradients is None:
+            shape.gradients = gradient_inputs(x, seed, shape.reference)
+        fn = (direction_callable(config.direction, config.variant, config.tunables_dict, x, shape.gradients)
+              if backward else backend_callable(config, x))
         result: list[torch.Tensor] = []
         first_call_s = timing.first_call_seconds(lambda: result.append(fn()), clock)
         base["first_call_s"] = first_call_s
         if compile_cap_s is not None and plan is not None and first_call_s > compile_cap_s:
             state.slow_compiles.append((plan.variant, lanes_per_thread(plan)))
-        wrong, base["max_abs_error"] = check_result(result[0], shape.reference, config.dtype)
-        if not wrong:  # ULP columns against the same float64 reference; {} when they cannot be computed
+        if backward:  # dx against the float64 gradient
+            wrong, base["max_abs_error"] = check_direction(config.direction, result[0], shape.gradients,
+                                                           shape.reference, config.dtype)
+        else:
+            wrong, base["max_abs_error"] = check_result(result[0], shape.reference, config.dtype)
+        if not wrong and not backward:  # ULP columns vs the same float64 reference; {} when they cannot be computed
             from .numerics import sweep_columns
 
             base.update(sweep_columns(result[0], shape.reference))
@@ -899,9 +941,9 @@ def _run_config(config: Config, plan: kernels.LaunchPlan | None, plan_error: str
     finally:
         state.add_phase("first_call_and_check", time.perf_counter() - tic)
     tic = time.perf_counter()
-    if is_peer(config.variant):
+    if is_peer(config.variant) and not backward:
         base.update(peer_compile_facts(config, x, arch))
-    if plan is not None:
+    if plan is not None and config.direction != BACKWARD:  # forward_backward: the forward kernel's facts
         base["programs"] = _launched_programs(plan, x)
         try:
             facts = compile_facts(config, plan, arch)
@@ -967,7 +1009,9 @@ def estimate_seconds(configs: Sequence[Config], methods: Sequence[str] = timing.
             if key not in kernels_seen:
                 kernels_seen.add(key)
                 total += compile_s
-        kernel_us = bytes_moved(config.n_rows, config.n_cols, config.dtype) / (hbm_gbps * 1e3) + 4.0
+        launches = 2 if config.direction == "forward_backward" else 1
+        kernel_us = (bytes_moved(config.n_rows, config.n_cols, config.dtype, config.direction) / (hbm_gbps * 1e3)
+                     + 4.0 * launches)
         total += config_overhead_s + 3 * kernel_us * 1e-6  # + input, reference and check
         n = reps if reps is not None else timing.choose_reps(kernel_us, target_ms, min_reps, max_reps)
         for method in methods:

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from profiling.results import ELEMENT_BYTES, TIMING_METHODS, normalize
+from profiling.results import BYTES_PER_ELEMENT_PASS, ELEMENT_BYTES, TIMING_METHODS, normalize
 
 SM_COUNT = 132
 COPY_GBPS = 4000.0
@@ -83,19 +83,22 @@ def synthetic_results(seed: int = 0, n_values: tuple[int, ...] = DEFAULT_N,
                       variants: tuple[str, ...] = ("torch", "teaching", "multirow", "online", "persistent"),
                       dtypes: tuple[str, ...] = ("fp16", "fp32"), num_warps: tuple[int, ...] = (4, 8),
                       methods: tuple[str, ...] = TIMING_METHODS, gpu_name: str = "NVIDIA H200 (synthetic)",
-                      run_id: str = "synthetic-0") -> pd.DataFrame:
-    """One row per (config, timing method), normalized to the results schema. Deterministic for a seed."""
+                      run_id: str = "synthetic-0", directions: tuple[str, ...] = ("forward",)) -> pd.DataFrame:
+    """One row per (config, timing method, direction), normalized to the results schema. Deterministic for a seed.
+    `directions` other than forward are the same model with their bytes (3 or 5 x R x N, profiling.results)."""
     rng = np.random.default_rng(seed)
     rows: list[dict] = []
     for dtype in dtypes:
         for n in n_values:
-            moved = 2 * N_ROWS * n * ELEMENT_BYTES[dtype]
             for variant in variants:
                 if variant == "multirow" and n > 16384:
                     continue
                 warps_axis = (None,) if variant == "torch" else num_warps
                 for warps in warps_axis:
-                    rows.extend(_config_rows(rng, variant, dtype, n, warps, moved, methods))
+                    for direction in directions:
+                        moved = BYTES_PER_ELEMENT_PASS[direction] * N_ROWS * n * ELEMENT_BYTES[dtype]
+                        rows.extend(row | {"direction": direction}
+                                    for row in _config_rows(rng, variant, dtype, n, warps, moved, methods))
     table = pd.DataFrame(rows)
     env = {"run_id": run_id, "gpu_name": gpu_name, "compute_capability": "9.0", "sm_count": SM_COUNT,
            "driver_version": "580.95.05", "torch_version": "2.13.0+cu130", "triton_version": "3.7.1",

@@ -2,8 +2,11 @@
 
 Each backend is one small adapter (a module here): `available()` and `supports(R, N, dtype)` return None or the
 reason why not, `prepare(x)` returns a zero-argument closure for timing (setup happens on its first call), and
-`evidence(x)` returns the compile facts of the kernels it ran. Optional peers (liger-kernel, quack-kernels) are
-imported only when used: a missing package makes that backend unavailable, with the reason, and nothing else.
+`evidence(x)` returns the compile facts of the kernels it ran. Backward (`has_backward`): `supports_backward(R, N,
+dtype)`, `backward_call(x, y, dy)` (dx from a saved y and dy) and `forward_backward_call(x, dy)` (one training
+step through `differentiable(x)`); a backend without one gives 'unsupported: <name>: ... has no softmax backward'.
+Optional peers (liger-kernel, quack-kernels) are imported only when used: a missing package makes that backend
+unavailable, with the reason, and nothing else.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from .liger import LigerBackend
 from .quack import QuackBackend
 
 PEERS: tuple[str, ...] = ("torch", "inductor", "liger", "quack")
+DIRECTIONS: tuple[str, ...] = ("forward", "backward", "forward_backward")  # results.DIRECTION_VALUES
 _PEER_TYPES: dict[str, type[Backend]] = {"torch": AtenBackend, "inductor": InductorBackend, "liger": LigerBackend,
                                          "quack": QuackBackend}
 _instances: dict[str, Backend] = {}
 
-__all__ = ["PEERS", "UNAVAILABLE", "UNSUPPORTED", "Backend", "Evidence", "KernelFacts", "backend_names",
+__all__ = ["DIRECTIONS", "PEERS", "UNAVAILABLE", "UNSUPPORTED", "Backend", "Evidence", "KernelFacts", "backend_names",
            "compiled_kernel_facts", "compiled_kernels", "get_backend", "is_peer", "status", "unsupported_reason"]
 
 
@@ -50,15 +54,22 @@ def get_backend(name: str) -> Backend:
     return _instances[name]
 
 
-def unsupported_reason(name: str, n_rows: int, n_cols: int, dtype: torch.dtype) -> str | None:
+def unsupported_reason(name: str, n_rows: int, n_cols: int, dtype: torch.dtype,
+                       direction: str = "forward") -> str | None:
     """None when `name` runs this input here; else the row error text: 'unavailable: <name>: ...' when the backend
     cannot run here at all (a sweep resumed where it is installed retries it), 'unsupported: <name>: ...' for a
-    shape outside its support rules (kept)."""
+    shape outside its support rules, or a backward direction it has no backward for (kept). `direction`:
+    'forward', 'backward' or 'forward_backward'."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"unknown direction {direction!r}; allowed: {', '.join(DIRECTIONS)}")
     backend = get_backend(name)
     missing = backend.available()
     if missing:
         return f"{UNAVAILABLE}{name}: {missing}"
-    reason = backend.supports(n_rows, n_cols, dtype)
+    if direction == "forward":
+        reason = backend.supports(n_rows, n_cols, dtype)
+    else:
+        reason = backend.supports_backward(n_rows, n_cols, dtype)
     return f"{UNSUPPORTED}{name}: {reason}" if reason else None
 
 

@@ -69,6 +69,38 @@ class Backend:
         """Compile facts of the kernels this backend ran for `x` (call after the closure ran at least once)."""
         return Evidence(note=f"{self.name} reports no compile facts")
 
+    has_backward: bool = False  # True where backward_call and differentiable are defined
+
+    def supports_backward(self, n_rows: int, n_cols: int, dtype: torch.dtype) -> str | None:
+        """None when backward_call and forward_backward_call run an (R, N) input of `dtype`; otherwise why not
+        (no backward at all, or its limits). The forward's rules apply too (a training step runs both)."""
+        if not self.has_backward:
+            return f"{self.name} has no softmax backward"
+        return self.supports(n_rows, n_cols, dtype)
+
+    def backward_call(self, x: torch.Tensor, y: torch.Tensor, dy: torch.Tensor) -> Callable[[], torch.Tensor]:
+        """A zero-argument closure computing dx = y * (dy - sum(dy * y)) over the last dim from a saved forward
+        output `y` and output gradient `dy` (x: the forward's input, same shape); reads y, dy and writes dx.
+        Setup (compiles) happens on its first call, as for prepare()."""
+        raise NotImplementedError(f"{self.name} has no softmax backward")
+
+    def differentiable(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        """A zero-argument closure computing softmax(x, dim=-1) recorded by autograd (x: a leaf requiring grad)."""
+        raise NotImplementedError(f"{self.name} has no differentiable softmax")
+
+    def forward_backward_call(self, x: torch.Tensor, dy: torch.Tensor) -> Callable[[], torch.Tensor]:
+        """A zero-argument closure running one training step of the op on a leaf copy of `x` (built here, outside
+        the closure): the differentiable forward, then torch.autograd.grad(y, x, dy); returns dx."""
+        leaf = x.detach().requires_grad_()
+        forward = self.differentiable(leaf)
+
+        def step() -> torch.Tensor:
+            with torch.enable_grad():
+                (dx,) = torch.autograd.grad(forward(), leaf, dy)
+            return dx
+
+        return step
+
     def describe(self) -> dict[str, Any]:
         """Name, kind, summary, package and availability as one plain dict (for tables)."""
         return {"backend": self.name, "kind": self.kind, "summary": self.summary, "package": self.package or "",

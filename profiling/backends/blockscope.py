@@ -1,4 +1,5 @@
-"""Every registered Blockscope variant (kernels.VARIANTS, `auto` included) as a backend."""
+"""Every registered Blockscope variant (kernels.VARIANTS, `auto` included) as a backend; backward: the Triton backward
+(kernels/backward.py) that kernels.softmax's autograd runs for every variant."""
 
 from __future__ import annotations
 
@@ -27,6 +28,25 @@ class BlockscopeBackend(Backend):
     def prepare(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         launcher, tunables = self.variant.launcher, self.tunables
         return lambda: launcher(x, **tunables)
+
+    has_backward = True
+
+    def supports_backward(self, n_rows: int, n_cols: int, dtype: torch.dtype) -> str | None:
+        from kernels import backward
+
+        reason = super().supports_backward(n_rows, n_cols, dtype)
+        if reason is None and n_cols > backward.MAX_N:
+            reason = f"N = {n_cols} is over the Triton backward's limit of {backward.MAX_N}"
+        return reason
+
+    def backward_call(self, x: torch.Tensor, y: torch.Tensor, dy: torch.Tensor) -> Callable[[], torch.Tensor]:
+        """kernels.softmax_backward(y, dy): every variant's autograd runs this one Triton backward (the path
+        kernels.choose_backward picks); looked up per call, as tests replace it."""
+        return lambda: kernels.softmax_backward(y, dy)
+
+    def differentiable(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        name, tunables = self.name, self.tunables
+        return lambda: kernels.softmax(x, variant=name, **tunables)  # SoftmaxFunction: launcher + Triton backward
 
     def evidence(self, x: torch.Tensor) -> Evidence:
         """The compile facts of this shape's kernel through profiling.compiled (live on a GPU, else an offline

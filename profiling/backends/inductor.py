@@ -2,7 +2,9 @@
 
 One compile per (shape, dtype, strides) (`dynamic=False`): the closure's first call holds it, so the sweep's
 first-call seconds are the compile cost. The generated module (Triton source included) is captured during
-that compile, and its kernels' registers / spills / shared memory come from Inductor's launchers.
+that compile, and its kernels' registers / spills / shared memory come from Inductor's launchers. Backward: a second
+compiled function of torch._softmax_backward_data (Inductor fuses its decomposition into one kernel); a training
+step: the compiled softmax on a leaf that requires grad (AOT autograd compiles forward and backward graphs).
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ def _softmax_last(x: torch.Tensor) -> torch.Tensor:
     return torch.softmax(x, dim=-1)
 
 
+def _softmax_backward_last(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    return torch._softmax_backward_data(dy, y, -1, y.dtype)  # Inductor decomposes and fuses it into one kernel
+
+
 def _shape_key(x: torch.Tensor) -> tuple:
     return (tuple(x.shape), tuple(x.stride()), x.dtype, str(x.device))
 
@@ -36,6 +42,7 @@ class InductorBackend(Backend):
 
     def __init__(self) -> None:
         self._compiled: Callable[[torch.Tensor], torch.Tensor] | None = None
+        self._compiled_backward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
         self._sources: dict[tuple, str] = {}  # shape key -> generated output module source
         self.compile_seconds: dict[tuple, float] = {}
 
@@ -58,15 +65,35 @@ class InductorBackend(Backend):
                 return "Inductor needs Triton for CUDA kernels and none is usable"
         return None
 
+    @staticmethod
+    def _raise_recompile_limit() -> None:
+        import torch._dynamo.config as dynamo_config
+
+        for knob in ("recompile_limit", "cache_size_limit"):  # the name changed across torch releases
+            if hasattr(dynamo_config, knob):
+                setattr(dynamo_config, knob, max(getattr(dynamo_config, knob), RECOMPILE_LIMIT))
+
     def _function(self) -> Callable[[torch.Tensor], torch.Tensor]:
         if self._compiled is None:
-            import torch._dynamo.config as dynamo_config
-
-            for knob in ("recompile_limit", "cache_size_limit"):  # the name changed across torch releases
-                if hasattr(dynamo_config, knob):
-                    setattr(dynamo_config, knob, max(getattr(dynamo_config, knob), RECOMPILE_LIMIT))
+            self._raise_recompile_limit()
             self._compiled = torch.compile(_softmax_last, dynamic=False, fullgraph=True)
         return self._compiled
+
+    has_backward = True
+
+    def backward_call(self, x: torch.Tensor, y: torch.Tensor, dy: torch.Tensor) -> Callable[[], torch.Tensor]:
+        """torch.compile of torch._softmax_backward_data(dy, y): Inductor's generated kernel for the backward alone
+        (compiled on the first call)."""
+        if self._compiled_backward is None:
+            self._raise_recompile_limit()
+            self._compiled_backward = torch.compile(_softmax_backward_last, dynamic=False, fullgraph=True)
+        compiled = self._compiled_backward
+        return lambda: compiled(y, dy)  # read y, dy + write dx
+
+    def differentiable(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        """The compiled softmax on a leaf requiring grad: AOT autograd compiles its forward and backward graphs."""
+        compiled = self._function()
+        return lambda: compiled(x)
 
     def prepare(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         compiled, key = self._function(), _shape_key(x)

@@ -2,7 +2,9 @@
 
 Uses `liger_kernel.ops.softmax.LigerSoftmaxFunction`, Liger's default Triton implementation (the package-level
 `liger_kernel.ops` may swap in another implementation per device). Liger sizes BLOCK_SIZE = next_pow2(N) and
-refuses BLOCK_SIZE over 65536 (`calculate_settings`), so N > 65536 is unsupported.
+refuses BLOCK_SIZE over 65536 (`calculate_settings`), so N > 65536 is unsupported. Backward: its `_softmax_backward`
+launcher (what `LigerSoftmaxFunction.backward` calls) with the settings its forward saves; a training step:
+`LigerSoftmaxFunction.apply` under autograd.
 """
 
 from __future__ import annotations
@@ -72,9 +74,44 @@ class LigerBackend(Backend):
 
         return run
 
+    has_backward = True
+
+    def supports_backward(self, n_rows: int, n_cols: int, dtype: torch.dtype) -> str | None:
+        reason = super().supports_backward(n_rows, n_cols, dtype)
+        if reason is None and _backward_arity(self._module()) is None:
+            reason = "liger_kernel.ops.softmax._softmax_backward is missing or has an unknown signature in this version"
+        return reason
+
+    def backward_call(self, x: torch.Tensor, y: torch.Tensor, dy: torch.Tensor) -> Callable[[], torch.Tensor]:
+        """Liger's backward launcher (`_softmax_backward`, what LigerSoftmaxFunction.backward calls) with the block
+        settings its forward would save for this N."""
+        module = self._module()
+        settings = importlib.import_module("liger_kernel.ops.utils").calculate_settings
+        n_cols = y.shape[-1]
+        block, warps = settings(min(n_cols, MAX_FUSED_SIZE))
+        args = (block, warps, n_cols > MAX_FUSED_SIZE)[:_backward_arity(module) - 2]
+        backward = module._softmax_backward
+        return lambda: backward(dy, y, *args)  # read y, dy + write dx
+
+    def differentiable(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        apply = self._module().LigerSoftmaxFunction.apply
+        return lambda: apply(x)
+
     def evidence(self, x: torch.Tensor) -> Evidence:
         facts = self._facts.get(self._key(x))
         if facts is None:
             return Evidence(note="Liger compiled this shape's kernel before Blockscope watched it (no facts)")
         return Evidence(kernels=facts)
 
+
+def _backward_arity(module) -> int | None:
+    """Positional parameters of Liger's `_softmax_backward`: 4 (dy, y, BLOCK_SIZE, num_warps) or 5 (+ the
+    multi-block flag of releases with a looped kernel); None when it is missing or takes something else."""
+    import inspect
+
+    function = getattr(module, "_softmax_backward", None)
+    try:
+        count = len(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return None
+    return count if count in (4, 5) else None

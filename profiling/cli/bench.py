@@ -25,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "here; 'none' for none)")
     bench.add_argument("--methods", type=str_list, default=["back_to_back_flushed"],
                        help="comma list of back_to_back_flushed,cuda_graph,per_call_events")
+    bench.add_argument("--directions", type=str_list, default=["forward"],
+                       help="comma list of forward,backward,forward_backward (default: forward): backward times dx "
+                       "from a saved y and dy, forward_backward one training step through autograd")
     bench.add_argument("--markdown", default="docs/benchmarks.md", help="where to write the table (markdown)")
     bench.add_argument("--csv", help="also write the table as CSV")
     bench.set_defaults(handler=run_bench_command)
@@ -69,6 +72,11 @@ def run_bench_command(args: argparse.Namespace) -> int:
     bad = [m for m in args.methods if m not in TIMING_METHODS]
     if bad or not args.methods:
         raise CLIError(f"unknown method(s) {', '.join(bad) or '(none)'}; allowed: {', '.join(TIMING_METHODS)}")
+    from ..directions import DIRECTIONS
+
+    bad = [d for d in args.directions if d not in DIRECTIONS]
+    if bad or not args.directions:
+        raise CLIError(f"unknown direction(s) {', '.join(bad) or '(none)'}; allowed: {', '.join(DIRECTIONS)}")
     asked = [] if args.peers == ["none"] else args.peers
     bad = [p for p in asked or () if p not in PEERS]
     if bad:
@@ -88,28 +96,29 @@ def run_bench_command(args: argparse.Namespace) -> int:
     def progress(done: int, total: int, job: tuple) -> None:
         sys.stderr.write(f"\r[{done}/{total}] {job}        ")
 
-    table, env = run_bench(args.dtypes, args.sets, args.methods, peers, progress=progress)
+    table, env = run_bench(args.dtypes, args.sets, args.methods, peers, progress=progress, directions=args.directions)
     sys.stderr.write("\n")
     print(f"{env['gpu_name']}  torch {env['torch_version']}  triton {env['triton_version']}  "
           f"copy {env['copy_gbps']:.0f} GB/s")
-    print(f"{'method':20} {'set':8} {'dtype':5} {'R':>8} {'N':>8} {'torch us':>9} {'auto':28} {'auto us':>9} "
-          f"{'speedup':>7} {'%copy':>6}" + "".join(f" {'vs ' + p:>12}" for p in peers))
+    print(f"{'method':20} {'direction':16} {'set':8} {'dtype':5} {'R':>8} {'N':>8} {'torch us':>9} {'auto':28} "
+          f"{'auto us':>9} {'speedup':>7} {'%copy':>6}" + "".join(f" {'vs ' + p:>12}" for p in peers))
     for r in table.to_dict("records"):
         choice = f"{r['auto_variant']} {r['auto_tunables']}"
         ratios = "".join(f" {r[f'auto_vs_{p}']:>11.2f}x" if r[f"{p}_us"] == r[f"{p}_us"] else f" {'-':>12}"
                          for p in peers)
-        print(f"{r['method']:20} {r['set']:8} {r['dtype']:5} {r['n_rows']:>8} {r['n_cols']:>8} {r['torch_us']:>9.1f} "
-              f"{choice[:28]:28} {r['auto_us']:>9.1f} {r['speedup']:>7.2f} {100 * r['auto_copy_fraction']:>5.0f}%"
-              + ratios)
-    info = summary(table[table["method"] == args.methods[0]])
+        print(f"{r['method']:20} {r['direction']:16} {r['set']:8} {r['dtype']:5} {r['n_rows']:>8} {r['n_cols']:>8} "
+              f"{r['torch_us']:>9.1f} {choice[:28]:28} {r['auto_us']:>9.1f} {r['speedup']:>7.2f} "
+              f"{100 * r['auto_copy_fraction']:>5.0f}%" + ratios)
+    info = summary(table[(table["method"] == args.methods[0]) & (table["direction"] == args.directions[0])])
     print(f"geomean speedup: default {info['geomean_speedup_default']:.2f}x, "
           f"large {info['geomean_speedup_large']:.2f}x; slower than torch on {len(info['losses_to_torch'])} "
           f"shapes ({len(info['losses_beyond_spread'])} beyond the p20-p80 spread); under target on "
-          f"{len(info['missed_targets'])} shapes; errors on {len(info['errors'])} (first method's rows)")
+          f"{len(info['missed_targets'])} shapes; errors on {len(info['errors'])} (first method's and direction's "
+          "rows)")
     for r in peer_summary(table).itertuples():
-        print(f"{r.method}: auto vs {r.peer}: geomean {r.geomean_auto_speedup:.2f}x over {r.shapes} shapes, worst "
-              f"{r.min_auto_speedup:.2f}x ({r.worst_shape}), {r.below_0_95} below 0.95; {r.peer} unsupported on "
-              f"{r.unsupported}, wrong on {r.wrong}, failed on {r.failed}")
+        print(f"{r.method} {r.direction}: auto vs {r.peer}: geomean {r.geomean_auto_speedup:.2f}x over {r.shapes} "
+              f"shapes, worst {r.min_auto_speedup:.2f}x ({r.worst_shape}), {r.below_0_95} below 0.95; {r.peer} "
+              f"unsupported on {r.unsupported}, wrong on {r.wrong}, failed on {r.failed}")
     command = "python -m profiling bench " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     write_outputs(table, env, command.strip(), Path(args.markdown), Path(args.csv) if args.csv else None)
     print(f"wrote {args.markdown}" + (f" and {args.csv}" if args.csv else ""))

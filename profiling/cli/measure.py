@@ -45,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="another tunable axis, e.g. tile=1024,4096 (repeatable)")
     sweep.add_argument("--methods", type=str_list, help="comma list (default: per_call_events,"
                        "back_to_back_flushed,cuda_graph)")
+    sweep.add_argument("--directions", type=str_list, help="comma list of forward,backward,forward_backward "
+                       "(default: forward): backward times dx from a saved y and dy, forward_backward one training "
+                       "step (forward + autograd backward); dx is checked against float64 first")
     sweep.add_argument("--reps", type=positive_int, help="timed reps per method (default: adaptive, >= 20)")
     sweep.add_argument("--warmup", type=_non_negative_int, default=25, help="warmup calls per method (default 25)")
     sweep.add_argument("--max-minutes", type=_positive_float, help="stop cleanly after this long (resume later)")
@@ -201,8 +204,9 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
 
     allowed = backend_names()  # every name a sweep takes: the peers and the Triton variants
     variants = args.variants if args.variants is not None else list(sweep.default_variants())
+    directions = args.directions
     for name, values in (("variants", variants), ("dtypes", args.dtypes), ("n", args.n), ("rows", args.rows),
-                         ("num-warps", args.num_warps), ("methods", args.methods)):
+                         ("num-warps", args.num_warps), ("methods", args.methods), ("directions", directions)):
         if values is not None and not values:
             raise CLIError(f"--{name} is empty; allowed: a comma-separated list")
     unknown = [v for v in variants if v not in allowed]
@@ -217,6 +221,11 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
     bad = [m for m in args.methods or () if m not in TIMING_METHODS]
     if bad:
         raise CLIError(f"unknown method(s) {', '.join(bad)}; allowed: {', '.join(TIMING_METHODS)}")
+    from ..directions import DIRECTIONS
+
+    bad = [d for d in directions or () if d not in DIRECTIONS]
+    if bad:
+        raise CLIError(f"unknown direction(s) {', '.join(bad)}; allowed: {', '.join(DIRECTIONS)}")
     bad = [str(w) for w in args.num_warps or () if w not in NUM_WARPS_ALLOWED]
     if bad:
         raise CLIError(f"--num-warps {', '.join(bad)} not allowed; allowed: {', '.join(map(str, NUM_WARPS_ALLOWED))}")
@@ -233,7 +242,7 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
         raise CLIError(f"N={too_wide[0]} is over every selected variant's limit; allowed: N <= "
                        f"{max(sweep.max_n(v) for v in variants)}")
     configs = sweep.build_configs(variants, dtypes, n_values, args.rows or [sweep.DEFAULT_ROWS], args.num_warps,
-                                  axes)
+                                  axes, directions)
     if not configs:
         raise CLIError("the selection gives no configs; allowed: N within the variants' limits")
     return configs

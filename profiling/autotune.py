@@ -40,7 +40,7 @@ def candidates(n_rows: int, n_cols: int) -> list[Candidate]:
     if block <= 4096:
         for lanes in (1024, 4096, 16384):
             rows = min(256, max(1, lanes // block))
-            for num_warps in (4, 8):
+            for num_warps in (2, 4, 8) if block <= 2048 else (4, 8):  # 2 warps won at N=1000 (probe_vec_h200.csv)
                 found.append(("multirow", {"rows_per_program": rows, "num_warps": num_warps}))
     if block <= 32768:  # one program per row (wider rows spill)
         warps = (1, 2, 4) if block <= 1024 else (4, 8, 16) if block <= 8192 else (8, 16, 32)

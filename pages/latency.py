@@ -10,13 +10,11 @@ from profiling import figures
 
 st.title("Latency")
 ctx = ui.context()
-opts = dd.options(ctx.df)
 c = st.columns([2, 1, 1])
-method = c[0].radio("Timing method", opts["methods"], horizontal=True, key="lat_method",
-                    index=opts["methods"].index(ctx.method) if ctx.method in opts["methods"] else 0)
+c[0].caption(f"Timing method **{ctx.method}**, dtype **{ctx.dtype}** (sidebar).")
 band = c[1].toggle("p20..p80 band", True, key="lat_band")
 shade = c[2].toggle("Shade regimes", True, key="lat_regimes")
-dtype = ctx.dtype
+method, dtype = ctx.method, ctx.dtype
 part = ctx.filtered[(ctx.filtered["method"] == method) & (ctx.filtered["dtype"] == dtype)]
 if dd.ran(part).empty:
     ui.empty(f"no timed rows for {dtype} with {method}")

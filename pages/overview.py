@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 
 import streamlit as st
 
@@ -51,10 +50,10 @@ with st.expander("Sweep extent: configs per variant and dtype"):
               .reset_index())
     st.dataframe(extent, hide_index=True, key="ov_extent")
 
-st.subheader(f"Findings ({ctx.method})")
-st.caption("Computed from the rows that pass the sidebar filters (all dtypes listed where the filter allows); "
-           "change the timing method in the sidebar to see how the picture moves.")
-scope = dd.apply_filters(df, replace(ctx.filters, dtype=None), method=False)
+st.subheader(f"Findings ({ctx.dtype}, {ctx.method})")
+st.caption(f"Computed from the rows that pass the sidebar filters: dtype {ctx.dtype}, timing method {ctx.method}. "
+           "Change either in the sidebar to see how the picture moves.")
+scope = ctx.filtered
 speedups = dd.speedup_vs_torch(scope[scope["method"] == ctx.method])
 if len(speedups):
     ui.chart(figures.best_speedup_figure(speedups, df, ctx.method),

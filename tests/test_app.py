@@ -100,13 +100,13 @@ def test_latency_marks_powers_of_two_and_filters_variants(results_file: Path) ->
     assert {"torch", "teaching", "online"} <= trace_names(latency)
     assert {256, 1024, 4096, 16384} <= set(pow2_lines(latency))
     assert "(µs)" in latency["layout"]["yaxis"]["title"]["text"]
-    assert "per_call_events" in latency["layout"]["title"]["text"]
+    assert "back_to_back_flushed" in latency["layout"]["title"]["text"]  # the default method measures the kernel
 
     at.sidebar.multiselect(key="f_variants").unselect("online").run()
     names = set().union(*(trace_names(spec) for spec in charts(at)))
     assert "online" not in names and "teaching" in names
 
-    at.radio(key="lat_method").set_value("cuda_graph").run()
+    at.sidebar.selectbox(key="f_method").set_value("cuda_graph").run()
     assert "cuda_graph" in charts(at)[0]["layout"]["title"]["text"]
 
 

@@ -23,7 +23,7 @@ collect_ignore = [
     name for name, needs in {
         "test_app.py": ("streamlit", "plotly"), "test_browser.py": ("streamlit", "plotly", "playwright"),
         "test_export.py": ("plotly", "kaleido"), "test_figures.py": ("plotly",),
-        "test_backends_page.py": ("streamlit", "plotly"),
+        "test_backends_page.py": ("streamlit", "plotly"), "test_app_controls.py": ("streamlit", "plotly"),
     }.items() if not all(_importable(m) for m in needs)
 ]
 

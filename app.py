@@ -27,6 +27,7 @@ PAGES = [
     st.Page("pages/backends.py", title="Backends", url_path="kernel-backends", icon=":material/compare_arrows:"),
     st.Page("pages/kernel_evidence.py", title="Kernel evidence", url_path="kernel-evidence",
             icon=":material/fact_check:"),
+    st.Page("pages/auto.py", title="auto", url_path="auto-choice", icon=":material/tune:"),
     st.Page("pages/numerics.py", title="Numerics", url_path="numerics-ulp", icon=":material/functions:"),
     st.Page("pages/run_sweep.py", title="Run sweep", url_path="run-sweep", icon=":material/play_circle:"),
     st.Page("pages/export.py", title="Export", url_path="export-figures", icon=":material/download:"),

@@ -14,8 +14,8 @@ from profiling.results import save_results
 from tests.synthetic import synthetic_results
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("overview", "masked_lanes", "occupancy", "latency", "tradeoffs", "backends", "kernel_evidence", "numerics",
-         "run_sweep", "export")
+PAGES = ("overview", "masked_lanes", "occupancy", "latency", "tradeoffs", "backends", "kernel_evidence", "auto",
+         "numerics", "run_sweep", "export")
 WIDGETS = ("selectbox", "radio", "segmented_control", "pills", "select_slider", "multiselect")
 
 
@@ -134,3 +134,20 @@ def test_small_kernels_get_the_carveout_explained(results_file: Path) -> None:
     at.number_input(key="occ_n").set_value(256).run()
     texts = [m.value for m in at.markdown] + [w.value for w in at.warning]
     assert any("carveout" in t and "driver reserves" in t for t in texts)
+
+
+def test_auto_page_shows_the_pick_for_a_typed_shape_and_its_candidates(results_file: Path) -> None:
+    import torch
+
+    from kernels import auto
+
+    at = app_on(results_file, "auto")
+    at.number_input(key="auto_n").set_value(5000).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    variant, tunables = auto.choose(4096, 5000, torch.float16, "NVIDIA H200")
+    assert metric(at, "Runs") == variant and json.loads(metric(at, "Tunables")) == tunables
+    candidates = next(d.value for d in at.dataframe if "picked" in d.value.columns)
+    assert candidates["picked"].sum() == 1 and candidates.iloc[0]["vs_best"] == 1.0
+    at.sidebar.selectbox(key="f_dtype").set_value("fp32").run()
+    variant, tunables = auto.choose(4096, 5000, torch.float32, "NVIDIA H200")
+    assert metric(at, "Runs") == variant and any("fp32 R=4,096 N=5,000" in c.value for c in at.caption)

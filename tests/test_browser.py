@@ -25,7 +25,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 # (sidebar title, has charts)
 PAGES = (("Overview", False), ("Masked lanes", True), ("Occupancy", True), ("Latency", True),
          ("Tradeoffs", True), ("Backends", True), ("Kernel evidence", True), ("Numerics", True), ("Run sweep", False),
-         ("Export", False))
+         ("Export", False), ("auto", False))
 
 pytestmark = [
     pytest.mark.browser,

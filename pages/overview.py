@@ -16,6 +16,11 @@ def compact(n: int) -> str:
     return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else f"{n:,}"
 
 
+def bandwidth(gbps: float) -> str:
+    """4251.3 -> '4.25 TB/s', 812.0 -> '812 GB/s': short enough for a metric in a sixth of the page."""
+    return f"{gbps / 1000:.2f} TB/s" if gbps >= 1000 else f"{gbps:,.0f} GB/s"
+
+
 st.title("Blockscope")
 st.markdown("How Triton row-softmax kernels map an **R x N** tensor onto GPU work units — the seed's teaching "
             "kernel (one program per row, `BLOCK_SIZE = next_pow2(N)`, masked lanes load `-inf`) against "
@@ -30,8 +35,9 @@ st.markdown(f"**GPU:** {', '.join(info['gpus']) or 'unknown'} · **SMs:** "
             f"**torch:** {', '.join(info['torch_versions'])} · **Triton:** {', '.join(info['triton_versions'])}")
 cols = st.columns(6)
 copies = info["copy_gbps"]
-cols[0].metric("Copy bandwidth", f"{statistics.median(copies):,.0f} GB/s" if copies else "n/a",
-               help="device-to-device copy measured in the same run (GB/s)"
+copy_median = statistics.median(copies) if copies else None
+cols[0].metric("Copy bandwidth", bandwidth(copy_median) if copies else "n/a",
+               help=f"device-to-device copy measured in the same run: {copy_median or 0:,.0f} GB/s"
                     + (f"; median of {len(copies)} runs: " + ", ".join(f"{v:,.0f}" for v in copies) if len(copies) > 1
                        else ""))
 cols[1].metric("Configs", f"{info['configs']:,}", help=f"{info['rows']:,} rows (one per config x timing method)")

@@ -105,17 +105,23 @@ except ImportError:
 except Exception as error:  # an invalid config, a compile failure or timeout: say which
     st.error(f"Compile failed for {variant} N={n_cols} num_warps={num_warps} {dtype} on {arch}: {error}")
 row = sweep_row(ctx.df, variant, dtype, n_cols, int(num_warps))
-if facts is not None and row is not None and not pd.isna(row["n_regs"]):
-    live = ", ".join(sorted(str(v) for v in ctx.df["triton_version"].dropna().unique())) \
-        if "triton_version" in ctx.df.columns else "?"
-    gap = int(facts["n_regs"]) - int(row["n_regs"])
-    source += (f". The sweep's own compile of this config (Triton {live}, on its GPU): {int(row['n_regs'])} "
-               f"registers/thread" + (f" — the offline estimate differs by {gap:+d}; the sweep's numbers are the "
-                                      "measured GPU's" if gap else ", the same"))
-if facts is None and row is not None:
+if row is not None and (arch == data_arch or facts is None):
+    # the measured GPU's own compile (its Triton) is the headline; the offline compile is an estimate beside it
+    offline = facts
     facts = {k: (None if pd.isna(row[k]) else int(row[k]))
              for k in ("n_regs", "spill_store_bytes", "spill_load_bytes", "shared_bytes")}
-    source = source or "from the sweep's compile columns"
+    gpu = ", ".join(sorted(str(v) for v in ctx.df["gpu_name"].dropna().unique())) or "its GPU"
+    live = ", ".join(sorted(str(v) for v in ctx.df["triton_version"].dropna().unique())) or "?"
+    estimate = ""
+    if offline is not None and offline.get("n_regs") is not None and facts["n_regs"] is not None:
+        gap = int(offline["n_regs"]) - int(facts["n_regs"])
+        estimate = (f"; {source}: {int(offline['n_regs'])} registers/thread"
+                    + (f" ({gap:+d}: Triton versions differ, the GPU's own numbers are shown)" if gap else
+                       " (the same)"))
+    estimate = estimate or (f"; {source}" if source else "")
+    source = f"the sweep's compile on {gpu} with Triton {live} (measured){estimate}"
+elif facts is not None:
+    source += " — an offline estimate: the GPU's own Triton may allocate differently (not measured for this config)"
 if facts is not None:
     try:
         occ = occupancy_of(arch, int(facts["n_regs"]), int(num_warps), int(facts["shared_bytes"] or 0))

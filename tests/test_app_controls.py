@@ -157,3 +157,17 @@ def test_auto_page_shows_the_pick_for_a_typed_shape_and_its_candidates(results_f
     at.sidebar.selectbox(key="f_dtype").set_value("fp32").run()
     variant, tunables = auto.choose(4096, 5000, torch.float32, "NVIDIA H200")
     assert metric(at, "Runs") == variant and any("fp32 R=4,096 N=5,000" in c.value for c in at.caption)
+
+
+def test_measured_configs_headline_the_gpus_own_compile_and_typed_ones_say_estimate(results_file: Path) -> None:
+    from profiling.results import load_results
+
+    rows = load_results(results_file)
+    live = rows[(rows["variant"] == "teaching") & (rows["dtype"] == "fp16") & (rows["n_cols"] == 1000)
+                & (rows["num_warps"] == 4)]["n_regs"].dropna()
+    at = app_on(results_file, "occupancy")
+    at.number_input(key="occ_n").set_value(1000).run()
+    assert int(metric(at, "Registers / thread")) == int(live.iloc[0])
+    assert any("the sweep's compile on" in c.value and "(measured)" in c.value for c in at.caption)
+    at.number_input(key="occ_n").set_value(5000).run()
+    assert any("an offline estimate" in c.value for c in at.caption)

@@ -53,7 +53,7 @@ except ValueError as error:
     st.stop()
 m = st.columns(3)
 m[0].metric("Runs", chosen.variant, help="torch: torch.softmax itself")
-m[1].metric("Tunables", auto_view.tunables_text(chosen.tunables))
+m[1].markdown(f"Tunables  \n`{auto_view.tunables_text(chosen.tunables)}`")  # a metric would cut long ones off
 entry = chosen.entry
 if entry is not None and not pd.isna(entry.get("median_us")) and not pd.isna(entry.get("torch_us")):
     m[2].metric("Tuned vs torch at the entry", f"{entry['torch_us'] / entry['median_us']:.2f}x",

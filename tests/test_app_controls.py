@@ -151,7 +151,8 @@ def test_auto_page_shows_the_pick_for_a_typed_shape_and_its_candidates(results_f
     at.number_input(key="auto_n").set_value(5000).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     variant, tunables = auto.choose(4096, 5000, torch.float16, "NVIDIA H200")
-    assert metric(at, "Runs") == variant and json.loads(metric(at, "Tunables")) == tunables
+    assert metric(at, "Runs") == variant
+    assert any(f"`{json.dumps(dict(sorted(tunables.items())))}`" in m.value for m in at.markdown)
     candidates = next(d.value for d in at.dataframe if "picked" in d.value.columns)
     assert candidates["picked"].sum() == 1 and candidates.iloc[0]["vs_best"] == 1.0
     at.sidebar.selectbox(key="f_dtype").set_value("fp32").run()

@@ -26,10 +26,12 @@ methods = dd.options(df)["methods"]
 if df is None or not len(df) or not methods:
     ui.empty("no timed rows to export")
     st.stop()
-c = st.columns([1, 2])
-method = c[0].selectbox("Timing method", methods, key="exp_method",
-                        index=methods.index(ctx.method) if ctx.method in methods else 0)
-formats = c[1].multiselect("Formats", export.FORMATS, default=list(export.FORMATS), key="exp_formats")
+method = ctx.method
+if method not in methods:
+    ui.empty(f"no rows timed with {method} (the sidebar's timing method) in the chosen data")
+    st.stop()
+st.caption(f"Timing method **{method}** (the sidebar's, as on every page).")
+formats = st.multiselect("Formats", export.FORMATS, default=list(export.FORMATS), key="exp_formats")
 problem = images.chromium_problem()
 if problem and {"png", "svg"} & set(formats):
     st.warning(f"PNG/SVG will be skipped: {problem}. HTML and CSV are still written.")

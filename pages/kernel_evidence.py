@@ -80,15 +80,16 @@ else:
         st.error(f"{entry['file']}: {error}")
 
 st.subheader("PTX / SASS of one config")
-c = st.columns(5)
+c = st.columns(4)
 variants = [v for v in ("teaching", "multirow", "online", "persistent", "splitrow") if v in set(ctx.df["variant"])]
 variant = c[0].selectbox("Variant", variants or ["teaching"], key="ev_variant")
-n_cols = c[1].number_input("N", 1, 65536, 1024, key="ev_n")
+n_cols = c[1].number_input("N (any)", 1, 1 << 24, 1024, key="ev_n")
 num_warps = c[2].selectbox("num_warps", (1, 2, 4, 8, 16, 32), index=2, key="ev_warps")
-dtype = c[3].selectbox("dtype", ("fp16", "bf16", "fp32"), key="ev_dtype")
+dtype = ctx.dtype
 arch_names = dd.arch_names()
-arch = c[4].selectbox("arch", arch_names, key="ev_arch", index=arch_names.index(dd.data_arch(ctx.df))
+arch = c[3].selectbox("arch", arch_names, key="ev_arch", index=arch_names.index(dd.data_arch(ctx.df))
                       if dd.data_arch(ctx.df) in arch_names else 0)
+st.caption(f"dtype **{dtype}** (sidebar).")
 compiling = None  # the background compile this page waits for (rerun shortly)
 if st.toggle("Compile and show assembly", False, key="ev_show",
              help="Offline compile on this machine, in the background (a few seconds the first time, then cached on "

@@ -24,13 +24,11 @@ if missing:
     st.info(missing, icon=":material/info:")
     st.stop()
 filtered = dd.apply_filters(ctx.df, replace(ctx.filters, direction=direction), method=False)
-opts = dd.options(ctx.df)
 c = st.columns([2, 1, 1])
-method = c[0].radio("Timing method", opts["methods"], horizontal=True, key="lat_method",
-                    index=opts["methods"].index(ctx.method) if ctx.method in opts["methods"] else 0)
+c[0].caption(f"Timing method **{ctx.method}**, dtype **{ctx.dtype}** (sidebar).")
 band = c[1].toggle("p20..p80 band", True, key="lat_band")
 shade = c[2].toggle("Shade regimes", True, key="lat_regimes")
-dtype = ctx.dtype
+method, dtype = ctx.method, ctx.dtype
 part = filtered[(filtered["method"] == method) & (filtered["dtype"] == dtype)]
 if dd.ran(part).empty:
     ui.empty(f"no timed rows for {dtype} with {method}")

@@ -7,7 +7,7 @@ import streamlit as st
 
 from pages import _common as ui
 from profiling import dashboard_data as dd
-from profiling import figures
+from profiling import figures, typed_config
 
 DEFAULT_ROW = "0, 1, 2, 3, 4"
 LANE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow")
@@ -16,6 +16,11 @@ LANE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow")
 @st.cache_data(show_spinner=False)
 def lane_curve(variants: tuple[str, ...], n_min: int, n_max: int) -> pd.DataFrame:
     return dd.lane_curve(list(variants), figures.lane_n_values(n_min, n_max))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def lanes_at(variants: tuple[str, ...], n_cols: int) -> pd.DataFrame:
+    return typed_config.lane_facts(list(variants), n_cols)
 
 
 @st.cache_data(show_spinner="Running the teaching kernel…")
@@ -45,6 +50,31 @@ with left:
         ui.chart(figures.masked_lanes_figure(curve), curve, "lanes_chart",
                  "Masked lanes / lanes spanned per program for each variant's default tile (dotted: powers of "
                  "two). 'online' loops over a fixed tile, so only its last tile is partly masked.")
+
+st.subheader("Any N: BLOCK_SIZE and masked lanes")
+a1, a2 = st.columns([1, 3])
+typed_n = int(a1.number_input("N", 1, 1 << 24, 5000, key="lanes_any_n",
+                              help="Any number of columns; each variant's default tile for it."))
+try:
+    facts = lanes_at(tuple(variants or LANE_VARIANTS), typed_n)
+except ValueError as error:
+    st.error(str(error))
+else:
+    ok = facts[facts["error"] == ""]
+    seed = ok[ok["variant"] == "teaching"]
+    if len(seed):
+        first = seed.iloc[0]
+        m = a2.columns(3)
+        m[0].metric("BLOCK_SIZE (teaching)", f"{int(first['tile_width']):,}", help="next_pow2(N)")
+        m[1].metric("masked lanes per row", f"{int(first['masked_lanes_per_row']):,}")
+        m[2].metric("wasted", f"{float(first['wasted_fraction']):.1%}")
+    st.dataframe(facts, hide_index=True, key="lanes_any_table",
+                 column_config={"wasted_fraction": st.column_config.NumberColumn("wasted", format="percent")})
+    st.caption(f"Per variant at N = {typed_n:,}: its tile (BLOCK_SIZE, online's TILE or splitrow's CHUNK), tiles per "
+               "row, lanes spanned and masked per row; `runs`: the variant that runs (auto's choice), `error`: why a "
+               "variant does not take this N. Registers, occupancy and waves for this N: the Occupancy page (type "
+               "the same N there).")
+    st.page_link("pages/occupancy.py", label="Occupancy for a typed N", icon=":material/memory:")
 
 st.subheader("Worked example: one row through the teaching kernel")
 st.caption("Type a row; it is run by `kernels.softmax_teaching` (on the CPU Triton interpreter when there is no "

@@ -134,7 +134,12 @@ st.info("**Which platform.** This page shows **" + platform + "**. The CPU inter
 dtypes = sorted(stored["dtype"].unique(), key=list(nm.DTYPES).index) if len(stored) else list(nm.DTYPES)
 inputs = [i for i in nm.INPUTS if len(stored) == 0 or i in set(stored["numerics_input"])]
 c1, c2 = st.columns(2)
-dtype = c1.selectbox("dtype", dtypes, index=dtypes.index(ctx.dtype) if ctx.dtype in dtypes else 0, key="num_dtype")
+if ctx.df is not None:  # the sidebar's dtype, as on every page
+    dtype = ctx.dtype
+    c1.caption(f"dtype **{dtype}** (sidebar)" + ("" if dtype in dtypes else f"; the numerics rows shown hold only "
+                                                 f"{', '.join(dtypes)}"))
+else:  # nothing loaded, so no sidebar filters: the page's own choice
+    dtype = c1.selectbox("dtype", dtypes, key="num_dtype")
 input_name = c2.selectbox("Input distribution", inputs, key="num_input",
                           help="normal: the sweep's input; scale10/scale30: 10x/30x normal logits; dominant: one "
                                "value per row 30 above the rest; near_uniform: 1e-3 x normal; special: all -inf, "

@@ -10,9 +10,10 @@ import streamlit as st
 from pages import _common as ui
 from pages._compile import background_compile, rerun_while_compiling
 from profiling import dashboard_data as dd
-from profiling import figures
+from profiling import figures, typed_config
 
 COMPILE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow")
+MAX_TYPED_N = 1 << 24  # splitrow's widest N; each variant's plan names its own range
 
 
 @st.cache_data(show_spinner=False)
@@ -29,53 +30,98 @@ def sweep_row(df: pd.DataFrame, variant: str, dtype: str, n_cols: int, num_warps
     return rows.iloc[0] if len(rows) else None
 
 
-def grid_programs(variant: str, n_rows: int, n_cols: int, dtype: str, num_warps: int) -> int:
-    import kernels
-
-    plan = kernels.get_variant(variant).plan(n_rows, n_cols, kernels.dtype_from_name(dtype), num_warps=num_warps)
-    return plan.programs
+@st.cache_data(show_spinner=False, max_entries=256)
+def lanes_at(variant: str, n_cols: int, num_warps: int) -> pd.DataFrame:
+    return typed_config.lane_facts([variant], n_cols, num_warps=num_warps)
 
 
 st.title("Occupancy")
 st.markdown("What the compiler allocated for one config, how many programs fit on an SM (registers, shared "
-            "memory, warps and the block limit each cap it; the smallest binds) and how many waves a grid takes.")
+            "memory, warps and the block limit each cap it; the smallest binds) and how many waves a grid takes. "
+            "Type any N: the facts are computed for it (an offline compile in the background), and the sweep's "
+            "measurements are shown when that N was swept.")
 ctx = ui.context()
 df = ctx.filtered
-variants_in_data = [v for v in COMPILE_VARIANTS if v in set(ctx.df["variant"])] or list(COMPILE_VARIANTS)
+dtype = ctx.dtype
+in_data = set(ctx.df["variant"])
+variant_choices = sorted(COMPILE_VARIANTS, key=lambda v: v not in in_data)  # the loaded data's variants first
 n_values = sorted(int(n) for n in df["n_cols"].unique()) or [1024]
 
 arch_names = dd.arch_names()
 data_arch = dd.data_arch(ctx.df)
-c = st.columns(5)
+c = st.columns(4)
 arch = c[0].selectbox("GPU arch", arch_names, index=arch_names.index(data_arch) if data_arch in arch_names else 0,
                       key="occ_arch", help="Registers, shared memory and limits of this architecture; the sweep "
                                            "data's own GPU is preselected.")
-variant = c[1].selectbox("Variant", variants_in_data, key="occ_variant")
-n_cols = c[2].selectbox("N", n_values, index=min(range(len(n_values)), key=lambda i: abs(n_values[i] - 1000)),
-                        key="occ_n")
+variant = c[1].selectbox("Variant", variant_choices, key="occ_variant",
+                         help="Every Triton variant: its facts are computed here, measured rows shown if loaded.")
+n_cols = int(c[2].number_input("N (any)", 1, MAX_TYPED_N, min(n_values, key=lambda n: abs(n - 1000)), key="occ_n",
+                               help="Columns per row; any N, not only the swept ones."))
 num_warps = c[3].selectbox("num_warps", (1, 2, 4, 8, 16, 32), index=2, key="occ_warps")
-dtype = c[4].selectbox("dtype", ("fp16", "bf16", "fp32"), index=("fp16", "bf16", "fp32").index(ctx.dtype),
-                       key="occ_dtype")
+swept = typed_config.measured_at(ctx.filtered, variant, dtype, n_cols)
+if len(swept):
+    st.caption(f":green[measured] — {variant} {dtype} N={n_cols:,} is in the loaded data ({len(swept)} row(s), dtype "
+               "from the sidebar); the curves below include it.")
+else:
+    near = [n for n in n_values if n != n_cols]
+    below = max((n for n in near if n < n_cols), default=None)
+    above = min((n for n in near if n > n_cols), default=None)
+    nearest = " and ".join(f"{n:,}" for n in (below, above) if n is not None)
+    st.caption(f":orange[not measured] — {variant} {dtype} N={n_cols:,} is not in the loaded data"
+               + (f" (nearest swept N: {nearest})" if nearest else "")
+               + "; the lanes, compile facts, occupancy and waves below are computed for it.")
+
+try:
+    lanes = lanes_at(variant, n_cols, int(num_warps))
+except ValueError as error:
+    lanes = None
+    st.error(str(error))
+if lanes is not None and len(lanes):
+    lane = lanes.iloc[0]
+    if lane["error"]:
+        st.error(lane["error"])
+    else:
+        m = st.columns(3)
+        label = "BLOCK_SIZE" if lane["tiles_per_row"] == 1 else "Tile width (lanes)"
+        m[0].metric(label, f"{int(lane['tile_width']):,}",
+                    help=f"{int(lane['tiles_per_row'])} tile(s) of {int(lane['tile_width']):,} lanes per row")
+        m[1].metric("Masked lanes per row", f"{int(lane['masked_lanes_per_row']):,}",
+                    help=f"{int(lane['lanes_per_row']):,} lanes spanned for N={n_cols:,}")
+        m[2].metric("Wasted lanes", f"{float(lane['wasted_fraction']):.1%}")
 
 facts: dict | None = None
 occ: dict | None = None
 compiling = None  # the background compile this page waits for (rerun shortly)
 source = ""
 try:
-    info, compiling = background_compile(variant, int(n_cols), dtype, arch, int(num_warps), "occ_force",
+    info, compiling = background_compile(variant, n_cols, dtype, arch, int(num_warps), "occ_force",
                                          " Meanwhile: the sweep's compile columns, if any.")
     if info is not None:
         facts = asdict(info) if is_dataclass(info) else dict(vars(info))
-        source = f"compiled {facts.get('source', 'offline')} for {arch} in {facts.get('compile_seconds', 0):.1f} s"
+        source = (f"compiled {facts.get('source', 'offline')} for {arch} in {facts.get('compile_seconds', 0):.1f} s"
+                  + (f" with Triton {facts['triton_version']}" if facts.get("triton_version") else ""))
 except ImportError:
     source = "profiling.compiled is not available yet: facts from the sweep's compile columns"
 except Exception as error:  # an invalid config, a compile failure or timeout: say which
     st.error(f"Compile failed for {variant} N={n_cols} num_warps={num_warps} {dtype} on {arch}: {error}")
-row = sweep_row(ctx.df, variant, dtype, int(n_cols), int(num_warps))
-if facts is None and row is not None:
+row = sweep_row(ctx.df, variant, dtype, n_cols, int(num_warps))
+if row is not None and (arch == data_arch or facts is None):
+    # the measured GPU's own compile (its Triton) is the headline; the offline compile is an estimate beside it
+    offline = facts
     facts = {k: (None if pd.isna(row[k]) else int(row[k]))
              for k in ("n_regs", "spill_store_bytes", "spill_load_bytes", "shared_bytes")}
-    source = source or "from the sweep's compile columns"
+    gpu = ", ".join(sorted(str(v) for v in ctx.df["gpu_name"].dropna().unique())) or "its GPU"
+    live = ", ".join(sorted(str(v) for v in ctx.df["triton_version"].dropna().unique())) or "?"
+    estimate = ""
+    if offline is not None and offline.get("n_regs") is not None and facts["n_regs"] is not None:
+        gap = int(offline["n_regs"]) - int(facts["n_regs"])
+        estimate = (f"; {source}: {int(offline['n_regs'])} registers/thread"
+                    + (f" ({gap:+d}: Triton versions differ, the GPU's own numbers are shown)" if gap else
+                       " (the same)"))
+    estimate = estimate or (f"; {source}" if source else "")
+    source = f"the sweep's compile on {gpu} with Triton {live} (measured){estimate}"
+elif facts is not None:
+    source += " — an offline estimate: the GPU's own Triton may allocate differently (not measured for this config)"
 if facts is not None:
     try:
         occ = occupancy_of(arch, int(facts["n_regs"]), int(num_warps), int(facts["shared_bytes"] or 0))
@@ -102,32 +148,41 @@ else:
                                        f"{variant} N={n_cols} {dtype} {num_warps} warps on {arch}: "
                                        f"blocks per SM each resource allows (binding: {occ['limiter']})"),
                  pd.DataFrame([{"limit": k, "blocks_per_sm": v} for k, v in occ["limits"].items()]), "occ_limits")
+        if "carveout_bytes" in occ:
+            note = typed_config.shared_memory_note(occ, arch)
+            if occ["limiter"] == "shared_memory":
+                st.warning(f"**Shared memory binds.** {note}", icon=":material/memory:")
+            else:
+                with st.expander(f"Why shared memory allows {occ['limits']['shared_memory']} blocks (the carveout)"):
+                    st.markdown(note)
 
 st.subheader("Waves")
-sm_default = int(ctx.df["sm_count"].dropna().iloc[0]) if ctx.df["sm_count"].notna().any() else 132
-try:
-    from profiling import occupancy as occupancy_module
-
-    if arch != data_arch or not ctx.df["sm_count"].notna().any():
-        sm_default = occupancy_module.ARCHS[arch].sm_count
-except (ImportError, AttributeError, KeyError):
-    pass
+data_sms = int(ctx.df["sm_count"].dropna().iloc[0]) if ctx.df["sm_count"].notna().any() else None
 w = st.columns(3)
-n_rows = w[0].number_input("R (rows)", 1, 2**22, 4096, key="occ_rows")
-sm_count = w[1].number_input("SMs", 1, 1024, sm_default, key="occ_sms")
-try:
-    programs = grid_programs(variant, int(n_rows), int(n_cols), dtype, int(num_warps))
-    if variant == "persistent" and occ:
-        programs = min(int(n_rows), int(sm_count) * max(1, occ["blocks_per_sm"]))
-except Exception as error:
-    programs = None
-    st.error(str(error))
-if programs and occ and occ["blocks_per_sm"]:
-    count, tail = dd.waves(programs, int(sm_count), int(occ["blocks_per_sm"]))
-    w[2].metric("Grid programs", f"{programs:,}")
-    st.markdown(f"**{count:.2f} waves** of {int(sm_count) * occ['blocks_per_sm']:,} programs "
-                f"({sm_count} SMs x {occ['blocks_per_sm']} per SM); the last wave is **{tail:.0%} full**.")
-    st.progress(min(1.0, tail), text="tail-wave fill")
+n_rows = int(w[0].number_input("R (rows)", 1, 2**22, 4096, key="occ_rows"))
+sm_count = int(w[1].number_input(f"SMs ({arch})", 1, 1024, typed_config.default_sm_count(arch, data_arch, data_sms),
+                                 key=f"occ_sms_{arch}",
+                                 help="Editable. Default: the loaded data's SM count when its GPU is this arch, else "
+                                      "the arch's reference GPU (profiling.occupancy.ARCHS)."))
+grid = None
+if occ:
+    try:
+        grid = typed_config.launch_grid(variant, n_rows, n_cols, dtype, int(num_warps), sm_count,
+                                        int(occ["blocks_per_sm"]))
+    except ValueError as error:
+        st.error(str(error))
+if grid is not None:
+    w[2].metric("Grid programs", f"{grid.programs:,}", help=grid.how)
+    st.caption(f"{grid.variant}'s launcher: {grid.how}.")
+    if grid.fallback:
+        st.warning(f"On a GPU of {sm_count} SMs this config runs 'online' instead: {grid.fallback}.")
+    elif grid.programs and occ["blocks_per_sm"]:
+        count, tail = dd.waves(grid.programs, sm_count, int(occ["blocks_per_sm"]))
+        st.markdown(f"**{count:.2f} waves** of {sm_count * occ['blocks_per_sm']:,} programs "
+                    f"({sm_count} SMs x {occ['blocks_per_sm']} per SM); the last wave is **{tail:.0%} full**.")
+        st.progress(min(1.0, tail), text="tail-wave fill")
+elif occ is None:
+    st.caption("Waves need the compile facts above (blocks per SM).")
 
 st.subheader(f"{variant}: registers, spills and occupancy vs N")
 curves = df[(df["variant"] == variant) & (df["dtype"] == dtype)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 
 import streamlit as st
 
@@ -15,6 +14,11 @@ from profiling import figures
 def compact(n: int) -> str:
     """65536 -> '64K', 1000 -> '1,000'."""
     return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else f"{n:,}"
+
+
+def bandwidth(gbps: float) -> str:
+    """4251.3 -> '4.25 TB/s', 812.0 -> '812 GB/s': short enough for a metric in a sixth of the page."""
+    return f"{gbps / 1000:.2f} TB/s" if gbps >= 1000 else f"{gbps:,.0f} GB/s"
 
 
 st.title("Blockscope")
@@ -31,8 +35,9 @@ st.markdown(f"**GPU:** {', '.join(info['gpus']) or 'unknown'} · **SMs:** "
             f"**torch:** {', '.join(info['torch_versions'])} · **Triton:** {', '.join(info['triton_versions'])}")
 cols = st.columns(6)
 copies = info["copy_gbps"]
-cols[0].metric("Copy bandwidth", f"{statistics.median(copies):,.0f} GB/s" if copies else "n/a",
-               help="device-to-device copy measured in the same run (GB/s)"
+copy_median = statistics.median(copies) if copies else None
+cols[0].metric("Copy bandwidth", bandwidth(copy_median) if copies else "n/a",
+               help=f"device-to-device copy measured in the same run: {copy_median or 0:,.0f} GB/s"
                     + (f"; median of {len(copies)} runs: " + ", ".join(f"{v:,.0f}" for v in copies) if len(copies) > 1
                        else ""))
 cols[1].metric("Configs", f"{info['configs']:,}", help=f"{info['rows']:,} rows (one per config x timing method)")
@@ -51,10 +56,10 @@ with st.expander("Sweep extent: configs per variant and dtype"):
               .reset_index())
     st.dataframe(extent, hide_index=True, key="ov_extent")
 
-st.subheader(f"Findings ({ctx.method})")
-st.caption("Computed from the rows that pass the sidebar filters (all dtypes listed where the filter allows); "
-           "change the timing method in the sidebar to see how the picture moves.")
-scope = dd.apply_filters(df, replace(ctx.filters, dtype=None), method=False)
+st.subheader(f"Findings ({ctx.dtype}, {ctx.method})")
+st.caption(f"Computed from the rows that pass the sidebar filters: dtype {ctx.dtype}, timing method {ctx.method}. "
+           "Change either in the sidebar to see how the picture moves.")
+scope = ctx.filtered
 speedups = dd.speedup_vs_torch(scope[scope["method"] == ctx.method])
 if len(speedups):
     ui.chart(figures.best_speedup_figure(speedups, df, ctx.method),

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 PAGES = (("Overview", "pages/overview.py"), ("Masked lanes", "pages/masked_lanes.py"),
          ("Occupancy", "pages/occupancy.py"), ("Latency", "pages/latency.py"), ("Tradeoffs", "pages/tradeoffs.py"),
          ("Kernel evidence", "pages/kernel_evidence.py"), ("Run sweep", "pages/run_sweep.py"),
-         ("Export", "pages/export.py"))
+         ("Export", "pages/export.py"), ("auto", "pages/auto.py"))
 
 
 def main() -> int:

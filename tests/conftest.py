@@ -22,6 +22,7 @@ def _importable(module: str) -> bool:
 collect_ignore = [
     name for name, needs in {
         "test_app.py": ("streamlit", "plotly"), "test_browser.py": ("streamlit", "plotly", "playwright"),
+        "test_app_controls.py": ("streamlit", "plotly"),
         "test_export.py": ("plotly", "kaleido"), "test_figures.py": ("plotly",),
         "test_backends_page.py": ("streamlit", "plotly"), "test_app_views.py": ("streamlit", "plotly"),
     }.items() if not all(_importable(m) for m in needs)

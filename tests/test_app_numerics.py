@@ -79,7 +79,7 @@ def test_page_without_numerics_columns_computes_live_on_the_interpreter(monkeypa
 def test_page_controls_rerun_the_live_parts(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(nm, "BUNDLED_PATH", tmp_path / "missing.parquet")
     at = open_page()
-    at.selectbox(key="num_dtype").set_value("fp32").run()
+    at.sidebar.selectbox(key="f_dtype").set_value("fp32").run()  # the sidebar's dtype (demo data is loaded)
     at.selectbox(key="num_special_variant").set_value("online").run()
     at.selectbox(key="num_hist_variant").set_value("probe_exp2").run()
     assert not at.exception, [e.message for e in at.exception]

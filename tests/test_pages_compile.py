@@ -109,7 +109,7 @@ def test_occupancy_page_renders_while_compiling_and_refuses_pathological_configs
     assert not any("in the background" in i.value for i in at.info)
     assert any("compiled offline for sm_90" in c.value for c in at.caption)
     jobs.calls.clear()
-    at.selectbox(key="occ_n").set_value(65536)
+    at.number_input(key="occ_n").set_value(65536)
     at.selectbox(key="occ_warps").set_value(1).run()
     assert any("predicted pathological compile time" in w.value for w in at.warning) and jobs.calls == []
     assert not at.exception

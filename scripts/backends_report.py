@@ -1,6 +1,6 @@
 """docs/benchmarks-backends.md's default-sweep section, from a backends results file (no GPU needed).
 
-python3 scripts/backends_report.py [--results data/h200_backends.parquet] [--doc docs/benchmarks-backends.md]
+python3 scripts/backends_report.py [--results data/h200_sweep.parquet] [--doc docs/benchmarks-backends.md]
 
 Per timing method: `auto` against each backend (profiling.backends.views.versus) and the fastest backend per
 (dtype, N); then the median us of every backend per (dtype, N) under cuda_graph, '-' with the reason class where
@@ -63,7 +63,7 @@ def section(results: Path) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, default=ROOT / "data" / "h200_backends.parquet")
+    parser.add_argument("--results", type=Path, default=ROOT / "data" / "h200_sweep.parquet")
     parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "benchmarks-backends.md")
     args = parser.parse_args()
     text = args.doc.read_text() if args.doc.exists() else ""

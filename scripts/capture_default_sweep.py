@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     if caches.exists() and not args.keep_caches:
         shutil.rmtree(caches)
     env = dict(os.environ, TRITON_CACHE_DIR=str(caches / "triton"), TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"),
-               BLOCKSCOPE_CACHE_DIR=str(caches / "blockscope"), PYTHONPATH=str(ROOT))
+               BLOCKSCOPE_CACHE_DIR=str(caches / "blockscope"),
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))  # keep peers
     summary: list[str] = []
     files = [out / "default_run1.parquet", out / "default_run2.parquet"]
     status = 0

@@ -28,7 +28,21 @@ st.caption("The kernels a user could pick instead of Blockscope's: eager `torch.
            "DSL, rows split over a CTA cluster), next to Blockscope's `auto`. Every row was checked against a "
            "float64 softmax before it was timed; a shape a backend does not run keeps the reason.")
 ctx = ui.context()
-if views.has_peers(ctx.df):
+bundled_name = views.BUNDLED_BACKENDS_PATH.name
+loaded_names = set(ctx.df["variant"].dropna().unique())
+absent = [n for n in views.PEER_NAMES if n not in loaded_names]
+use_loaded = views.has_peers(ctx.df)
+if use_loaded and absent and views.BUNDLED_BACKENDS_PATH.exists():
+    use_loaded = st.radio(
+        "Data", [True, False], horizontal=True, key="be_source",
+        format_func=lambda loaded: f"loaded ({ctx.label})" if loaded else f"bundled backends capture ({bundled_name})",
+        help=f"The loaded data has no {', '.join(absent)} rows. The bundled backends capture has every peer; it was "
+             "measured in an earlier run, with the kernels and tuning table of that time (its rows' "
+             "kernel_revision says which).")
+    if use_loaded:
+        st.caption(f"No {', '.join(absent)} rows in the loaded data: pick the bundled backends capture above to "
+                   "see them.")
+if use_loaded:
     df, label = ctx.filtered, ctx.label
 else:
     bundled = _bundled(str(views.BUNDLED_BACKENDS_PATH))
@@ -36,9 +50,10 @@ else:
         ui.empty(f"the loaded data has no peer backends and `data/{views.BUNDLED_BACKENDS_PATH.name}` is not there; "
                  "run `python -m profiling sweep --variants torch,inductor,liger,quack,auto` on a GPU")
         st.stop()
-    df, label = bundled, f"bundled {views.BUNDLED_BACKENDS_PATH.name}"
-    st.info(f"The loaded data ({ctx.label}) has no peer backends: this page shows the bundled H200 backends "
-            f"capture (`data/{views.BUNDLED_BACKENDS_PATH.name}`), with the sidebar's dtype and timing method.")
+    df, label = bundled, f"bundled {bundled_name}"
+    st.info(f"This page shows the bundled H200 backends capture (`data/{bundled_name}`), with the sidebar's dtype "
+            "and timing method" + ("" if views.has_peers(ctx.df) else f"; the loaded data ({ctx.label}) has no peer "
+                                                                     "backends."))
 
 method, dtype = ctx.method, ctx.dtype
 names = views.backend_order(list(df["variant"].dropna().unique()))

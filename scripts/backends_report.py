@@ -25,11 +25,13 @@ def section(results: Path) -> str:
 
     df = load_results(results)
     env = df.iloc[0]
-    lines = [BEGIN, "", "## Default sweep: every backend at R=4096, 39 N x 3 dtypes", "",
+    backends = ", ".join(views.backend_order(list(df["variant"].dropna().unique())))
+    n_values, dtypes = df["n_cols"].nunique(), df["dtype"].nunique()
+    lines = [BEGIN, "", f"## Default sweep: {backends} at R=4096, {n_values} N x {dtypes} dtypes", "",
              f"From `{results.relative_to(ROOT) if results.is_relative_to(ROOT) else results}` (one run, "
              f"{env['gpu_name']}, torch {env['torch_version']}, Triton {env['triton_version']}, {env['measured_at']}; "
-             "`python -m profiling sweep --variants torch,inductor,liger,quack,auto`), rendered by "
-             "`python3 scripts/backends_report.py`. `backend / auto` > 1: auto is faster.", ""]
+             f"`python -m profiling sweep --variants {','.join(sorted(df['variant'].dropna().unique()))}`), "
+             "rendered by `python3 scripts/backends_report.py`. `backend / auto` > 1: auto is faster.", ""]
     for method in ("cuda_graph", "back_to_back_flushed", "per_call_events"):
         against = views.versus(df, method)
         if against.empty:

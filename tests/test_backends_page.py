@@ -80,6 +80,22 @@ def test_the_page_renders_peers_from_a_loaded_file(tmp_path: Path, table):
     assert "teaching" in trace_names(charts(at)[0])
 
 
+def test_loaded_data_lacking_some_peers_can_switch_to_the_bundled_capture(monkeypatch, tmp_path: Path, table):
+    bundled = tmp_path / "bundled_backends.parquet"
+    save_results(table, bundled)
+    monkeypatch.setattr(views, "BUNDLED_BACKENDS_PATH", bundled)
+    loaded = tmp_path / "no_liger_quack.parquet"
+    save_results(table[~table["variant"].isin(["liger", "quack"])], loaded)
+    at = load_path(new_app(), loaded)
+    at.switch_page("pages/backends.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.radio(key="be_source").value is True  # the loaded data first, saying what it lacks
+    assert any("No liger, quack rows in the loaded data" in c.value for c in at.caption)
+    assert not {"liger", "quack"} & trace_names(charts(at)[0])
+    at.radio(key="be_source").set_value(False).run()
+    assert {"liger", "quack"} <= trace_names(charts(at)[0])
+
+
 def test_the_page_says_where_peers_come_from(monkeypatch, tmp_path: Path):
     monkeypatch.setattr(views, "BUNDLED_BACKENDS_PATH", tmp_path / "missing.parquet")
     at = new_app()

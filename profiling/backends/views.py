@@ -14,7 +14,7 @@ import pandas as pd
 from ..dashboard_data import ROOT, best_per_n, ran
 from .base import UNAVAILABLE, UNSUPPORTED
 
-BUNDLED_BACKENDS_PATH = ROOT / "data" / "h200_sweep.parquet"  # the default sweep holds every backend
+BUNDLED_BACKENDS_PATH = ROOT / "data" / "h200_backends.parquet"
 PEER_NAMES: tuple[str, ...] = ("torch", "inductor", "liger", "quack")
 STATUS_ORDER: tuple[str, ...] = ("ran", "unsupported", "unavailable", "wrong", "failed", "skipped")
 SCOPE = ("gpu_name", "run_id")

@@ -49,8 +49,11 @@ st.caption(f"`{path}` — {table.get('gpu', '?')} (sm {table.get('compute_capabi
 st.subheader("Pick for a shape")
 c1, c2, c3 = st.columns(3)
 dtypes = list(tuning_view.DTYPES)
-dtype = c1.selectbox("dtype", dtypes, index=dtypes.index(ctx.dtype) if ctx.df is not None and ctx.dtype in dtypes
-                     else 0, key="auto_dtype")
+if ctx.df is not None and ctx.dtype in dtypes:  # the sidebar's dtype, as on every page
+    dtype = ctx.dtype
+    c1.metric("dtype (sidebar)", dtype)
+else:  # no data loaded: no sidebar dtype to follow
+    dtype = c1.selectbox("dtype", dtypes, key="auto_dtype")
 n_rows = int(c2.number_input("R (rows)", min_value=1, max_value=2**31 - 1, value=4096, step=1, key="auto_rows"))
 n_cols = int(c3.number_input("N (columns)", min_value=1, max_value=auto.MAX_N, value=5000, step=1, key="auto_n"))
 try:

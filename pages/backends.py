@@ -85,7 +85,8 @@ ui.chart(bf.bandwidth_figure(table, df, method, dtype), table[["variant", "n_col
 st.subheader("Who wins")
 against = views.versus(df, method)
 if len(against):
-    st.markdown("**auto against each backend** (all dtypes; time of the backend / time of auto at each (dtype, N) "
+    dtypes_in = ", ".join(sorted(df["dtype"].dropna().unique()))
+    st.markdown(f"**auto against each backend** ({dtypes_in}; time of the backend / time of auto at each (dtype, N) "
                 "both ran; above 1: auto is faster)")
     st.dataframe(against, hide_index=True, key="be_versus")
 winners = views.winners(df[df["dtype"] == dtype], method)

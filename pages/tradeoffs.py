@@ -12,13 +12,23 @@ st.title("Tradeoffs")
 st.markdown("More warps per program mean fewer lanes (and registers) per thread but fewer programs per SM. "
             "Each cell is one (N, num_warps) config; other tunables take their fastest value.")
 ctx = ui.context()
-triton = [v for v in dd.options(ctx.filtered)["variants"] if v != dd.TORCH and v != "auto"]
+source = ctx.filtered
+triton = tradeoffs.warps_axis_variants(source)
+if not triton and tradeoffs.BUNDLED_WARPS_GRID_PATH.exists():  # the loaded data has no num_warps axis
+    grid_file = tradeoffs.BUNDLED_WARPS_GRID_PATH
+    source = ui.load_path(grid_file)
+    source = source[source["variant"].isin(ctx.filters.variants or source["variant"].unique())]
+    triton = tradeoffs.warps_axis_variants(source)
+    st.info(f"The loaded data ({ctx.label}) times each variant at one num_warps only: these heatmaps show the bundled "
+            f"num_warps grid `data/{grid_file.name}` (H200, measured {str(source['measured_at'].min())[:10]}, with the "
+            "kernels of that day: its split-row rows predate the current split-row kernel), with the sidebar's "
+            "dtype and timing method. Sweep with `--num-warps 1,2,4,8,16,32` for your own.", icon=":material/info:")
 if not triton:
-    ui.empty("no Triton variant in the filtered rows")
+    ui.empty("no Triton variant timed at two or more num_warps in the filtered rows")
     st.stop()
 variant = st.segmented_control("Variant", triton, default=triton[0], key="trade_variant") or triton[0]
 dtype, method = ctx.dtype, ctx.method
-part = ctx.filtered[(ctx.filtered["variant"] == variant) & (ctx.filtered["dtype"] == dtype)]
+part = source[(source["variant"] == variant) & (source["dtype"] == dtype)]
 split = dd.split_setups(part)
 if len(split) > 1:  # a heatmap holds one GPU / run / file: pick which (never the min over several)
     labels = [label for label, _ in split]
@@ -41,7 +51,7 @@ for tab, (value, what, unit, fmt, relative, reverse, rows) in zip(tabs[:3], pane
             ui.empty(f"no {what} for {variant} {dtype}")
             continue
         what_by = what if relative else f"{what} by N x num_warps"
-        title = figures.title_for(f"{variant}: {what_by}", ctx.filtered, dtype,
+        title = figures.title_for(f"{variant}: {what_by}", source, dtype,
                                   method if value == "median_us" else None)
         caption = ("Each row is one N: 1.00x ★ (outlined) is the fastest num_warps there, the others are how many "
                    "times slower; the hover has the time (µs). Grey cells were not measured or did not run, "

@@ -9,6 +9,7 @@ run is shown and says why instead of vanishing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -107,3 +108,18 @@ def grid_table(grid: WarpsGrid, unit: str, relative: bool = False) -> pd.DataFra
     long["status"] = grid.status.stack(future_stack=True).to_numpy()
     long["reason"] = grid.reason.stack(future_stack=True).to_numpy()
     return long
+
+
+BUNDLED_WARPS_GRID_PATH = Path(__file__).resolve().parents[1] / "data" / "h200_warps_grid.parquet"
+
+
+def warps_axis_variants(df: pd.DataFrame) -> list[str]:
+    """Triton variants (not torch, auto or a peer backend) timed at two or more num_warps at some N: those a
+    heatmap can compare."""
+    from .backends import is_peer
+
+    rows = df[df["error"].fillna("").eq("") & df["num_warps"].notna()] if "error" in df.columns else df
+    rows = rows[~rows["variant"].map(lambda v: v in ("torch", "auto") or is_peer(str(v)))]
+    counts = rows.groupby(["variant", "dtype", "n_cols"])["num_warps"].nunique()
+    found = counts[counts >= 2].reset_index()["variant"].unique()
+    return [v for v in dict.fromkeys(df["variant"]) if v in set(found)]

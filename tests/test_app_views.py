@@ -50,6 +50,25 @@ def test_tradeoffs_latency_heatmap_is_one_at_the_best_num_warps(results_file: Pa
         assert min(v for v in row if v is not None) == 1.0
 
 
+def test_tradeoffs_falls_back_to_the_bundled_num_warps_grid(tmp_path: Path) -> None:
+    """A file with one num_warps per variant and N (the default sweep) has no heatmap to draw: the page says so and
+    shows the bundled grid, with only Triton variants (no torch, auto or peers) to pick."""
+    from profiling import tradeoffs
+
+    one = synthetic_results(n_values=(256, 1024), variants=("torch", "teaching", "online"), dtypes=("fp16",),
+                            num_warps=(4,))
+    assert tradeoffs.warps_axis_variants(one) == []
+    path = tmp_path / "one_warps.parquet"
+    save_results(one, path)
+    at = load_path(new_app(), path)
+    at.switch_page("pages/tradeoffs.py").run()
+    assert not at.exception, at.exception
+    assert any("h200_warps_grid.parquet" in i.value for i in at.info)
+    assert charts(at), "no heatmap drawn from the bundled grid"
+    grid = pd.read_parquet(tradeoffs.BUNDLED_WARPS_GRID_PATH)
+    assert set(tradeoffs.warps_axis_variants(grid)) == {"teaching", "multirow", "online", "persistent", "splitrow"}
+
+
 def test_run_vs_run_computes_ratios_from_two_uploaded_files(results_file: Path) -> None:
     other = synthetic_results(seed=5, run_id="synthetic-5", **SMALL)
     at = new_app()
@@ -92,7 +111,7 @@ def test_auto_page_shows_the_pick_for_a_typed_shape() -> None:
     at = new_app()
     at.switch_page("pages/auto.py").run()
     assert not at.exception, at.exception
-    at.selectbox(key="auto_dtype").set_value("fp16").run()
+    at.sidebar.selectbox(key="f_dtype").set_value("fp16").run()  # the page follows the sidebar's dtype
     at.number_input(key="auto_rows").set_value(4096).run()
     at.number_input(key="auto_n").set_value(3000).run()
     assert not at.exception, at.exception

@@ -113,7 +113,13 @@ def test_every_page_renders_without_console_errors(server: str, tmp_path: Path) 
             _wait_idle(page)
             page.wait_for_selector("h1", timeout=30000)
             if has_charts:
-                page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+                try:
+                    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
+                except Exception as error:  # name the page (and keep its screenshot) instead of a bare timeout
+                    if os.environ.get("BLOCKSCOPE_SHOTS_DIR"):
+                        page.screenshot(path=str(Path(os.environ["BLOCKSCOPE_SHOTS_DIR"]) / "failed.png"),
+                                        full_page=True)
+                    raise AssertionError(f"{title}: no plotly chart drawn within 60 s") from error
             assert page.locator("[data-testid='stException']").count() == 0, f"{title}: exception shown"
             shot = tmp_path / f"{title.lower().replace(' ', '_')}.png"
             page.screenshot(path=str(shot), full_page=True)

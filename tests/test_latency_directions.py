@@ -63,7 +63,7 @@ def test_switch_filters_the_latency_page_on_direction(both_directions_file: Path
     backward = plotted_medians(at)
     assert {"torch", "teaching", "online"} <= trace_names(charts(at)[0])
     assert backward and backward.isdisjoint(forward)
-    fp16 = table[(table["dtype"] == "fp16") & (table["method"] == "per_call_events")]
+    fp16 = table[(table["dtype"] == "fp16") & (table["method"] == "back_to_back_flushed")]  # the default method
     best_backward = dd.best_per_n(fp16[fp16["direction"] == "backward"])
     assert {round(float(v), 6) for v in best_backward["median_us"]} <= backward
     assert any("3·R·N·element size" in c.value for c in at.caption)

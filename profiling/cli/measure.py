@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument("--directions", type=str_list, help="comma list of forward,backward,forward_backward "
                        "(default: forward): backward times dx from a saved y and dy, forward_backward one training "
                        "step (forward + autograd backward); dx is checked against float64 first")
-    sweep.add_argument("--reps", type=positive_int, help="timed reps per method (default: adaptive, >= 20)")
+    sweep.add_argument("--reps", type=positive_int, help="timed reps per method (default: adaptive, 10-1000 reps "
+                       "until the median's 95%% CI is within 1%%, or the method's time budget)")
     sweep.add_argument("--warmup", type=_non_negative_int, default=25, help="warmup calls per method (default 25)")
     sweep.add_argument("--max-minutes", type=_positive_float, help="stop cleanly after this long (resume later)")
     sweep.add_argument("--no-trace", action="store_true", help="skip the torch.profiler kernel-name trace")

@@ -14,7 +14,7 @@ st.markdown("More warps per program mean fewer lanes (and registers) per thread 
 ctx = ui.context()
 source = ctx.filtered
 triton = tradeoffs.warps_axis_variants(source)
-if not triton and tradeoffs.BUNDLED_WARPS_GRID_PATH.exists():  # the loaded data has no num_warps axis
+if not triton and len(source) and tradeoffs.BUNDLED_WARPS_GRID_PATH.exists():  # rows, but no num_warps axis
     grid_file = tradeoffs.BUNDLED_WARPS_GRID_PATH
     source = ui.load_path(grid_file)
     source = source[source["variant"].isin(ctx.filters.variants or source["variant"].unique())]

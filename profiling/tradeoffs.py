@@ -118,6 +118,8 @@ def warps_axis_variants(df: pd.DataFrame) -> list[str]:
     heatmap can compare."""
     from .backends import is_peer
 
+    if df.empty or not {"variant", "dtype", "n_cols", "num_warps"} <= set(df.columns):
+        return []
     rows = df[df["error"].fillna("").eq("") & df["num_warps"].notna()] if "error" in df.columns else df
     rows = rows[~rows["variant"].map(lambda v: v in ("torch", "auto") or is_peer(str(v)))]
     counts = rows.groupby(["variant", "dtype", "n_cols"])["num_warps"].nunique()

@@ -685,10 +685,13 @@ def _keep_traces(configs: Sequence[Config], new_rows: list[dict[str, Any]], fold
     from .trace import trace_file_name, write_trace_index
 
     tracer = chrome_tracer or _default_chrome_tracer
-    ran = {(r["variant"], r["dtype"], r["n_rows"], r["n_cols"]): r for r in new_rows if not r["error"]}
+    ran: dict[tuple, dict[str, Any]] = {}
+    for r in new_rows:  # the first error-free row of each shape and direction: the first config, as picked
+        if not r["error"]:
+            ran.setdefault((r["variant"], r["dtype"], r["n_rows"], r["n_cols"], r.get("direction", FORWARD)), r)
     written, entries = [], []
     for config in dict.fromkeys(configs):
-        row = ran.get((config.variant, config.dtype, config.n_rows, config.n_cols))
+        row = ran.get((config.variant, config.dtype, config.n_rows, config.n_cols, config.direction))
         if row is None:
             continue
         name = trace_file_name(config.variant, config.dtype, config.n_rows, config.n_cols, row["tunables"])
@@ -712,7 +715,7 @@ def _keep_traces(configs: Sequence[Config], new_rows: list[dict[str, Any]], fold
 
 
 def pick_trace_configs(configs: Sequence[Config], specs: Sequence[str], *, strict: bool = True) -> list[Config]:
-    """Configs named by 'variant:dtype:N' specs (the first config of that variant, dtype and N: its default
+    """Configs named by 'variant:dtype:N' specs (the first forward config of that variant, dtype and N: its default
     tunables when swept). ValueError for a malformed spec, or (strict) one matching no config."""
     picked = []
     for spec in specs:
@@ -720,7 +723,8 @@ def pick_trace_configs(configs: Sequence[Config], specs: Sequence[str], *, stric
         if len(parts) != 3 or not parts[2].strip().isdigit():
             raise ValueError(f"trace config {spec!r} is malformed; allowed: VARIANT:DTYPE:N (e.g. teaching:fp16:1000)")
         variant, dtype, n = parts[0].strip(), parts[1].strip(), int(parts[2])
-        match = next((c for c in configs if (c.variant, c.dtype, c.n_cols) == (variant, dtype, n)), None)
+        wanted = (variant, dtype, n, FORWARD)
+        match = next((c for c in configs if (c.variant, c.dtype, c.n_cols, c.direction) == wanted), None)
         if match is None:
             if strict:
                 raise ValueError(f"trace config {spec!r} names no config of this sweep; allowed: a variant, dtype and "

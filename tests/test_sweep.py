@@ -487,3 +487,22 @@ def test_chosen_configs_keep_a_chrome_trace_with_an_index(tmp_path):
     with pytest.raises(ValueError, match="names no config"):
         sweep.pick_trace_configs(configs, ["online:fp32:100"])
     assert sweep.pick_trace_configs(configs, ["online:fp32:100"], strict=False) == []
+
+
+def test_traces_are_of_the_forward_config_when_backward_rows_ran_too(tmp_path):
+    """A spec names the forward config, and its trace is named from the forward row's tunables, not from the
+    backward row of the same shape (whose tunables describe the backward kernel)."""
+    import json
+
+    def fake_chrome(fn, path):
+        fn()
+        path.write_text(json.dumps({"traceEvents": []}))
+        return []
+
+    forward = make_config("teaching", "fp32", 4, 100)
+    backward = make_config("teaching", "fp32", 4, 100, direction="backward")
+    assert sweep.pick_trace_configs([backward, forward], ["teaching:fp32:100"]) == [forward]
+    table = run([forward, backward], methods=["per_call_events"], out=tmp_path / "s.parquet", trace_configs=[forward],
+                chrome_tracer=fake_chrome)
+    assert set(table["direction"]) == {"forward", "backward"}
+    assert table.attrs["sweep"]["traces"] == ["teaching_fp32_R4_N100_num_warps4.json"]

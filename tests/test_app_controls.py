@@ -12,16 +12,12 @@ from streamlit.testing.v1 import AppTest
 from profiling import occupancy
 from profiling.results import save_results
 from tests.synthetic import synthetic_results
+from tests.test_app import _compile_cache  # noqa: F401 - autouse: one compile cache per session
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("overview", "masked_lanes", "occupancy", "latency", "tradeoffs", "backends", "kernel_evidence", "auto",
          "numerics", "run_sweep", "export")
 WIDGETS = ("selectbox", "radio", "segmented_control", "pills", "select_slider", "multiselect")
-
-
-@pytest.fixture(autouse=True)
-def _compile_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "compile-cache"))
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,11 @@ from profiling import numerics as nm  # noqa: E402
 from profiling.figures import numerics as fn  # noqa: E402
 from profiling.results import concat_results, save_results  # noqa: E402
 from tests.synthetic import synthetic_results  # noqa: E402
+from tests.test_app import _compile_cache  # noqa: F401 - autouse: one compile cache per session
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "pages/numerics.py"
 H200 = {"gpu_name": "NVIDIA H200", "compute_capability": "9.0", "run_id": "numerics-test"}
-
-
-@pytest.fixture(autouse=True)
-def _compile_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "compile-cache"))
 
 
 @pytest.fixture(scope="module")

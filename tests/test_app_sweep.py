@@ -12,12 +12,11 @@ pytest.importorskip("plotly")
 from profiling import revision  # noqa: E402
 from profiling.results import save_results  # noqa: E402
 from tests.synthetic import synthetic_results  # noqa: E402
-from tests.test_app import load_path, new_app  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _compile_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "compile-cache"))
+from tests.test_app import (  # noqa: E402
+    _compile_cache,  # noqa: F401 - autouse: one compile cache per session
+    load_path,
+    new_app,
+)
 
 
 def test_stale_kernel_rows_are_flagged(tmp_path: Path) -> None:

@@ -10,14 +10,14 @@ import pytest
 
 from profiling.results import save_results
 from tests.synthetic import synthetic_results
-from tests.test_app import charts, load_path, new_app
+from tests.test_app import (
+    _compile_cache,  # noqa: F401 - autouse: one compile cache per session
+    charts,
+    load_path,
+    new_app,
+)
 
 SMALL = {"n_values": (256, 1024, 1025, 4096), "dtypes": ("fp16",), "variants": ("torch", "teaching", "online")}
-
-
-@pytest.fixture(autouse=True)
-def _compile_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "compile-cache"))
 
 
 @pytest.fixture(scope="module")

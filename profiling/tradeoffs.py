@@ -9,7 +9,6 @@ run is shown and says why instead of vanishing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
@@ -110,7 +109,7 @@ def grid_table(grid: WarpsGrid, unit: str, relative: bool = False) -> pd.DataFra
     return long
 
 
-BUNDLED_WARPS_GRID_PATH = Path(__file__).resolve().parents[1] / "data" / "h200_warps_grid.parquet"
+BUNDLED_WARPS_GRID_PATH = dd.ROOT / "data" / "h200_warps_grid.parquet"  # beside dd.BUNDLED_PATH
 
 
 def warps_axis_variants(df: pd.DataFrame) -> list[str]:

@@ -5,9 +5,9 @@ kernels/tuned/, then the user's own in $BLOCKSCOPE_CACHE_DIR/autotune (default ~
 which take precedence. An entry may name 'torch': the tuner found torch.softmax faster than every Triton
 config there (launch-bound shapes, where Triton's host launch path costs more than torch's).
 An entry is used for N in the same power-of-two bucket (its BLOCK_SIZE) and row alignment, nearest N then
-nearest R; with no
-table for the GPU a heuristic picks (multirow for small N, one program per row for mid N, cooperating
-split-row programs for wide rows). Under the CPU interpreter the first shipped table is used.
+nearest R; with no table for the GPU (or, under the CPU interpreter, an entry naming a GPU-only Gluon variant) a
+heuristic picks (multirow for small N, one program per row for mid N, cooperating split-row programs for wide
+rows). Under the CPU interpreter the first shipped table is used.
 
 Eager mode: the table ranks GPU time. When a small shape is called on an idle stream (nothing queued: the GPU
 waits for the host, as in a plain Python loop of calls), the wall time is the host path instead, where
@@ -117,12 +117,26 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
                 variant, tunables = best["variant"], dict(best.get("tunables", {}))
                 if variant == "torch":  # the tuner measured torch.softmax fastest here (launch-bound shapes)
                     return variant, {}
+                if get_variant(variant).gpu_only and interpreting():  # a Gluon kernel: not on the CPU interpreter
+                    break
+                if "chunks" in tunables:  # programs per row were tuned for the entry's N: keep columns per program
+                    tunables["chunks"] = scaled_chunks(int(tunables["chunks"]), int(best["n_cols"]), n_cols)
                 try:
                     get_variant(variant).plan(n_rows, n_cols, dtype, **tunables)
                 except ValueError:
                     break
                 return variant, tunables
     return heuristic_choice(n_rows, n_cols)
+
+
+def scaled_chunks(chunks: int, tuned_n: int, n_cols: int) -> int:
+    """Programs per row at N = n_cols for a table entry tuned with `chunks` at N = tuned_n: the same columns per
+    program (cdiv(tuned_n, chunks)), 1 to staged_split.MAX_CHUNKS. 300000 columns from an entry of 16 chunks at
+    524288 take 10, where 16 would leave chunks empty (the plan refuses that)."""
+    from .staged_split import MAX_CHUNKS
+
+    per_program = -(-tuned_n // chunks)
+    return max(1, min(MAX_CHUNKS, -(-n_cols // per_program)))
 
 
 _DEVICE_NAMES: dict[int | None, str] = {}

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from . import auto, multirow, online, ops, persistent, splitrow, teaching
+from . import auto, multirow, online, ops, persistent, splitrow, staged, staged_split, teaching
 from ._common import SUPPORTED_DTYPES
 from .autograd import SoftmaxFunction
 from .plan import LaunchPlan
@@ -27,6 +27,18 @@ class Variant:
     plan: Callable[..., LaunchPlan]
     signature: Callable[[torch.dtype], dict[str, str]]
     dtypes: tuple[torch.dtype, ...] = SUPPORTED_DTYPES
+    gpu_only: bool = False  # a Gluon kernel: the Triton CPU interpreter cannot run it (CUDA tensors only)
+    max_n_of: Callable[[torch.dtype], int] | None = None  # a per-dtype limit below max_n (bytes of shared memory)
+
+    def limit(self, dtype: torch.dtype) -> int:
+        """The widest N this variant takes in `dtype`."""
+        return self.max_n if self.max_n_of is None else min(self.max_n, self.max_n_of(dtype))
+
+    def runs_here(self) -> bool:
+        """Whether launches can run in this process: GPU-only variants need CUDA and no interpreter."""
+        from ._common import interpreting
+
+        return not self.gpu_only or (torch.cuda.is_available() and not interpreting())
 
     @property
     def kernel_function(self) -> Callable:
@@ -56,6 +68,12 @@ VARIANTS: dict[str, Variant] = {
         Variant("splitrow", "CHUNKS cooperating programs per row, each chunk kept in registers (x read once)",
                 splitrow.softmax_splitrow, splitrow.row_softmax_splitrow_kernel, splitrow.MAX_N, splitrow.TUNABLES,
                 splitrow.plan, splitrow.signature),
+        Variant("staged", "one program per row, the row staged in shared memory by cp.async (Gluon; GPU only)",
+                staged.softmax_staged, staged.row_softmax_staged_kernel, staged.MAX_N, staged.TUNABLES, staged.plan,
+                staged.signature, gpu_only=True, max_n_of=staged.max_cols),
+        Variant("staged_split", "CHUNKS cooperating programs per row, each chunk staged in shared memory (Gluon; "
+                "GPU only)", staged_split.softmax_staged_split, staged_split.row_softmax_staged_split_kernel,
+                staged_split.MAX_N, staged_split.TUNABLES, staged_split.plan, staged_split.signature, gpu_only=True),
         Variant("auto", "picks variant and tunables per GPU, dtype and shape from a tuning table",
                 auto.softmax_auto, None, auto.MAX_N, auto.TUNABLES, auto.plan, auto.signature),
     )

@@ -30,10 +30,12 @@ RECHECK_TOP, RECHECK_ROUNDS = 3, 3  # configs timed again after the first pass, 
 SPLITROW_SHAPES: tuple[tuple[int, int], ...] = ((2048, 2), (4096, 4), (8192, 8), (16384, 16))  # (chunk, warps)
 
 
-def candidates(n_rows: int, n_cols: int) -> list[Candidate]:
+def candidates(n_rows: int, n_cols: int, dtype: torch.dtype = torch.float16,
+               variants: Iterable[str] | None = None) -> list[Candidate]:
     """Configurations worth timing for one shape (pruned by BLOCK_SIZE and by what won on the H200; every one
-    valid for the variant)."""
-    from kernels import splitrow
+    valid for the variant in `dtype`); `variants`: only those variants' configurations. GPU-only (Gluon) variants
+    are offered where they can run."""
+    from kernels import splitrow, staged_split
 
     block = next_power_of_2(n_cols)
     found: list[Candidate] = []
@@ -58,8 +60,27 @@ def candidates(n_rows: int, n_cols: int) -> list[Candidate]:
                                                "counter": counter}))
     if block >= 65536:
         found.append(("online", {"tile": 4096, "num_warps": 8}))
+    if block >= 4096:  # rows staged in shared memory (Gluon): 4 warps only where a row is small
+        found += [("staged", {"num_warps": w}) for w in ((4, 8, 16) if block <= 16384 else (8, 16))]
+    if block >= 32768:  # chunks of 64 KB (default) and 32 KB staged, programs cooperating per row
+        chunks = staged_split.default_chunks(n_cols, dtype)
+        found += [("staged_split", {"num_warps": w, "chunks": chunks}) for w in (8, 16)]
+        found.append(("staged_split", {"num_warps": 8, "chunks": min(staged_split.MAX_CHUNKS, 2 * chunks)}))
     unique = {(v, tuple(sorted(t.items()))): (v, t) for v, t in found}
-    return [c for c in unique.values() if n_cols <= get_variant(c[0]).max_n]
+    wanted = set(variants) if variants is not None else None
+    return [c for c in unique.values() if (wanted is None or c[0] in wanted) and _valid(c, n_rows, n_cols, dtype)]
+
+
+def _valid(candidate: Candidate, n_rows: int, n_cols: int, dtype: torch.dtype) -> bool:
+    """The variant runs here and its plan takes this shape."""
+    spec = get_variant(candidate[0])
+    if n_cols > spec.limit(dtype) or not spec.runs_here():
+        return False
+    try:
+        spec.plan(n_rows, n_cols, dtype, **candidate[1])
+    except ValueError:
+        return False
+    return True
 
 
 def _check(output: torch.Tensor, x: torch.Tensor) -> str:
@@ -79,7 +100,7 @@ def tune_shape(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, devic
     records.append({"variant": "torch", "tunables": {}, "median_us": torch_us, "error": "",
                     "seconds": time.perf_counter() - start})
     calls: dict[int, Callable[[], object]] = {0: lambda: torch.softmax(x, dim=-1)}
-    for variant, tunables in candidate_list if candidate_list is not None else candidates(n_rows, n_cols):
+    for variant, tunables in candidate_list if candidate_list is not None else candidates(n_rows, n_cols, dtype):
         start = time.perf_counter()
         record = {"variant": variant, "tunables": tunables, "median_us": math.nan, "error": ""}
         try:
@@ -178,6 +199,43 @@ def make_table(records: list[dict], seconds: float, command: str) -> dict:
         "command": command, "tuning_seconds": round(seconds, 1), "timing": "back_to_back_flushed median",
         "entries": best_entries(records),
     }
+
+
+def challenge(table: dict, dtypes: Iterable[str], variants: Iterable[str], timer: Timer, min_n: int = 1,
+              on_shape: Callable[[list[dict]], None] | None = None, device: str = "cuda") -> tuple[list[dict], float]:
+    """Retune part of a table against new variants: on each of its shapes with N >= `min_n` (in `dtypes`), torch,
+    the table's own pick and every candidate of `variants` are timed (with the recheck). Returns the records and
+    the seconds spent; `merge_table` folds the winners in."""
+    start = time.perf_counter()
+    variants = list(variants)
+    records: list[dict] = []
+    for entry in table["entries"]:
+        if entry["dtype"] not in dtypes or int(entry["n_cols"]) < min_n:
+            continue
+        n_rows, n_cols, dtype = int(entry["n_rows"]), int(entry["n_cols"]), dtype_from_name(entry["dtype"])
+        incumbent = [] if entry["variant"] == "torch" else [(entry["variant"], dict(entry.get("tunables", {})))]
+        challengers = [c for c in candidates(n_rows, n_cols, dtype, variants) if c not in incumbent]
+        if not challengers:  # nothing new runs here (odd N for 16-bit staging): the entry stands
+            continue
+        shape_records = tune_shape(n_rows, n_cols, dtype, timer, device, incumbent + challengers)
+        records += shape_records
+        if on_shape:
+            on_shape(shape_records)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    return records, time.perf_counter() - start
+
+
+def merge_table(table: dict, records: list[dict], seconds: float, command: str) -> dict:
+    """`table` with the fastest config of every retuned shape in `records` replacing its entry; provenance keeps
+    the table's own and adds this retune's (`retuned`: command, time, seconds, shapes)."""
+    merged = {(e["dtype"], int(e["n_rows"]), int(e["n_cols"])): e for e in table["entries"]}
+    new = best_entries(records)
+    merged.update({(e["dtype"], int(e["n_rows"]), int(e["n_cols"])): e for e in new})
+    retune = {"command": command, "made_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+              "seconds": round(seconds, 1), "shapes": len(new)}
+    return {**table, "entries": sorted(merged.values(), key=lambda e: (e["dtype"], e["n_cols"], e["n_rows"])),
+            "retuned": [*table.get("retuned", []), retune]}
 
 
 def save_table(table: dict, directory: Path | None = None) -> Path:

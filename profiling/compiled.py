@@ -284,13 +284,21 @@ def cubin_sass(cubin: bytes) -> str:
 _JIT_FUNCTIONS: dict[str, Any] = {}
 
 
+def _is_gluon(kernel) -> bool:
+    """A triton.experimental.gluon kernel (compiled through GluonASTSource)."""
+    return bool(getattr(kernel, "is_gluon", lambda: False)())
+
+
 def _jit_function(spec):
     """A JITFunction of the variant's raw kernel function (works whatever TRITON_INTERPRET was at import)."""
     if spec.name not in _JIT_FUNCTIONS:
         from triton.runtime.jit import JITFunction
 
         kernel = spec.kernel
-        _JIT_FUNCTIONS[spec.name] = kernel if type(kernel) is JITFunction else JITFunction(spec.kernel_function)
+        if _is_gluon(kernel):  # Gluon kernels are never wrapped by the interpreter
+            _JIT_FUNCTIONS[spec.name] = kernel
+        else:
+            _JIT_FUNCTIONS[spec.name] = kernel if type(kernel) is JITFunction else JITFunction(spec.kernel_function)
     return _JIT_FUNCTIONS[spec.name]
 
 
@@ -304,7 +312,13 @@ def _compile_facts(spec, plan, torch_dtype, arch: occ.ArchLimits) -> dict[str, A
     capability = major * 10 + minor
     signature, constexprs, attrs = _specialization(spec, plan, torch_dtype)
     start = time.perf_counter()
-    source = ASTSource(_jit_function(spec), signature, constexprs=constexprs, attrs=attrs)
+    kernel = _jit_function(spec)
+    if _is_gluon(kernel):
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        source = GluonASTSource(kernel, signature, constexprs=constexprs, attrs=attrs)
+    else:
+        source = ASTSource(kernel, signature, constexprs=constexprs, attrs=attrs)
     with triton_ptxas_log() as log:
         compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32),
                                   options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})

@@ -2,12 +2,15 @@
 the tuning table under --out.
 
 python3 scripts/tune_h200.py --out $OUT [--dtypes fp16,fp32] [--powers-of-two --min-n 128 --max-n 1048576]
-    [--check-off-grid]
+    [--check-off-grid] [--challenge kernels/tuned/nvidia-h200.json --variants staged,staged_split --min-n 4096]
 Shapes: the bench's (the sweep's N at R=4096 and the ~512 MB large set); with --powers-of-two, N = min-n..max-n
 in powers of two at R=4096 (N <= 262144) and ~512 MB. Timing: profiling.timing back_to_back_flushed median
 (L2 flushed before each rep, launches back to back), the timer the bench uses; the fastest three and torch are
 timed again interleaved (autotune.recheck). --check-off-grid then times, on the bench's off-grid shapes (R and N
 the tuner never saw), every candidate against what `auto` picks from the new table (offgrid_check.jsonl).
+--challenge retunes part of an existing table: on its shapes with N >= --min-n, torch, its pick and every
+candidate of --variants are timed (with the recheck) and the winners replace its entries (provenance under
+"retuned").
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ def main() -> None:
     parser.add_argument("--min-n", type=int, default=128)
     parser.add_argument("--max-n", type=int, default=2**20)
     parser.add_argument("--check-off-grid", action="store_true")
+    parser.add_argument("--challenge", type=Path, help="a tuning table to retune in part: its shapes with N >= "
+                        "--min-n, its pick against --variants (torch timed too); writes the merged table")
+    parser.add_argument("--variants", default="staged,staged_split")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -51,10 +57,16 @@ def main() -> None:
             log.flush()
             print(autotune.describe(records), flush=True)
 
-        records, seconds = autotune.tune(args.dtypes.split(","), n_values, flushed_median_us, on_shape=on_shape)
-    command = "python3 scripts/tune_h200.py " + " ".join(sys.argv[1:])
-    table = autotune.make_table(records, seconds, command)
-    print("wrote", autotune.save_table(table, out), "entries", len(table["entries"]), "s", table["tuning_seconds"])
+        command = "python3 scripts/tune_h200.py " + " ".join(sys.argv[1:])
+        if args.challenge:
+            base = json.loads(args.challenge.read_text())
+            records, seconds = autotune.challenge(base, args.dtypes.split(","), args.variants.split(","),
+                                                  flushed_median_us, min_n=args.min_n, on_shape=on_shape)
+            table = autotune.merge_table(base, records, seconds, command)
+        else:
+            records, seconds = autotune.tune(args.dtypes.split(","), n_values, flushed_median_us, on_shape=on_shape)
+            table = autotune.make_table(records, seconds, command)
+    print("wrote", autotune.save_table(table, out), "entries", len(table["entries"]), "s", round(seconds, 1))
     reversed_picks = [r for r in records if r.get("reversed")]
     print(f"recheck reversed the first-pass winner on {len(reversed_picks)} shapes:",
           ", ".join(f"{r['dtype']} {r['n_rows']}x{r['n_cols']}" for r in reversed_picks))

@@ -41,3 +41,21 @@ def assert_within(got: torch.Tensor, want: torch.Tensor, bound: torch.Tensor, pr
             f"first at index {index}: got {got[index].item():.8g}, expected {want[index].item():.8g}, "
             f"{context(index)}"
         )
+
+
+def runnable_variants() -> list[str]:
+    """Registered variants that can launch in this process (GPU-only Gluon variants need CUDA, no interpreter)."""
+    from kernels import VARIANTS
+
+    return [name for name, spec in VARIANTS.items() if spec.runs_here()]
+
+
+def variant_takes(variant: str, n_rows: int, n_cols: int, dtype: torch.dtype) -> bool:
+    """Whether the variant's plan accepts this shape and dtype (staged: N within shared memory, even for 16 bits)."""
+    from kernels import VARIANTS
+
+    try:
+        VARIANTS[variant].plan(n_rows, n_cols, dtype)
+    except ValueError:
+        return False
+    return True

@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+import kernels
 from kernels import VARIANTS, auto, softmax
 from profiling import autotune
 from tests.softmax_checks import assert_softmax_close
@@ -24,12 +25,25 @@ def test_shipped_h200_table_has_provenance_and_valid_entries():
             assert entry["median_us"] <= entry["torch_us"] * 1.0001  # the tuner keeps torch where it is faster
 
 
+def expected_choice(entry: dict, n_rows: int, n_cols: int) -> tuple[str, dict]:
+    """What choose() makes of a table entry at (R, N): the heuristic for a GPU-only (Gluon) entry under the CPU
+    interpreter, staged_split's chunks scaled to N, else the entry's own."""
+    if entry["variant"] == "torch":
+        return "torch", {}
+    if VARIANTS[entry["variant"]].gpu_only and kernels.interpreting():
+        return auto.heuristic_choice(n_rows, n_cols)
+    tunables = dict(entry["tunables"])
+    if "chunks" in tunables:
+        tunables["chunks"] = auto.scaled_chunks(tunables["chunks"], entry["n_cols"], n_cols)
+    return entry["variant"], tunables
+
+
 def test_choice_follows_the_table_bucket_alignment_and_nearest_shape():
     table = auto.load_table("NVIDIA H200")
     entries = {(e["dtype"], e["n_rows"], e["n_cols"]): e for e in table["entries"]}
     wide = entries[("fp32", 512, 262144)]
     # N=200000 (a multiple of 16) lies in the 262144 bucket; R=600 is nearest to the 512-row entry
-    assert auto.choose(600, 200_000, torch.float32, "NVIDIA H200") == (wide["variant"], wide["tunables"])
+    assert auto.choose(600, 200_000, torch.float32, "NVIDIA H200") == expected_choice(wide, 600, 200_000)
     # N=5000 is not a multiple of 16: of the 8192 bucket's unaligned entries (4097, 8191), 4097 is nearest
     unaligned = entries[("fp16", 4096, 4097)]
     assert auto.choose(4096, 5000, torch.float16, "NVIDIA H200") == (unaligned["variant"], unaligned["tunables"])
@@ -41,7 +55,7 @@ def test_exact_shapes_of_the_table_get_their_own_entry():
     table = auto.load_table("NVIDIA H200")
     for entry in table["entries"]:
         dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[entry["dtype"]]
-        expected = (entry["variant"], {} if entry["variant"] == "torch" else entry["tunables"])
+        expected = expected_choice(entry, entry["n_rows"], entry["n_cols"])
         assert auto.choose(entry["n_rows"], entry["n_cols"], dtype, "NVIDIA H200") == expected, entry
 
 

@@ -7,12 +7,13 @@ import torch
 
 import kernels
 from kernels import VARIANTS, softmax
-from tests.softmax_checks import assert_softmax_close
+from tests.softmax_checks import assert_softmax_close, runnable_variants
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 EDGE_N = [1, 5, 127, 128, 129, 1000, 1024, 1025]
 ODD_R = 3
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+RUNNABLE = runnable_variants()  # the GPU-only Gluon variants have their own tests (test_staged.py)
 
 
 def make_input(n_rows: int, n_cols: int, dtype: torch.dtype, seed: int = 0, scale: float = 3.0) -> torch.Tensor:
@@ -22,13 +23,13 @@ def make_input(n_rows: int, n_cols: int, dtype: torch.dtype, seed: int = 0, scal
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
 @pytest.mark.parametrize("n_cols", EDGE_N)
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", RUNNABLE)
 def test_matches_reference_across_power_of_two_edges(variant, n_cols, dtype):
     x = make_input(ODD_R, n_cols, dtype, seed=n_cols)
     assert_softmax_close(softmax(x, variant), x, f"{variant} N={n_cols}")
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", RUNNABLE)
 def test_direct_launcher_equals_registry_entry(variant):
     x = make_input(5, 129, torch.float16, seed=1)
     direct = VARIANTS[variant].launcher(x)
@@ -65,12 +66,12 @@ def test_seed_worked_example():
     x = torch.tensor([[0.0, 1.0, 2.0, 3.0, 4.0]], device=DEVICE)
     assert VARIANTS["teaching"].plan(1, 5, x.dtype).tile_width == 8
     expected = torch.tensor([0.0117, 0.0317, 0.0861, 0.2341, 0.6364])
-    for variant in VARIANTS:
+    for variant in RUNNABLE:
         got = softmax(x, variant).cpu()
         assert torch.allclose(got.round(decimals=4), expected, atol=0), f"{variant}: {got}"
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", RUNNABLE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
 def test_invariants_row_sum_and_shift(variant, dtype):
     x = make_input(5, 300, dtype, seed=4)
@@ -82,7 +83,7 @@ def test_invariants_row_sum_and_shift(variant, dtype):
         assert (shifted - y).abs().max().item() < 1e-6
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", RUNNABLE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
 def test_special_values_match_torch(variant, dtype):
     inf, nan = float("inf"), float("nan")
@@ -104,7 +105,7 @@ def test_special_values_match_torch(variant, dtype):
     assert_softmax_close(softmax(x[3:], variant), x[3:], f"{variant} finite rows")
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", RUNNABLE)
 @pytest.mark.parametrize("shape", [(0, 5), (3, 0), (2, 0, 4), (0,)])
 def test_empty_inputs_behave_like_torch(variant, shape):
     x = torch.empty(shape, device=DEVICE)
@@ -113,7 +114,7 @@ def test_empty_inputs_behave_like_torch(variant, shape):
 
 
 @pytest.mark.parametrize("width", [204, 208, 210])
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", RUNNABLE)
 def test_row_strides_that_are_and_are_not_whole_16_byte_vectors(variant, width):
     """N=200 fp16 is whole 16-byte vectors; a row stride of 204 or 210 elements is not (VEC must drop to 1)."""
     rows = make_input(5, width, torch.float16, seed=width)[:, :200]
@@ -131,7 +132,7 @@ def test_launch_constexprs_keep_vec_only_for_whole_vector_strides():
     assert launch_constexprs(plan, torch.empty(2, 208), torch.empty(2, 204)[:, :200]) == {"BLOCK_SIZE": 256, "VEC": 1}
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", RUNNABLE)
 def test_non_contiguous_inputs(variant):
     wide = make_input(6, 200, torch.float16, seed=5)
     sliced = wide[::2, 10:150]  # row stride 400, unit column stride: used in place
@@ -145,7 +146,7 @@ def test_non_contiguous_inputs(variant):
     assert_softmax_close(softmax(rank3, variant), rank3, f"{variant} rank-3 permuted")
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", RUNNABLE)
 def test_bad_dtype_and_type(variant):
     with pytest.raises(TypeError, match="allowed: torch.float16, torch.bfloat16, torch.float32"):
         softmax(torch.ones(2, 4, dtype=torch.int32, device=DEVICE), variant)
@@ -212,7 +213,7 @@ def test_plans_state_the_seed_rules():
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", RUNNABLE)
 def test_every_variant_plans_every_n_up_to_its_limit(variant, dtype):
     """Plans only (CPU): each variant's stated limit and the unaligned N below it take the default tunables."""
     spec = VARIANTS[variant]
@@ -229,7 +230,7 @@ def test_one_row_at_the_limit_runs(variant, n_cols):
     assert_softmax_close(softmax(x, variant), x, f"{variant} N={n_cols}")
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", RUNNABLE)
 def test_empty_input_over_the_limit_returns_empty(variant):
     """Nothing to compute: no N-limit error (the limit is about what one launch can hold)."""
     n_cols = VARIANTS[variant].max_n + 1

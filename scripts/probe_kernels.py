@@ -50,11 +50,6 @@ def parse_configs(text: str) -> list[tuple[str, str, dict[str, int]]]:
 def closure(name: str, tunables: dict[str, int], x: torch.Tensor):
     if name in backend_names() and not tunables:
         return get_backend(name).prepare(x)
-    if name in ("staged", "staged_split") and name not in kernels.VARIANTS:
-        import importlib
-
-        launcher = getattr(importlib.import_module(f"kernels.{name}"), f"softmax_{name}")
-        return lambda: launcher(x, **tunables)
     return lambda: kernels.softmax(x, variant=name, **tunables)
 
 

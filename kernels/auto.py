@@ -119,7 +119,7 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
                     return variant, {}
                 if get_variant(variant).gpu_only and interpreting():  # a Gluon kernel: not on the CPU interpreter
                     break
-                if "chunks" in tunables:  # programs per row were tuned for the entry's N: keep columns per program
+                if "chunks" in tunables and int(best["n_cols"]) != n_cols:  # keep the entry's columns per program
                     tunables["chunks"] = scaled_chunks(int(tunables["chunks"]), int(best["n_cols"]), n_cols)
                 try:
                     get_variant(variant).plan(n_rows, n_cols, dtype, **tunables)

@@ -26,8 +26,12 @@ def section(results: Path) -> str:
     df = load_results(results)
     env = df.iloc[0]
     backends = ", ".join(views.backend_order(list(df["variant"].dropna().unique())))
-    n_values, dtypes = df["n_cols"].nunique(), df["dtype"].nunique()
-    lines = [BEGIN, "", f"## Default sweep: {backends} at R=4096, {n_values} N x {dtypes} dtypes", "",
+    per_dtype = df.groupby("dtype")["n_cols"].nunique()
+    if per_dtype.nunique() == 1:
+        grid = f"{int(per_dtype.iloc[0])} N x {len(per_dtype)} dtypes"
+    else:  # a sweep stopped part way: say how far each dtype got
+        grid = ", ".join(f"{dtype} {int(count)} N" for dtype, count in per_dtype.items())
+    lines = [BEGIN, "", f"## Default sweep: {backends} at R=4096, {grid}", "",
              f"From `{results.relative_to(ROOT) if results.is_relative_to(ROOT) else results}` (one run, "
              f"{env['gpu_name']}, torch {env['torch_version']}, Triton {env['triton_version']}, {env['measured_at']}; "
              f"`python -m profiling sweep --variants {','.join(sorted(df['variant'].dropna().unique()))}`), "

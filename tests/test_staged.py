@@ -172,3 +172,26 @@ def test_auto_keeps_columns_per_program_when_an_entry_moves_to_another_n(monkeyp
     variant, tunables = auto.choose(300, 300000, torch.float16, "NVIDIA H200")
     assert (variant, tunables["chunks"]) == ("staged_split", 10)
     staged_split.plan(300, 300000, torch.float16, **tunables)  # a plan the launch accepts
+
+
+def test_relabel_rewrites_only_unmeasured_rows_a_variant_rule_leaves_out():
+    import importlib.util
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "relabel_unsupported.py"
+    spec = importlib.util.spec_from_file_location("relabel_unsupported", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = pd.DataFrame([
+        {"variant": "staged", "dtype": "bf16", "n_cols": 129, "median_us": float("nan"), "direction": "forward",
+         "error": "ValueError: staged: N=129 torch.bfloat16 rows are not whole 4-byte words"},
+        {"variant": "staged", "dtype": "fp32", "n_cols": 129, "median_us": float("nan"), "direction": "forward",
+         "error": "RuntimeError: something else"},  # fp32 N=129 stages fine: a real failure, kept
+        {"variant": "staged", "dtype": "bf16", "n_cols": 128, "median_us": 5.0, "direction": "forward", "error": ""},
+    ])
+    table, changed = module.relabel(rows)
+    assert changed == {"staged": 1}
+    assert table.loc[0, "error"].startswith("unsupported: staged: N = 129 is odd")
+    assert table.loc[1, "error"] == rows.loc[1, "error"] and table.loc[2, "error"] == ""

@@ -42,6 +42,9 @@ MAX_N = splitrow.MAX_N  # the widest rows any choice takes (split-row programs; 
 EAGER_ENV = "BLOCKSCOPE_AUTO_EAGER"
 EAGER_MAX_BYTES = 64 * 2**20  # read x + write y above this (~16 us at 4 TB/s) is never host-bound: no eager check
 EAGER_CALLS, EAGER_ROUNDS = 8, 3
+TORCH_REACH = 4  # a 'torch' entry stands for inputs up to this many times its elements; beyond, the bucket's nearest
+# Triton entry (torch wins where the launch is the cost: bf16 4096x255 took it, and at 30000x200 torch.softmax took
+# 12.5 us where fp16's multirow pick took 6.6, data/bench_offgrid_h200.md)
 
 
 def user_table_dir() -> Path:
@@ -100,7 +103,8 @@ def _nearest(entries: list[dict], n_rows: int, n_cols: int) -> dict:
 def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None) -> tuple[str, dict[str, int]]:
     """(variant, tunables) for this shape from the table: among entries of the same BLOCK_SIZE bucket and the same
     row alignment (N % 16 == 0 or not: Triton vectorizes only the first), the nearest N, then the nearest R. A
-    dtype without entries borrows those of another (bf16 <-> fp16 first: same bytes per element)."""
+    'torch' entry covers inputs up to TORCH_REACH times its size; past that the bucket's nearest Triton entry.
+    A dtype without entries borrows those of another (bf16 <-> fp16 first: same bytes per element)."""
     from .registry import get_variant
 
     table = load_table(gpu_name)
@@ -114,6 +118,12 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
             if entries:
                 aligned = [e for e in entries if (int(e["n_cols"]) % 16 == 0) == (n_cols % 16 == 0)]
                 best = _nearest(aligned or entries, n_rows, n_cols)
+                if best["variant"] == "torch" and n_rows * n_cols > TORCH_REACH * int(best["n_rows"]) * int(
+                        best["n_cols"]):  # torch won a launch-bound size; this input is far larger
+                    triton_entries = [e for e in entries if e["variant"] != "torch"]
+                    if not triton_entries:
+                        break
+                    best = _nearest(triton_entries, n_rows, n_cols)
                 variant, tunables = best["variant"], dict(best.get("tunables", {}))
                 if variant == "torch":  # the tuner measured torch.softmax fastest here (launch-bound shapes)
                     return variant, {}

@@ -208,3 +208,16 @@ def test_eager_check_never_applies_off_the_gpu_or_when_disabled(monkeypatch):
     monkeypatch.setenv(auto_module.EAGER_ENV, "0")
     assert not auto_module._idle_eager(x, x)
     torch.testing.assert_close(softmax(x, variant="auto"), torch.softmax(x, -1))
+
+
+def test_a_torch_entry_does_not_reach_inputs_far_larger_than_its_own(monkeypatch):
+    table = {"format": auto.TABLE_FORMAT, "entries": [
+        {"dtype": "bf16", "n_rows": 4096, "n_cols": 255, "variant": "torch", "tunables": {}},
+        {"dtype": "bf16", "n_rows": 4096, "n_cols": 256, "variant": "multirow",
+         "tunables": {"num_warps": 4, "rows_per_program": 4}}]}
+    monkeypatch.setattr(auto, "load_table", lambda gpu_name: table)
+    assert auto.choose(4096, 200, torch.bfloat16, "GPU") == ("torch", {})  # launch-bound, as tuned
+    assert auto.choose(4 * 4096, 255, torch.bfloat16, "GPU") == ("torch", {})  # within TORCH_REACH
+    assert auto.choose(30000, 200, torch.bfloat16, "GPU") == ("multirow", {"num_warps": 4, "rows_per_program": 4})
+    table["entries"] = table["entries"][:1]  # no Triton entry in the bucket: the heuristic, not torch
+    assert auto.choose(30000, 200, torch.bfloat16, "GPU") == auto.heuristic_choice(30000, 200)

@@ -177,3 +177,18 @@ def test_save_on_signals_restores_the_handlers():
             os.kill(os.getpid(), signal.SIGTERM)  # the handler runs in this thread before kill returns to Python
     assert stopped.value.signum == signal.SIGTERM and isinstance(stopped.value, KeyboardInterrupt)
     assert {s: signal.getsignal(s) for s in before} == before
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_signal_whose_stop_is_dropped_is_still_reported():
+    """Python runs the handler wherever the main thread is; raised inside __del__ (or a weakref callback, as on the
+    H200 under torch._dynamo) the Stopped is printed and dropped, so the sweep polls what the block yields."""
+    class SignalsInDel:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs here: its Stopped cannot leave __del__
+
+    with cli_measure.save_on_signals() as signalled:
+        assert signalled() is None
+        holder = SignalsInDel()
+        del holder  # no exception reaches this frame
+        assert signalled() == signal.SIGTERM

@@ -9,7 +9,7 @@ import math
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -289,16 +289,20 @@ class Stopped(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def save_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) -> Iterator[None]:
+def save_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) -> Iterator[Callable[[], int | None]]:
     """Turn the first of `signals` into Stopped (a KeyboardInterrupt) for the block, so the sweep saves the rows done
-    so far as it does for Ctrl-C; later ones arrive while it saves and are ignored. Previous handlers come back on
-    exit (main thread only: elsewhere the block runs unchanged)."""
+    so far as it does for Ctrl-C; later ones arrive while it saves and are ignored. Yields a function returning the
+    signal received (None before one): Python runs a handler wherever the main thread is, and an exception raised
+    inside a weakref callback or `__del__` is printed and dropped ("Exception ignored in ..."), so the caller also
+    polls it between configs (seen on the H200: a SIGTERM that landed in torch._dynamo's weakref callback left the
+    sweep running until it was killed). Previous handlers come back on exit (main thread only: elsewhere the block
+    runs unchanged and the function always returns None)."""
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     fired: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
 
     def handler(signum: int, frame: Any) -> None:
         if not fired:
@@ -307,7 +311,7 @@ def save_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) 
 
     previous = {signum: signal.signal(signum, handler) for signum in signals}
     try:
-        yield
+        yield lambda: fired[0] if fired else None
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
@@ -360,12 +364,16 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.max_minutes * 60 if args.max_minutes else None
     callback, close = _progress_reporter()
     out.parent.mkdir(parents=True, exist_ok=True)
+    signalled: Callable[[], int | None] = lambda: None
     try:
-        with save_on_signals():
+        with save_on_signals() as signalled:
+            def cancel() -> bool:  # a signal whose Stopped was dropped, or --max-minutes
+                return signalled() is not None or (deadline is not None and time.monotonic() > deadline)
+
             table = run_sweep(configs, methods=methods, out=out, reps=args.reps, warmup=args.warmup,
                               trace=not args.no_trace, progress=callback, retry_errors=args.retry_errors,
-                              cancel=(lambda: time.monotonic() > deadline) if deadline else None,
-                              compile_workers=workers, timing_started=callback.start, trace_configs=trace_configs)
+                              cancel=cancel, compile_workers=workers, timing_started=callback.start,
+                              trace_configs=trace_configs)
     except Stopped as stop:
         close()
         sys.stderr.write(f"stopped by {stop}: the rows measured so far are saved in {out} (rerun to resume)\n")
@@ -374,6 +382,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         raise CLIError(str(error)) from None
     finally:
         close()
+    if signalled() is not None:  # the handler's Stopped was dropped; the sweep stopped at the next config
+        name = signal.Signals(signalled()).name
+        sys.stderr.write(f"stopped by {name}: the rows measured so far are saved in {out} (rerun to resume)\n")
+        return 128 + signalled()
     info = table.attrs.get("sweep", {})
     state = "stopped at --max-minutes (rerun to resume)" if info.get("cancelled") else "done"
     print(f"{state}: {info.get('done', 0)} configs run, {info.get('skipped_existing', 0)} already in {out}, "

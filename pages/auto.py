@@ -13,9 +13,9 @@ from profiling import figures, tuning_view
 from profiling.backends import views
 
 
-@st.cache_data(show_spinner="Reading the tuner's log…")
-def _tune_log(path: str, mtime: float):
-    return tuning_view.read_tune_log(path)
+@st.cache_data(show_spinner="Reading the tuner's logs…")
+def _tune_log(paths: tuple[str, ...], mtimes: tuple[float, ...]):
+    return tuning_view.read_tune_logs(paths)
 
 
 @st.cache_data(show_spinner="Loading the bundled backends capture…")
@@ -72,14 +72,15 @@ if len(pick.considered):
         st.dataframe(pick.considered.drop(columns=["position"]), hide_index=True, key="auto_considered")
 
 st.subheader("Candidates the tuner measured there")
-log_path = tuning_view.TUNE_LOG_PATH
+log_paths = tuning_view.TUNE_LOG_PATHS
+missing_logs = [path.name for path in log_paths if not path.is_file()]
 if pick.entry is None:
     st.info("No table entry decided this pick (heuristic), so there is no tuner measurement behind it.")
-elif not log_path.is_file():
-    st.info(f"The tuner's log `{log_path.name}` is not there; the table keeps only each shape's winner.")
+elif missing_logs:
+    st.info(f"The tuner's log(s) {', '.join(missing_logs)} are not there; the table keeps only each shape's winner.")
 else:
     try:
-        log = _tune_log(str(log_path), log_path.stat().st_mtime)
+        log = _tune_log(tuple(map(str, log_paths)), tuple(path.stat().st_mtime for path in log_paths))
     except ValueError as error:
         st.error(str(error))
     else:
@@ -92,9 +93,13 @@ else:
         else:
             title = f"Tuner's candidates at {shape[0]} R={shape[1]:,} N={shape[2]:,} — {table.get('gpu', gpu)}, " \
                     f"{table.get('timing', '')}"
+            sources = tuning_view.log_sources(log, *shape)
+            retune = "" if sources == [tuning_view.TUNE_LOG_PATH.name] else (
+                f" Records from {', '.join(sources)}: a retune against new variants (torch, the earlier pick and "
+                "the new variants' candidates; `scripts/tune_h200.py --challenge`).")
             ui.chart(figures.candidates_figure(found, title), found, "auto_candidates",
                      f"Measured at {where} ({len(found)} configs, {int((found['error'] != '').sum())} failed); "
-                     "red: auto's pick.")
+                     f"red: auto's pick.{retune}")
 
 st.subheader("Against the other backends")
 method = ctx.method

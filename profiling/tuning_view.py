@@ -20,6 +20,9 @@ import pandas as pd
 from . import dashboard_data as dd
 
 TUNE_LOG_PATH = dd.ROOT / "data" / "tuning" / "h200_tune_log.jsonl.gz"
+# the full tune, then the retunes against new variants (scripts/tune_h200.py --challenge), in the order they ran
+TUNE_LOG_PATHS: tuple[Path, ...] = (TUNE_LOG_PATH, dd.ROOT / "data" / "tuning" / "h200_challenge_fp16_bf16.jsonl",
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_fp32.jsonl")
 DTYPES = ("fp16", "bf16", "fp32")
 DTYPE_ORDER = {"fp16": ("fp16", "bf16", "fp32"), "bf16": ("bf16", "fp16", "fp32"), "fp32": ("fp32", "fp16", "bf16")}
 LOG_COLUMNS = ("dtype", "n_rows", "n_cols", "variant", "tunables", "median_us", "torch_us", "error", "seconds")
@@ -117,7 +120,7 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
     """What kernels.auto.choose picks for (dtype, R, N) on `gpu_name` and which rule or table entry decides.
 
     ValueError (check_shape) for a bad shape."""
-    from kernels import auto, dtype_from_name, get_variant, next_power_of_2
+    from kernels import auto, dtype_from_name, get_variant, interpreting, next_power_of_2
 
     check_shape(dtype, n_rows, n_cols)
     n_rows, n_cols = int(n_rows), int(n_cols)
@@ -146,8 +149,22 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
         distance = ((pool["n_cols"].map(math.log2) - math.log2(n_cols)).abs(),
                     (pool["n_rows"].clip(lower=1).map(math.log2) - math.log2(max(1, n_rows))).abs())
         order = pd.DataFrame({"n": distance[0], "r": distance[1]}).sort_values(["n", "r"], kind="stable")
-        entry = pool.loc[order.index[0]].to_dict()
-        pick.considered = of_dtype.assign(chosen=of_dtype.index == order.index[0]).reset_index(drop=True)
+        chosen_index = order.index[0]
+        entry = pool.loc[chosen_index].to_dict()
+        reach = ""
+        if entry["variant"] == "torch" and n_rows * n_cols > auto.TORCH_REACH * entry["n_rows"] * entry["n_cols"]:
+            triton_pool = of_dtype[of_dtype["variant"] != "torch"].sort_values("position")
+            reach = (f"; its torch.softmax entry R={entry['n_rows']:,} N={entry['n_cols']:,} covers inputs up to "
+                     f"{auto.TORCH_REACH}x its size (torch wins where the launch is the cost), and this one is larger")
+            if triton_pool.empty:
+                return heuristic(f"From the tuning table's {wanted} entries with BLOCK_SIZE {block:,}{reach}, and "
+                                 "the bucket has no Triton entry")
+            near = ((triton_pool["n_cols"].map(math.log2) - math.log2(n_cols)).abs(),
+                    (triton_pool["n_rows"].clip(lower=1).map(math.log2) - math.log2(max(1, n_rows))).abs())
+            chosen_index = pd.DataFrame({"n": near[0], "r": near[1]}).sort_values(["n", "r"], kind="stable").index[0]
+            entry = triton_pool.loc[chosen_index].to_dict()
+            reach += f": the bucket's nearest Triton entry is R={entry['n_rows']:,} N={entry['n_cols']:,}"
+        pick.considered = of_dtype.assign(chosen=of_dtype.index == chosen_index).reset_index(drop=True)
         pick.entry = entry
         borrowed = f" (no {dtype} entry there: borrowed from {wanted}, same bytes per element)" \
             if wanted != dtype and {dtype, wanted} == {"fp16", "bf16"} else \
@@ -155,8 +172,16 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
         alignment = ("N % 16 == 0" if n_cols % 16 == 0 else "N % 16 != 0") if len(aligned) else \
             "no entry of the same row alignment, so any alignment"
         where = (f"the tuning table's {wanted} entries with BLOCK_SIZE {block:,} (N {block // 2 + 1:,}..{block:,})"
-                 f"{borrowed}, {alignment}: the nearest N, then R, is R={entry['n_rows']:,} N={entry['n_cols']:,}")
+                 f"{borrowed}, {alignment}: the nearest N, then R, is R={entry['n_rows']:,} N={entry['n_cols']:,}"
+                 if not reach else f"the tuning table's {wanted} entries with BLOCK_SIZE {block:,}{borrowed}{reach}")
         tunables = json.loads(entry["tunables"])
+        if entry["variant"] != "torch" and get_variant(entry["variant"]).gpu_only and interpreting():
+            return heuristic(f"From {where}, {entry['variant']} is a GPU-only Gluon kernel and this process runs "
+                             "the Triton CPU interpreter")
+        scaled = ""
+        if "chunks" in tunables and int(entry["n_cols"]) != n_cols:
+            tunables["chunks"] = auto.scaled_chunks(int(tunables["chunks"]), int(entry["n_cols"]), n_cols)
+            scaled = " (chunks scaled to keep the entry's columns per program at this N)"
         if entry["variant"] == "torch":
             pick.variant, pick.tunables = "torch", {}
             pick.rule = (f"From {where}, where the tuner measured torch.softmax faster than every Triton config "
@@ -168,7 +193,7 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
             return heuristic(f"From {where}, {entry['variant']} {tunables_text(tunables)} does not fit this shape "
                              f"({str(error).splitlines()[0][:160]})")
         pick.variant, pick.tunables = entry["variant"], tunables
-        pick.rule = (f"From {where}: {entry['variant']} {tunables_text(tunables)}, measured "
+        pick.rule = (f"From {where}: {entry['variant']} {tunables_text(tunables)}{scaled}, measured "
                      f"{entry['median_us']:.2f} µs there against torch.softmax {entry['torch_us']:.2f} µs.")
         return pick
     return heuristic(f"The tuning table has no entry with BLOCK_SIZE {block:,} in any dtype")
@@ -201,6 +226,28 @@ def read_tune_log(path: str | Path = TUNE_LOG_PATH) -> pd.DataFrame:
     log["median_us"] = pd.to_numeric(log["median_us"], errors="coerce").astype(float)
     log["error"] = log["error"].fillna("").astype(str)
     return log
+
+
+def read_tune_logs(paths: tuple[str | Path, ...] = TUNE_LOG_PATHS) -> pd.DataFrame:
+    """The tuner's records behind the shipped table: the logs in the order they ran, a later log's records of a
+    shape replacing an earlier log's (a retune's winner replaced that shape's entry, and records of two runs are
+    never ranked together); column `log` names the file each record comes from. ValueError as read_tune_log."""
+    logs = [read_tune_log(path).assign(log=Path(path).name) for path in paths]
+    keys = ["dtype", "n_rows", "n_cols"]
+    merged = logs[0]
+    for later in logs[1:]:
+        retuned = later[keys].drop_duplicates()
+        kept = merged.merge(retuned, on=keys, how="left", indicator=True)
+        merged = pd.concat([kept[kept["_merge"] == "left_only"].drop(columns="_merge"), later], ignore_index=True)
+    return merged
+
+
+def log_sources(log: pd.DataFrame, dtype: str, n_rows: int, n_cols: int) -> list[str]:
+    """The log files a shape's records come from (read_tune_logs' `log` column; [] without it)."""
+    if "log" not in log.columns:
+        return []
+    part = log[(log["dtype"] == dtype) & (log["n_rows"] == int(n_rows)) & (log["n_cols"] == int(n_cols))]
+    return sorted(part["log"].unique().tolist())
 
 
 def candidates(log: pd.DataFrame, dtype: str, n_rows: int, n_cols: int, pick: Pick | None = None) -> pd.DataFrame:

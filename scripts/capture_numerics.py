@@ -30,12 +30,16 @@ MARGIN_S = 30.0  # stop this long before --max-minutes: the block in flight stil
 
 
 def softmax_names(include_probes: bool = True) -> list[str]:
-    """torch, every registered variant, the exp probes, and (on a GPU) the peer backends available there."""
+    """torch, every registered variant that runs here (the Gluon ones need a GPU), the exp probes, and (on a GPU)
+    the peer backends available there."""
     import kernels
     from profiling.backends import PEERS, get_backend
     from profiling.numerics.probe import PROBES
 
-    names = ["torch", *kernels.VARIANTS, *(PROBES if include_probes else ())]
+    runnable = [name for name, spec in kernels.VARIANTS.items() if spec.runs_here()]
+    for name in sorted(set(kernels.VARIANTS) - set(runnable)):
+        print(f"variant {name} left out: a Gluon kernel, which runs on a CUDA GPU only", flush=True)
+    names = ["torch", *runnable, *(PROBES if include_probes else ())]
     import torch
 
     for name in PEERS[1:]:

@@ -74,10 +74,21 @@ def test_bad_shapes_name_what_is_allowed() -> None:
 
 
 def test_tune_log_candidates_match_the_table_entries() -> None:
-    with gzip.open(tv.TUNE_LOG_PATH, "rt") as handle:
-        lines = [json.loads(line) for line in handle if line.strip()]
-    log = tv.read_tune_log()
+    by_shape: dict[tuple, list[dict]] = {}
+    for path in tv.TUNE_LOG_PATHS:  # a later log's records of a shape replace an earlier log's
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt") as handle:
+            found_here: dict[tuple, list[dict]] = {}
+            for line in handle:
+                if line.strip():
+                    record = json.loads(line)
+                    found_here.setdefault((record["dtype"], record["n_rows"], record["n_cols"]), []).append(record)
+        by_shape.update(found_here)
+    lines = [record for records in by_shape.values() for record in records]
+    log = tv.read_tune_logs()
     assert len(log) == len(lines)
+    assert tv.log_sources(log, "fp16", 4096, 32768) == ["h200_challenge_fp16_bf16.jsonl"]
+    assert tv.log_sources(log, "fp16", 4096, 1000) == [tv.TUNE_LOG_PATH.name]
     table = tv.entries_table(auto.load_table(H200))
     assert len(tv.measured_shapes(log)) == len(table)
     for entry in table.itertuples():

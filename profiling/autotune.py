@@ -217,12 +217,7 @@ def challenge(table: dict, dtypes: Iterable[str], variants: Iterable[str], timer
         challengers = [c for c in candidates(n_rows, n_cols, dtype, variants) if c not in incumbent]
         if not challengers:  # nothing new runs here (odd N for 16-bit staging): the entry stands
             continue
-        shape_records = tune_shape(n_rows, n_cols, dtype, timer, device, incumbent + challengers)
-        records += shape_records
-        if on_shape:
-            on_shape(shape_records)
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        records += _tune_and_report(n_rows, n_cols, dtype, timer, device, on_shape, incumbent + challengers)
     return records, time.perf_counter() - start
 
 
@@ -280,13 +275,20 @@ def tune(dtypes: Iterable[str], n_values: Iterable[int] | None, timer: Timer, ro
         else:
             grid = [(n_rows, n_cols) for n_cols in n_values for n_rows in rows or default_rows(n_cols, dtype)]
         for n_rows, n_cols in grid:
-            shape_records = tune_shape(n_rows, n_cols, dtype, timer, device)
-            records += shape_records
-            if on_shape:
-                on_shape(shape_records)
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+            records += _tune_and_report(n_rows, n_cols, dtype, timer, device, on_shape)
     return records, time.perf_counter() - start
+
+
+def _tune_and_report(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, device: str,
+                     on_shape: Callable[[list[dict]], None] | None,
+                     candidate_list: list[Candidate] | None = None) -> list[dict]:
+    """tune_shape, then hand its records to `on_shape` and give the shape's memory back."""
+    shape_records = tune_shape(n_rows, n_cols, dtype, timer, device, candidate_list)
+    if on_shape:
+        on_shape(shape_records)
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return shape_records
 
 
 def large_set_rows(n_cols: int, dtype: torch.dtype, input_bytes: int = 512 * 2**20) -> int:

@@ -170,6 +170,32 @@ def test_tune_grid_reports_each_shape_and_default_rows():
     assert autotune.describe(seen[0]).startswith("fp32 R=3 N=8: torch 7.0 us, best ")
 
 
+def test_challenge_retunes_part_of_a_table_and_merges_with_provenance():
+    """The --challenge path: torch, the entry's pick and the challengers' candidates are timed on the table's shapes
+    with N >= min_n; winners replace those entries, the rest stand, provenance goes under `retuned`."""
+    table = {"format": auto.TABLE_FORMAT, "gpu": "Test GPU", "entries": [
+        {"dtype": "fp32", "n_rows": 3, "n_cols": 8, "variant": "teaching", "tunables": {"num_warps": 4},
+         "median_us": 9.0, "torch_us": 9.5},
+        {"dtype": "fp32", "n_rows": 3, "n_cols": 100, "variant": "teaching", "tunables": {"num_warps": 4},
+         "median_us": 9.0, "torch_us": 9.5}]}
+    timed = []
+
+    def fake_timer(fn):  # multirow is the fastest: every call of it reports 1 us
+        fn()
+        timed.append(fn)
+        return 1.0 if "multirow" in repr(getattr(fn, "__defaults__", None)) else 5.0
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    records, seconds = autotune.challenge(table, ["fp32"], ["multirow"], fake_timer, min_n=64, device=device)
+    assert {(r["n_cols"]) for r in records} == {100}  # N=8 is under min_n: not retimed
+    variants = {r["variant"] for r in records}
+    assert variants == {"torch", "teaching", "multirow"}  # torch, the incumbent and the challengers only
+    merged = autotune.merge_table(table, records, seconds, "tune --challenge")
+    by_n = {e["n_cols"]: e for e in merged["entries"]}
+    assert by_n[8] == table["entries"][0] and by_n[100]["variant"] == "multirow"
+    assert merged["retuned"][-1]["command"] == "tune --challenge" and merged["retuned"][-1]["shapes"] == 1
+
+
 @pytest.mark.parametrize("n_cols", [2**23 + 1, 2**24 - 1, 2**24])
 @pytest.mark.parametrize("gpu_name", [None, "NVIDIA H200", "Some Future GPU"])
 def test_auto_plans_every_n_up_to_its_limit(n_cols, gpu_name):

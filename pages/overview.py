@@ -41,7 +41,10 @@ cols[0].metric("Copy bandwidth", bandwidth(copy_median) if copies else "n/a",
                     + (f"; median of {len(copies)} runs: " + ", ".join(f"{v:,.0f}" for v in copies) if len(copies) > 1
                        else ""))
 cols[1].metric("Configs", f"{info['configs']:,}", help=f"{info['rows']:,} rows (one per config x timing method)")
-cols[2].metric("Failed rows", f"{info['errors']:,}", help="kept with their error text (Kernel evidence page)")
+cols[2].metric("Failed rows", f"{info['errors']:,}",
+               help=f"kept with their error text (Kernel evidence page); not counted: {info['not_run']:,} rows a "
+                    "backend does not run by its own rules ('unsupported: ...', e.g. Quack at N not a multiple of 8, "
+                    "the staged variants at odd 16-bit N) or that are not installed ('unavailable: ...')")
 cols[3].metric("N range", f"{compact(info['n_min'])}–{compact(info['n_max'])}",
                help=f"{info['n_min']:,} to {info['n_max']:,}: {info['n_count']} distinct N")
 cols[4].metric("R (rows)", ", ".join(f"{r:,}" for r in info["rows_r"]))

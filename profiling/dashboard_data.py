@@ -403,6 +403,9 @@ def regime_spans(regime_table: pd.DataFrame) -> list[tuple[int, int, str]]:
     return spans
 
 
+NOT_RUN_PREFIXES: tuple[str, ...] = ("unsupported: ", "unavailable: ")  # profiling.backends.base's row prefixes
+
+
 def summary(df: pd.DataFrame) -> dict[str, Any]:
     """What is loaded: GPUs, versions, copy bandwidth (GB/s), sweep extent, row and error counts."""
 
@@ -410,10 +413,13 @@ def summary(df: pd.DataFrame) -> dict[str, Any]:
         return sorted(str(v) for v in df[column].dropna().unique()) if column in df.columns else []
 
     triton = df[df["variant"] != TORCH]
+    errors = df["error"].fillna("").astype(str)
+    not_run = errors.str.startswith(NOT_RUN_PREFIXES)
     return {
         "rows": len(df),
         "configs": len(df.drop_duplicates(list(CONFIG_COLUMNS))),
-        "errors": int((df["error"].fillna("") != "").sum()),
+        "errors": int(((errors != "") & ~not_run).sum()),  # failed: an error other than a backend's own rules
+        "not_run": int(not_run.sum()),  # 'unsupported: ...' (a backend's rules) or 'unavailable: ...' (not installed)
         "gpus": distinct("gpu_name"),
         "sm_counts": sorted(int(v) for v in df["sm_count"].dropna().unique()),
         "torch_versions": distinct("torch_version"),

@@ -330,3 +330,12 @@ def test_ratio_figure_has_spread_bars_and_keeps_every_ratio_in_view() -> None:
         assert y + up == pytest.approx(rows.at[x, "ratio_high"]) and y - down == pytest.approx(rows.at[x, "ratio_low"])
     low, high = (10 ** v for v in fig.layout.yaxis.range)
     assert low <= table["ratio_low"].min() and high >= table["ratio_high"].max() and low < 1 < high
+
+
+def test_summary_counts_failures_apart_from_rows_a_backend_does_not_run(df: pd.DataFrame) -> None:
+    marked = df.copy()
+    marked.loc[marked.index[:3], "error"] = "unsupported: quack: N = 129 is not a multiple of 8"
+    marked.loc[marked.index[3:5], "error"] = "unavailable: liger: not installed"
+    marked.loc[marked.index[5:6], "error"] = "RuntimeError: CUDA error: an illegal memory access"
+    info = dd.summary(marked)
+    assert (info["errors"], info["not_run"]) == (1, 5)

@@ -29,6 +29,7 @@ class Variant:
     dtypes: tuple[torch.dtype, ...] = SUPPORTED_DTYPES
     gpu_only: bool = False  # a Gluon kernel: the Triton CPU interpreter cannot run it (CUDA tensors only)
     max_n_of: Callable[[torch.dtype], int] | None = None  # a per-dtype limit below max_n (bytes of shared memory)
+    shape_rule: Callable[[int, torch.dtype], str | None] | None = None  # why rows of N it cannot run are out
 
     def limit(self, dtype: torch.dtype) -> int:
         """The widest N this variant takes in `dtype`."""
@@ -48,6 +49,14 @@ class Variant:
         if self.kernel is None:
             raise ValueError(f"{self.name} has no kernel of its own; use the variant its plan names")
         return self.kernel.fn
+
+
+def _whole_words(n_cols: int, dtype: torch.dtype) -> str | None:
+    """The staged variants' rule: cp.async copies whole 4-byte words, so odd N in 16 bits is out."""
+    if staged.copy_elements(dtype.itemsize, n_cols) == 0:
+        return (f"N = {n_cols} is odd: cp.async copies whole 4-byte words (N even for 16-bit dtypes; "
+                "'teaching', 'online' or 'splitrow' take it)")
+    return None
 
 
 VARIANTS: dict[str, Variant] = {
@@ -70,10 +79,11 @@ VARIANTS: dict[str, Variant] = {
                 splitrow.plan, splitrow.signature),
         Variant("staged", "one program per row, the row staged in shared memory by cp.async (Gluon; GPU only)",
                 staged.softmax_staged, staged.row_softmax_staged_kernel, staged.MAX_N, staged.TUNABLES, staged.plan,
-                staged.signature, gpu_only=True, max_n_of=staged.max_cols),
+                staged.signature, gpu_only=True, max_n_of=staged.max_cols, shape_rule=_whole_words),
         Variant("staged_split", "CHUNKS cooperating programs per row, each chunk staged in shared memory (Gluon; "
                 "GPU only)", staged_split.softmax_staged_split, staged_split.row_softmax_staged_split_kernel,
-                staged_split.MAX_N, staged_split.TUNABLES, staged_split.plan, staged_split.signature, gpu_only=True),
+                staged_split.MAX_N, staged_split.TUNABLES, staged_split.plan, staged_split.signature, gpu_only=True,
+                shape_rule=_whole_words),
         Variant("auto", "picks variant and tunables per GPU, dtype and shape from a tuning table",
                 auto.softmax_auto, None, auto.MAX_N, auto.TUNABLES, auto.plan, auto.signature),
     )

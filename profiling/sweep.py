@@ -38,8 +38,7 @@ import kernels
 from kernels import DTYPE_NAMES, dtype_from_name, get_variant
 
 from . import timing
-from .backends import PEERS, UNSUPPORTED, get_backend, is_peer, unsupported_reason
-from .backends.blockscope import variant_unsupported
+from .backends import PEERS, get_backend, is_peer, unsupported_reason
 from .directions import (
     BACKWARD,
     FORWARD,
@@ -608,11 +607,11 @@ def run_sweep(configs: Sequence[Config], *, methods: Sequence[str] = timing.TIMI
         for i in order:
             config = configs[i]
             plan, plan_error = None, ""
-            rule = None if is_peer(config.variant) or config.direction != FORWARD else \
-                variant_unsupported(get_variant(config.variant), config.n_cols, dtype_from_name(config.dtype))
+            rule = None if is_peer(config.variant) or config.direction != FORWARD else unsupported_reason(
+                config.variant, config.n_rows, config.n_cols, dtype_from_name(config.dtype))
             try:
                 if rule:  # the variant's own rules leave this shape out (staged: odd N in 16 bits), as a peer's do
-                    plan_error = f"{UNSUPPORTED}{config.variant}: {rule}"
+                    plan_error = rule
                 else:
                     plan = resolve_plan(config, gpu_name)
             except Exception as error:  # bad tunables for this N: an error row
@@ -883,7 +882,7 @@ def _launched_programs(plan: kernels.LaunchPlan, x: torch.Tensor) -> int | None:
         if plan.variant == "staged_split":
             from kernels import staged_split
 
-            return staged_split.launched_programs(x.reshape(-1, x.shape[-1]).contiguous(), plan)
+            return staged_split.launched_programs(x.reshape(-1, x.shape[-1]), plan)  # cached by now
     except Exception:
         return None
     return plan.programs

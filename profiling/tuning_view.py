@@ -116,6 +116,14 @@ def _heuristic_rule(n_cols: int, why: str) -> str:
     return f"{why}, so the built-in heuristic picks: {rule} (BLOCK_SIZE = {block:,})."
 
 
+def _nearest_index(pool: pd.DataFrame, n_rows: int, n_cols: int):
+    """Index of the entry nearest in log2 N, then in log2 R (kernels.auto._nearest; `pool` in file order, so ties
+    go to the file's first as min() does)."""
+    distance = pd.DataFrame({"n": (pool["n_cols"].map(math.log2) - math.log2(n_cols)).abs(),
+                             "r": (pool["n_rows"].clip(lower=1).map(math.log2) - math.log2(max(1, n_rows))).abs()})
+    return distance.sort_values(["n", "r"], kind="stable").index[0]
+
+
 def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
     """What kernels.auto.choose picks for (dtype, R, N) on `gpu_name` and which rule or table entry decides.
 
@@ -146,10 +154,7 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
             continue
         aligned = of_dtype[of_dtype["aligned16"] == (n_cols % 16 == 0)]
         pool = (aligned if len(aligned) else of_dtype).sort_values("position")  # ties: the file's first, as min()
-        distance = ((pool["n_cols"].map(math.log2) - math.log2(n_cols)).abs(),
-                    (pool["n_rows"].clip(lower=1).map(math.log2) - math.log2(max(1, n_rows))).abs())
-        order = pd.DataFrame({"n": distance[0], "r": distance[1]}).sort_values(["n", "r"], kind="stable")
-        chosen_index = order.index[0]
+        chosen_index = _nearest_index(pool, n_rows, n_cols)
         entry = pool.loc[chosen_index].to_dict()
         reach = ""
         if entry["variant"] == "torch" and n_rows * n_cols > auto.TORCH_REACH * entry["n_rows"] * entry["n_cols"]:
@@ -159,9 +164,7 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
             if triton_pool.empty:
                 return heuristic(f"From the tuning table's {wanted} entries with BLOCK_SIZE {block:,}{reach}, and "
                                  "the bucket has no Triton entry")
-            near = ((triton_pool["n_cols"].map(math.log2) - math.log2(n_cols)).abs(),
-                    (triton_pool["n_rows"].clip(lower=1).map(math.log2) - math.log2(max(1, n_rows))).abs())
-            chosen_index = pd.DataFrame({"n": near[0], "r": near[1]}).sort_values(["n", "r"], kind="stable").index[0]
+            chosen_index = _nearest_index(triton_pool, n_rows, n_cols)
             entry = triton_pool.loc[chosen_index].to_dict()
             reach += f": the bucket's nearest Triton entry is R={entry['n_rows']:,} N={entry['n_cols']:,}"
         pick.considered = of_dtype.assign(chosen=of_dtype.index == chosen_index).reset_index(drop=True)

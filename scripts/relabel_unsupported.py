@@ -3,10 +3,10 @@ to the text `python -m profiling sweep` writes for them now: 'unsupported: <vari
 
 python3 scripts/relabel_unsupported.py data/h200_sweep.parquet [more.parquet ...]
 
-The H200 capture of 2026-12-01 07:33 ran before the sweep checked `profiling.backends.blockscope.variant_unsupported`
-ahead of planning, so odd-N fp16/bf16 configs of the staged variants (cp.async copies whole 4-byte words) are
-ValueError rows from the variants' plans. Only rows with an error, no median and a reason from that same function
-are touched; every other cell is kept. Prints how many rows changed per variant.
+The H200 capture of 2026-12-01 07:33 ran before the sweep checked `profiling.backends.unsupported_reason` ahead
+of planning a Blockscope variant's forward config, so odd-N fp16/bf16 configs of the staged variants (cp.async
+copies whole 4-byte words) are ValueError rows from the variants' plans. Only rows with an error, no median and
+a reason from that same function are touched; every other cell is kept. Prints how many rows changed per variant.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pandas as pd  # noqa: E402
 
 import kernels  # noqa: E402
-from profiling.backends import UNSUPPORTED  # noqa: E402
-from profiling.backends.blockscope import variant_unsupported  # noqa: E402
+from profiling.backends import UNSUPPORTED, unsupported_reason  # noqa: E402
 from profiling.results import load_results, save_results  # noqa: E402
 
 
@@ -33,10 +32,10 @@ def relabel(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
         if (not error or error.startswith(UNSUPPORTED) or pd.notna(row["median_us"])
                 or row["variant"] not in kernels.VARIANTS or row.get("direction", "forward") != "forward"):
             continue
-        reason = variant_unsupported(kernels.get_variant(row["variant"]), int(row["n_cols"]),
-                                     kernels.dtype_from_name(row["dtype"]))
+        reason = unsupported_reason(row["variant"], int(row["n_rows"]), int(row["n_cols"]),
+                                    kernels.dtype_from_name(row["dtype"]))
         if reason:
-            out.at[index, "error"] = f"{UNSUPPORTED}{row['variant']}: {reason}"
+            out.at[index, "error"] = reason
             changed[row["variant"]] = changed.get(row["variant"], 0) + 1
     return out, changed
 

@@ -185,11 +185,12 @@ def test_relabel_rewrites_only_unmeasured_rows_a_variant_rule_leaves_out():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     rows = pd.DataFrame([
-        {"variant": "staged", "dtype": "bf16", "n_cols": 129, "median_us": float("nan"), "direction": "forward",
-         "error": "ValueError: staged: N=129 torch.bfloat16 rows are not whole 4-byte words"},
-        {"variant": "staged", "dtype": "fp32", "n_cols": 129, "median_us": float("nan"), "direction": "forward",
-         "error": "RuntimeError: something else"},  # fp32 N=129 stages fine: a real failure, kept
-        {"variant": "staged", "dtype": "bf16", "n_cols": 128, "median_us": 5.0, "direction": "forward", "error": ""},
+        {"variant": "staged", "dtype": "bf16", "n_rows": 4, "n_cols": 129, "median_us": float("nan"),
+         "direction": "forward", "error": "ValueError: staged: N=129 torch.bfloat16 rows are not whole 4-byte words"},
+        {"variant": "staged", "dtype": "fp32", "n_rows": 4, "n_cols": 129, "median_us": float("nan"),
+         "direction": "forward", "error": "RuntimeError: something else"},  # fp32 N=129 stages: a real failure
+        {"variant": "staged", "dtype": "bf16", "n_rows": 4, "n_cols": 128, "median_us": 5.0, "direction": "forward",
+         "error": ""},
     ])
     table, changed = module.relabel(rows)
     assert changed == {"staged": 1}

@@ -506,3 +506,13 @@ def test_traces_are_of_the_forward_config_when_backward_rows_ran_too(tmp_path):
                 chrome_tracer=fake_chrome)
     assert set(table["direction"]) == {"forward", "backward"}
     assert table.attrs["sweep"]["traces"] == ["teaching_fp32_R4_N100_num_warps4.json"]
+
+
+def test_a_shape_a_variant_rule_leaves_out_is_an_unsupported_row_not_a_plan_error():
+    """Odd N in 16 bits cannot be staged (cp.async copies whole 4-byte words): the sweep writes the rule's text,
+    as for a peer's unsupported shape, without planning or launching (this runs on the CPU, where staged cannot)."""
+    table = run([make_config("staged", "bf16", 4, 129), make_config("torch", "bf16", 4, 129)],
+                methods=["per_call_events"])
+    staged_row = table[table["variant"] == "staged"].iloc[0]
+    assert staged_row["error"].startswith("unsupported: staged: N = 129 is odd: cp.async copies whole 4-byte words")
+    assert pd.isna(staged_row["median_us"]) and (table[table["variant"] == "torch"]["error"] == "").all()

@@ -12,22 +12,6 @@ import kernels
 from .base import Backend, Evidence, KernelFacts
 
 
-def variant_unsupported(spec: kernels.Variant, n_cols: int, dtype: torch.dtype) -> str | None:
-    """Why a Blockscope variant does not run rows of N in `dtype` by its own rules (None: it does), as a peer's
-    `supports`: its dtypes, its per-dtype limit, and for the staged (cp.async) variants whole 4-byte words."""
-    if dtype not in spec.dtypes:
-        return f"dtype {dtype} is not one of {', '.join(map(str, spec.dtypes))}"
-    if n_cols > spec.limit(dtype):
-        return f"N = {n_cols} is over {spec.name}'s limit of {spec.limit(dtype)} in {dtype}"
-    if spec.name in ("staged", "staged_split"):
-        from kernels import staged
-
-        if staged.copy_elements(dtype.itemsize, n_cols) == 0:
-            return (f"N = {n_cols} is odd: cp.async copies whole 4-byte words (N even for 16-bit dtypes; "
-                    "'teaching', 'online' or 'splitrow' take it)")
-    return None
-
-
 class BlockscopeBackend(Backend):
     kind = "Triton (Blockscope)"
 
@@ -37,7 +21,16 @@ class BlockscopeBackend(Backend):
         self.variant, self.tunables = spec, dict(tunables)
 
     def supports(self, n_rows: int, n_cols: int, dtype: torch.dtype) -> str | None:
-        return variant_unsupported(self.variant, n_cols, dtype) or super().supports(n_rows, n_cols, dtype)
+        """The variant's own rules, as a peer's: its dtypes, its per-dtype limit and its shape rule (the staged
+        variants: whole 4-byte words), then the base checks."""
+        spec = self.variant
+        if dtype not in spec.dtypes:
+            return f"dtype {dtype} is not one of {', '.join(map(str, spec.dtypes))}"
+        if n_cols > spec.limit(dtype):
+            return f"N = {n_cols} is over {spec.name}'s limit of {spec.limit(dtype)} in {dtype}"
+        if spec.shape_rule is not None and (reason := spec.shape_rule(n_cols, dtype)):
+            return reason
+        return super().supports(n_rows, n_cols, dtype)
 
     def prepare(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         launcher, tunables = self.variant.launcher, self.tunables

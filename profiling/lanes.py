@@ -80,9 +80,14 @@ def masked_lane_fraction(variant: str, n_cols: int, n_rows: int = 4096, **tunabl
 
 
 def lane_curve(variant: str, n_values: Iterable[int], n_rows: int = 4096, **tunables: int) -> pd.DataFrame:
-    """One LaneModel row per N (N outside the variant's range is left out); columns as LaneModel fields."""
+    """One LaneModel row per N (fp16, as lane_model; N outside the variant's range or left out by its shape rule,
+    e.g. odd N for the staged variants, is left out); columns as LaneModel fields."""
     spec = kernels.get_variant(variant)
-    rows = [lane_model(variant, int(n), n_rows=n_rows, **tunables).to_dict()
-            for n in n_values if 1 <= int(n) <= spec.max_n]
+    limit = spec.limit(torch.float16)
+
+    def takes(n: int) -> bool:
+        return 1 <= n <= limit and (spec.shape_rule is None or spec.shape_rule(n, torch.float16) is None)
+
+    rows = [lane_model(variant, int(n), n_rows=n_rows, **tunables).to_dict() for n in n_values if takes(int(n))]
     columns = list(LaneModel.__dataclass_fields__)
     return pd.DataFrame(rows, columns=columns)

@@ -83,3 +83,16 @@ def test_errors_name_what_is_allowed():
         lane_model("teaching", 100, tile=64)
     with pytest.raises(ValueError, match="n_rows"):
         lane_model("teaching", 100, n_rows=0)
+
+
+def test_staged_lane_curves_leave_out_only_the_n_they_cannot_stage():
+    """Odd N in 16 bits cannot be staged: the curve has every other N (the dashboard used to drop the whole
+    variant from the Masked lanes chart because one N raised)."""
+    from profiling import dashboard_data as dd
+
+    n_values = [1000, 1001, 1024, 1025, 4096, 5000]
+    for variant in ("staged", "staged_split"):
+        curve = lane_curve(variant, n_values)
+        assert curve["n_cols"].tolist() == [1000, 1024, 4096, 5000], variant
+    drawn = dd.lane_curve(["teaching", "staged", "staged_split"], n_values)
+    assert set(drawn["variant"]) == {"teaching", "staged", "staged_split"}

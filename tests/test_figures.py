@@ -339,3 +339,13 @@ def test_summary_counts_failures_apart_from_rows_a_backend_does_not_run(df: pd.D
     marked.loc[marked.index[5:6], "error"] = "RuntimeError: CUDA error: an illegal memory access"
     info = dd.summary(marked)
     assert (info["errors"], info["not_run"]) == (1, 5)
+
+
+def test_masked_lanes_axis_shows_curves_over_half_masked() -> None:
+    """Power-of-two tiles waste at most 50% (axis 0-55); a staged slice of 2048 lanes at N=128 wastes 94%."""
+    curve = dd.lane_curve(["teaching", "staged"], [128, 129, 256, 4096])
+    fig = figures.masked_lanes_figure(curve)
+    top = fig.layout.yaxis.range[1]
+    assert top >= curve["masked_lane_fraction"].max() * 100 and top <= 100
+    plain = figures.masked_lanes_figure(dd.lane_curve(["teaching"], [128, 129, 256]))
+    assert tuple(plain.layout.yaxis.range) == (0, 55.0)

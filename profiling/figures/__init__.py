@@ -227,7 +227,8 @@ def masked_lanes_figure(curve: pd.DataFrame) -> go.Figure:
             "masked lanes (% of lanes spanned)", height=max(300, 150 * len(variants) + 110))
     fig.update_layout(showlegend=False)
     fig.update_xaxes(type="log")
-    fig.update_yaxes(range=[0, 55], title_text="% masked", title_font={"size": 11})
+    top = float(curve["masked_lane_fraction"].max()) * 100 if len(curve) else 0.0  # staged at small N: > 50%
+    fig.update_yaxes(range=[0, max(55.0, min(100.0, top * 1.05))], title_text="% masked", title_font={"size": 11})
     fig.update_xaxes(title_text="N (columns per row)", row=max(1, len(variants)), col=1)
     if len(curve):
         add_pow2_lines(fig, int(curve["n_cols"].min()), int(curve["n_cols"].max()),

@@ -131,12 +131,32 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
                     break
                 if "chunks" in tunables and int(best["n_cols"]) != n_cols:  # keep the entry's columns per program
                     tunables["chunks"] = scaled_chunks(int(tunables["chunks"]), int(best["n_cols"]), n_cols)
-                try:
-                    get_variant(variant).plan(n_rows, n_cols, dtype, **tunables)
-                except ValueError:
+                fitted = fitted_tunables(variant, tunables, n_rows, n_cols, dtype)
+                if fitted is None:
                     break
-                return variant, tunables
+                return variant, fitted
     return heuristic_choice(n_rows, n_cols)
+
+
+def fitted_tunables(variant: str, tunables: dict[str, int], n_rows: int, n_cols: int,
+                    dtype: torch.dtype) -> dict[str, int] | None:
+    """Tunables of a table entry that the variant's plan takes at this shape: the entry's own, else its num_warps
+    with the rest at the variant's defaults for this N (an entry's threads_per_row at N=2048 can be too wide for
+    N=1536's 1024-lane piece), else all defaults; None when none fits."""
+    from .registry import get_variant
+
+    spec = get_variant(variant)
+    tried: list[dict[str, int]] = []
+    for option in (tunables, {k: v for k, v in tunables.items() if k == "num_warps"}, {}):
+        if option in tried:
+            continue
+        tried.append(option)
+        try:
+            spec.plan(n_rows, n_cols, dtype, **option)
+        except ValueError:
+            continue
+        return option
+    return None
 
 
 def scaled_chunks(chunks: int, tuned_n: int, n_cols: int) -> int:

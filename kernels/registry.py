@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from . import auto, multirow, online, ops, persistent, splitrow, staged, staged_split, teaching
+from . import auto, multirow, online, ops, persistent, splitrow, staged, staged_split, teaching, warprows
 from ._common import SUPPORTED_DTYPES
 from .autograd import SoftmaxFunction
 from .plan import LaunchPlan
@@ -84,6 +84,10 @@ VARIANTS: dict[str, Variant] = {
                 "GPU only)", staged_split.softmax_staged_split, staged_split.row_softmax_staged_split_kernel,
                 staged_split.MAX_N, staged_split.TUNABLES, staged_split.plan, staged_split.signature, gpu_only=True,
                 shape_rule=_whole_words),
+        Variant("warprows", "rows spread over threads_per_row threads by an explicit layout, reductions inside "
+                "warps, N in up to two power-of-two pieces (Gluon; GPU only)", warprows.softmax_warprows,
+                warprows.row_softmax_warprows_kernel, warprows.MAX_N, warprows.TUNABLES, warprows.plan,
+                warprows.signature, gpu_only=True),
         Variant("auto", "picks variant and tunables per GPU, dtype and shape from a tuning table",
                 auto.softmax_auto, None, auto.MAX_N, auto.TUNABLES, auto.plan, auto.signature),
     )

@@ -10,7 +10,7 @@ from profiling import dashboard_data as dd
 from profiling import figures, typed_config
 
 DEFAULT_ROW = "0, 1, 2, 3, 4"
-LANE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow", "staged", "staged_split")
+LANE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow", "staged", "staged_split", "warprows")
 
 
 @st.cache_data(show_spinner=False)

@@ -12,7 +12,7 @@ from pages import _common as ui
 
 st.title("Run sweep")
 VARIANTS = ("torch", "inductor", "liger", "quack", "teaching", "multirow", "online", "persistent", "splitrow", "staged",
-            "staged_split", "auto")  # peers not installed here get "unavailable" rows, named so
+            "staged_split", "warprows", "auto")  # peers not installed here get "unavailable" rows, named so
 
 if not ui.cuda_available():
     st.warning("Live sweeps are disabled: this machine has no CUDA GPU (torch.cuda.is_available() is False). "

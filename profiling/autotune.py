@@ -35,7 +35,7 @@ def candidates(n_rows: int, n_cols: int, dtype: torch.dtype = torch.float16,
     """Configurations worth timing for one shape (pruned by BLOCK_SIZE and by what won on the H200; every one
     valid for the variant in `dtype`); `variants`: only those variants' configurations. GPU-only (Gluon) variants
     are offered where they can run."""
-    from kernels import splitrow, staged_split
+    from kernels import splitrow, staged_split, warprows
 
     block = next_power_of_2(n_cols)
     found: list[Candidate] = []
@@ -62,6 +62,10 @@ def candidates(n_rows: int, n_cols: int, dtype: torch.dtype = torch.float16,
         found.append(("online", {"tile": 4096, "num_warps": 8}))
     if block >= 4096:  # rows staged in shared memory (Gluon): 4 warps only where a row is small
         found += [("staged", {"num_warps": w}) for w in ((4, 8, 16) if block <= 16384 else (8, 16))]
+    if block <= warprows.MAX_N:  # rows over thread groups (Gluon): the default layout and its neighbours
+        for threads in _warprows_threads(n_cols, dtype):
+            found += [("warprows", {"threads_per_row": threads, "num_warps": w}) for w in
+                      ((4, 8) if threads <= 256 else (16,))]
     if block >= 32768:  # chunks of 64 KB (default) and 32 KB staged, programs cooperating per row
         chunks = staged_split.default_chunks(n_cols, dtype)
         found += [("staged_split", {"num_warps": w, "chunks": chunks}) for w in (8, 16)]
@@ -69,6 +73,15 @@ def candidates(n_rows: int, n_cols: int, dtype: torch.dtype = torch.float16,
     unique = {(v, tuple(sorted(t.items()))): (v, t) for v, t in found}
     wanted = set(variants) if variants is not None else None
     return [c for c in unique.values() if (wanted is None or c[0] in wanted) and _valid(c, n_rows, n_cols, dtype)]
+
+
+def _warprows_threads(n_cols: int, dtype: torch.dtype) -> tuple[int, ...]:
+    """threads_per_row worth timing: the default (Quack's rule) and half and twice it (the H200 probe,
+    data/probe_warprows_h200.csv: 8 won at N=96 and 200 where the default is 16 and 32; 256 at N=5000, not 128)."""
+    from kernels import warprows
+
+    default = warprows.default_threads_per_row(n_cols, warprows.vector_width(dtype.itemsize, n_cols))
+    return tuple(t for t in (default // 2, default, default * 2) if 1 <= t <= 512)
 
 
 def _valid(candidate: Candidate, n_rows: int, n_cols: int, dtype: torch.dtype) -> bool:
@@ -202,15 +215,16 @@ def make_table(records: list[dict], seconds: float, command: str) -> dict:
 
 
 def challenge(table: dict, dtypes: Iterable[str], variants: Iterable[str], timer: Timer, min_n: int = 1,
-              on_shape: Callable[[list[dict]], None] | None = None, device: str = "cuda") -> tuple[list[dict], float]:
-    """Retune part of a table against new variants: on each of its shapes with N >= `min_n` (in `dtypes`), torch,
+              on_shape: Callable[[list[dict]], None] | None = None, device: str = "cuda",
+              max_n: int | None = None) -> tuple[list[dict], float]:
+    """Retune part of a table against new variants: on each of its shapes with min_n <= N <= max_n (in `dtypes`), torch,
     the table's own pick and every candidate of `variants` are timed (with the recheck). Returns the records and
     the seconds spent; `merge_table` folds the winners in."""
     start = time.perf_counter()
     variants = list(variants)
     records: list[dict] = []
     for entry in table["entries"]:
-        if entry["dtype"] not in dtypes or int(entry["n_cols"]) < min_n:
+        if entry["dtype"] not in dtypes or int(entry["n_cols"]) < min_n or (max_n and int(entry["n_cols"]) > max_n):
             continue
         n_rows, n_cols, dtype = int(entry["n_rows"]), int(entry["n_cols"]), dtype_from_name(entry["dtype"])
         incumbent = [] if entry["variant"] == "torch" else [(entry["variant"], dict(entry.get("tunables", {})))]

@@ -190,12 +190,19 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
             pick.rule = (f"From {where}, where the tuner measured torch.softmax faster than every Triton config "
                          f"({entry['median_us']:.2f} µs): auto calls torch.softmax.")
             return pick
-        try:
-            get_variant(entry["variant"]).plan(n_rows, n_cols, dtype_from_name(dtype), **tunables)
-        except ValueError as error:
-            return heuristic(f"From {where}, {entry['variant']} {tunables_text(tunables)} does not fit this shape "
-                             f"({str(error).splitlines()[0][:160]})")
-        pick.variant, pick.tunables = entry["variant"], tunables
+        fitted = auto.fitted_tunables(entry["variant"], tunables, n_rows, n_cols, dtype_from_name(dtype))
+        if fitted is None:
+            try:
+                get_variant(entry["variant"]).plan(n_rows, n_cols, dtype_from_name(dtype), **tunables)
+                reason = "its plan refuses it"
+            except ValueError as error:
+                reason = str(error).splitlines()[0][:160]
+            return heuristic(f"From {where}, {entry['variant']} {tunables_text(tunables)} does not fit this shape, "
+                             f"nor with the variant's defaults ({reason})")
+        if fitted != tunables:
+            scaled += (f" does not fit this shape, so {tunables_text(fitted)}" if fitted else
+                       " does not fit this shape, so the variant's defaults")
+        pick.variant, pick.tunables = entry["variant"], fitted
         pick.rule = (f"From {where}: {entry['variant']} {tunables_text(tunables)}{scaled}, measured "
                      f"{entry['median_us']:.2f} µs there against torch.softmax {entry['torch_us']:.2f} µs.")
         return pick

@@ -8,7 +8,7 @@ in powers of two at R=4096 (N <= 262144) and ~512 MB. Timing: profiling.timing b
 (L2 flushed before each rep, launches back to back), the timer the bench uses; the fastest three and torch are
 timed again interleaved (autotune.recheck). --check-off-grid then times, on the bench's off-grid shapes (R and N
 the tuner never saw), every candidate against what `auto` picks from the new table (offgrid_check.jsonl).
---challenge retunes part of an existing table: on its shapes with N >= --min-n, torch, its pick and every
+--challenge retunes part of an existing table: on its shapes with --min-n <= N <= --max-n, torch, its pick and every
 candidate of --variants are timed (with the recheck) and the winners replace its entries (provenance under
 "retuned").
 """
@@ -38,8 +38,8 @@ def main() -> None:
     parser.add_argument("--min-n", type=int, default=128)
     parser.add_argument("--max-n", type=int, default=2**20)
     parser.add_argument("--check-off-grid", action="store_true")
-    parser.add_argument("--challenge", type=Path, help="a tuning table to retune in part: its shapes with N >= "
-                        "--min-n, its pick against --variants (torch timed too); writes the merged table")
+    parser.add_argument("--challenge", type=Path, help="a tuning table to retune in part: its shapes with N in "
+                        "--min-n..--max-n, its pick against --variants (torch timed too); writes the merged table")
     parser.add_argument("--variants", default="staged,staged_split")
     args = parser.parse_args()
     out = Path(args.out)
@@ -61,7 +61,8 @@ def main() -> None:
         if args.challenge:
             base = json.loads(args.challenge.read_text())
             records, seconds = autotune.challenge(base, args.dtypes.split(","), args.variants.split(","),
-                                                  flushed_median_us, min_n=args.min_n, on_shape=on_shape)
+                                                  flushed_median_us, min_n=args.min_n, on_shape=on_shape,
+                                                  max_n=args.max_n)
             table = autotune.merge_table(base, records, seconds, command)
         else:
             records, seconds = autotune.tune(args.dtypes.split(","), n_values, flushed_median_us, on_shape=on_shape)

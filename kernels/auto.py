@@ -102,7 +102,8 @@ def _nearest(entries: list[dict], n_rows: int, n_cols: int) -> dict:
 
 def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None) -> tuple[str, dict[str, int]]:
     """(variant, tunables) for this shape from the table: among entries of the same BLOCK_SIZE bucket and the same
-    row alignment (N % 16 == 0 or not: Triton vectorizes only the first), the nearest N, then the nearest R. A
+    row alignment (row_alignment: the widest load a row allows, 16, 8, 4 or 2 bytes), the nearest N, then the
+    nearest R (an entry tuned on 16-byte rows says little about odd N, where every kernel loads 2 bytes at a time). A
     'torch' entry covers inputs up to TORCH_REACH times its size; past that the bucket's nearest Triton entry.
     A dtype without entries borrows those of another (bf16 <-> fp16 first: same bytes per element)."""
     from .registry import get_variant
@@ -116,7 +117,8 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
         for wanted in order[dtype_name]:
             entries = [e for e in same_bucket if e["dtype"] == wanted]
             if entries:
-                aligned = [e for e in entries if (int(e["n_cols"]) % 16 == 0) == (n_cols % 16 == 0)]
+                alignment = row_alignment(n_cols, dtype.itemsize)
+                aligned = [e for e in entries if row_alignment(int(e["n_cols"]), _ITEMSIZE[e["dtype"]]) == alignment]
                 best = _nearest(aligned or entries, n_rows, n_cols)
                 if best["variant"] == "torch" and n_rows * n_cols > TORCH_REACH * int(best["n_rows"]) * int(
                         best["n_cols"]):  # torch won a launch-bound size; this input is far larger
@@ -157,6 +159,16 @@ def fitted_tunables(variant: str, tunables: dict[str, int], n_rows: int, n_cols:
             continue
         return option
     return None
+
+
+_ITEMSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+
+def row_alignment(n_cols: int, itemsize: int) -> int:
+    """Bytes of the widest load a row of N elements allows: the largest power of two up to 16 dividing N x itemsize
+    (fp16 N=1000: 16; N=1002: 4; odd N: 2)."""
+    row_bytes = n_cols * itemsize
+    return min(16, row_bytes & -row_bytes) if row_bytes else 16
 
 
 def scaled_chunks(chunks: int, tuned_n: int, n_cols: int) -> int:

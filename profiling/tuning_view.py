@@ -22,7 +22,8 @@ from . import dashboard_data as dd
 TUNE_LOG_PATH = dd.ROOT / "data" / "tuning" / "h200_tune_log.jsonl.gz"
 # the full tune, then the retunes against new variants (scripts/tune_h200.py --challenge), in the order they ran
 TUNE_LOG_PATHS: tuple[Path, ...] = (TUNE_LOG_PATH, dd.ROOT / "data" / "tuning" / "h200_challenge_fp16_bf16.jsonl",
-                                    dd.ROOT / "data" / "tuning" / "h200_challenge_fp32.jsonl")
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_fp32.jsonl",
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_warprows.jsonl")
 DTYPES = ("fp16", "bf16", "fp32")
 DTYPE_ORDER = {"fp16": ("fp16", "bf16", "fp32"), "bf16": ("bf16", "fp16", "fp32"), "fp32": ("fp32", "fp16", "bf16")}
 LOG_COLUMNS = ("dtype", "n_rows", "n_cols", "variant", "tunables", "median_us", "torch_us", "error", "seconds")
@@ -57,16 +58,18 @@ def table_path(gpu_name: str) -> Path | None:
 
 def entries_table(table: dict) -> pd.DataFrame:
     """One row per tuning-table entry: position (its index in the file), dtype, n_rows, n_cols, block_size
-    (next_pow2(N): the bucket it serves), aligned16 (N % 16 == 0), variant, tunables (JSON), median_us, torch_us
+    (next_pow2(N): the bucket it serves), alignment (auto.row_alignment: bytes of the widest load its rows allow),
+    variant, tunables (JSON), median_us, torch_us
     and vs_torch = torch_us / median_us."""
-    from kernels import next_power_of_2
+    from kernels import auto, dtype_from_name, next_power_of_2
 
     rows = [{"position": i, "dtype": e["dtype"], "n_rows": int(e["n_rows"]), "n_cols": int(e["n_cols"]),
-             "block_size": next_power_of_2(int(e["n_cols"])), "aligned16": int(e["n_cols"]) % 16 == 0,
+             "block_size": next_power_of_2(int(e["n_cols"])),
+             "alignment": auto.row_alignment(int(e["n_cols"]), dtype_from_name(e["dtype"]).itemsize),
              "variant": e["variant"], "tunables": tunables_text(e.get("tunables")),
              "median_us": float(e.get("median_us", math.nan)), "torch_us": float(e.get("torch_us", math.nan))}
             for i, e in enumerate(table.get("entries", []))]
-    out = pd.DataFrame(rows, columns=["position", "dtype", "n_rows", "n_cols", "block_size", "aligned16", "variant",
+    out = pd.DataFrame(rows, columns=["position", "dtype", "n_rows", "n_cols", "block_size", "alignment", "variant",
                                       "tunables", "median_us", "torch_us"])
     out["vs_torch"] = out["torch_us"] / out["median_us"]
     return out.sort_values(["dtype", "n_cols", "n_rows"]).reset_index(drop=True)
@@ -152,7 +155,8 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
         of_dtype = same_bucket[same_bucket["dtype"] == wanted]
         if of_dtype.empty:
             continue
-        aligned = of_dtype[of_dtype["aligned16"] == (n_cols % 16 == 0)]
+        alignment = auto.row_alignment(n_cols, dtype_from_name(dtype).itemsize)
+        aligned = of_dtype[of_dtype["alignment"] == alignment]
         pool = (aligned if len(aligned) else of_dtype).sort_values("position")  # ties: the file's first, as min()
         chosen_index = _nearest_index(pool, n_rows, n_cols)
         entry = pool.loc[chosen_index].to_dict()
@@ -172,7 +176,7 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
         borrowed = f" (no {dtype} entry there: borrowed from {wanted}, same bytes per element)" \
             if wanted != dtype and {dtype, wanted} == {"fp16", "bf16"} else \
             f" (no {dtype} entry there: borrowed from {wanted})" if wanted != dtype else ""
-        alignment = ("N % 16 == 0" if n_cols % 16 == 0 else "N % 16 != 0") if len(aligned) else \
+        alignment = f"rows that allow {alignment}-byte loads, as this one" if len(aligned) else \
             "no entry of the same row alignment, so any alignment"
         where = (f"the tuning table's {wanted} entries with BLOCK_SIZE {block:,} (N {block // 2 + 1:,}..{block:,})"
                  f"{borrowed}, {alignment}: the nearest N, then R, is R={entry['n_rows']:,} N={entry['n_cols']:,}"

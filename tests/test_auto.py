@@ -21,7 +21,8 @@ def test_shipped_h200_table_has_provenance_and_valid_entries():
     assert dtypes == {"fp16", "bf16", "fp32"}
     for entry in table["entries"]:
         if entry["variant"] != "torch":
-            VARIANTS[entry["variant"]].plan(entry["n_rows"], entry["n_cols"], torch.float16, **entry["tunables"])
+            VARIANTS[entry["variant"]].plan(entry["n_rows"], entry["n_cols"], kernels.dtype_from_name(entry["dtype"]),
+                                            **entry["tunables"])
             assert entry["median_us"] <= entry["torch_us"] * 1.0001  # the tuner keeps torch where it is faster
 
 
@@ -44,11 +45,37 @@ def test_choice_follows_the_table_bucket_alignment_and_nearest_shape():
     wide = entries[("fp32", 512, 262144)]
     # N=200000 (a multiple of 16) lies in the 262144 bucket; R=600 is nearest to the 512-row entry
     assert auto.choose(600, 200_000, torch.float32, "NVIDIA H200") == expected_choice(wide, 600, 200_000)
-    # N=5000 is not a multiple of 16: of the 8192 bucket's unaligned entries (4097, 8191), 4097 is nearest
-    unaligned = entries[("fp16", 4096, 4097)]
-    assert auto.choose(4096, 5000, torch.float16, "NVIDIA H200") == (unaligned["variant"], unaligned["tunables"])
+    # fp16 N=5000 rows allow 16-byte loads: of the 8192 bucket's 16-byte entries (6000, 8192), 6000 is nearest
+    sixteen = entries[("fp16", 4096, 6000)]
+    assert auto.choose(4096, 5000, torch.float16, "NVIDIA H200") == (sixteen["variant"], sixteen["tunables"])
+    # odd N=5001 loads 2 bytes at a time: of the bucket's odd entries (4097, 8191), 4097 is nearest
+    odd = entries[("fp16", 4096, 4097)]
+    assert auto.choose(4096, 5001, torch.float16, "NVIDIA H200") == (odd["variant"], odd["tunables"])
     aligned = entries[("fp16", 4096, 8192)]
     assert auto.choose(4096, 8000, torch.float16, "NVIDIA H200") == (aligned["variant"], aligned["tunables"])
+
+
+@pytest.mark.parametrize("n_cols, itemsize, alignment", [(1000, 2, 16), (1002, 2, 4), (777, 2, 2), (1001, 4, 4),
+                                                         (1002, 4, 8), (4096, 4, 16), (0, 2, 16)])
+def test_row_alignment_is_the_widest_load_a_row_allows(n_cols, itemsize, alignment):
+    assert auto.row_alignment(n_cols, itemsize) == alignment
+
+
+def test_an_entry_that_does_not_fit_the_shape_falls_back_to_its_num_warps_then_defaults(monkeypatch):
+    """An fp32 warprows entry at N=128 with 32 threads per row (one 4-element vector each), borrowed for fp16,
+    would lay 32 x 8 lanes over a 128-lane row: auto keeps warprows with its num_warps and the default
+    threads_per_row for fp16, not the heuristic."""
+    table = {"format": auto.TABLE_FORMAT, "entries": [
+        {"dtype": "fp32", "n_rows": 4096, "n_cols": 128, "variant": "warprows",
+         "tunables": {"num_warps": 8, "threads_per_row": 32}}]}
+    monkeypatch.setattr(auto, "load_table", lambda gpu_name: table)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert auto.choose(4096, 128, torch.float16, "NVIDIA H200") == ("warprows", {"num_warps": 8})
+    assert auto.fitted_tunables("warprows", {"num_warps": 8, "threads_per_row": 256}, 4, 2048,
+                                torch.float16) == {"num_warps": 8, "threads_per_row": 256}
+    assert auto.fitted_tunables("multirow", {"rows_per_program": 256, "num_warps": 2}, 4, 16384,
+                                torch.float16) == {"num_warps": 2}
+    assert auto.fitted_tunables("teaching", {"num_warps": 4}, 4, 10**6, torch.float16) is None  # over its limit
 
 
 def test_exact_shapes_of_the_table_get_their_own_entry():
@@ -69,11 +96,12 @@ def test_a_dtype_without_entries_borrows_the_nearest_in_bytes(tmp_path, monkeypa
     assert auto.choose(4096, 1024, torch.bfloat16, "Test GPU") == ("teaching", {"num_warps": 2})
 
 
-def test_torch_entries_route_to_torch_softmax():
-    table = auto.load_table("NVIDIA H200")
-    torch_entries = [e for e in table["entries"] if e["variant"] == "torch"]
-    assert torch_entries, "the H200 table measured torch fastest somewhere (launch-bound shapes)"
-    entry = torch_entries[0]
+def test_torch_entries_route_to_torch_softmax(monkeypatch):
+    """Where the tuner measured torch.softmax fastest (launch-bound shapes; the H200 table has none since warprows),
+    auto calls it."""
+    entry = {"dtype": "bf16", "n_rows": 4096, "n_cols": 129, "variant": "torch", "tunables": {}, "median_us": 6.1,
+             "torch_us": 6.1}
+    monkeypatch.setattr(auto, "load_table", lambda gpu_name: {"format": auto.TABLE_FORMAT, "entries": [entry]})
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[entry["dtype"]]
     assert auto.choose(entry["n_rows"], entry["n_cols"], dtype, "NVIDIA H200") == ("torch", {})
     with pytest.raises(ValueError, match="picks torch.softmax"):
@@ -238,12 +266,12 @@ def test_eager_check_never_applies_off_the_gpu_or_when_disabled(monkeypatch):
 
 def test_a_torch_entry_does_not_reach_inputs_far_larger_than_its_own(monkeypatch):
     table = {"format": auto.TABLE_FORMAT, "entries": [
-        {"dtype": "bf16", "n_rows": 4096, "n_cols": 255, "variant": "torch", "tunables": {}},
+        {"dtype": "bf16", "n_rows": 4096, "n_cols": 248, "variant": "torch", "tunables": {}},
         {"dtype": "bf16", "n_rows": 4096, "n_cols": 256, "variant": "multirow",
          "tunables": {"num_warps": 4, "rows_per_program": 4}}]}
     monkeypatch.setattr(auto, "load_table", lambda gpu_name: table)
     assert auto.choose(4096, 200, torch.bfloat16, "GPU") == ("torch", {})  # launch-bound, as tuned
-    assert auto.choose(4 * 4096, 255, torch.bfloat16, "GPU") == ("torch", {})  # within TORCH_REACH
+    assert auto.choose(4 * 4096, 248, torch.bfloat16, "GPU") == ("torch", {})  # within TORCH_REACH
     assert auto.choose(30000, 200, torch.bfloat16, "GPU") == ("multirow", {"num_warps": 4, "rows_per_program": 4})
     table["entries"] = table["entries"][:1]  # no Triton entry in the bucket: the heuristic, not torch
     assert auto.choose(30000, 200, torch.bfloat16, "GPU") == auto.heuristic_choice(30000, 200)

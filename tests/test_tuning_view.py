@@ -57,7 +57,7 @@ def test_rules_for_borrowed_torch_unfit_and_missing_entries(_no_user_tables: Pat
     assert torch_pick.variant == "torch" and "torch.softmax faster" in torch_pick.rule and torch_pick.agrees
     unfit = tv.explain("fp16", 4096, 4000, "Test GPU")
     assert unfit.entry is not None and "does not fit" in unfit.rule and unfit.agrees
-    assert unfit.variant == auto.heuristic_choice(4096, 4000)[0]
+    assert (unfit.variant, unfit.tunables) == ("multirow", {"num_warps": 4})  # its num_warps, default rows
     missing = tv.explain("fp32", 4096, 70000, "Test GPU")
     assert missing.entry is None and "no entry with BLOCK_SIZE 131,072" in missing.rule and missing.agrees
     none = tv.explain("fp16", 4096, 1000, "Unknown GPU")
@@ -88,7 +88,8 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
     log = tv.read_tune_logs()
     assert len(log) == len(lines)
     assert tv.log_sources(log, "fp16", 4096, 32768) == ["h200_challenge_fp16_bf16.jsonl"]
-    assert tv.log_sources(log, "fp16", 4096, 1000) == [tv.TUNE_LOG_PATH.name]
+    assert tv.log_sources(log, "fp16", 4096, 1000) == ["h200_challenge_warprows.jsonl"]
+    assert tv.log_sources(log, "fp16", 4096, 32769) == [tv.TUNE_LOG_PATH.name]  # no challenger ran at odd N
     table = tv.entries_table(auto.load_table(H200))
     assert len(tv.measured_shapes(log)) == len(table)
     for entry in table.itertuples():

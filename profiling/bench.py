@@ -33,7 +33,7 @@ from kernels import DTYPE_NAMES, auto, dtype_from_name
 from . import timing
 from .autotune import large_set_rows
 from .directions import FORWARD, check_direction, direction_callable, gradient_inputs, parse_directions
-from .results import bytes_moved
+from .results import NOT_RUN_PREFIXES, WRONG_RESULT, bytes_moved
 from .sweep import check_result, default_n_values
 
 LARGE_N: tuple[int, ...] = tuple(2**k for k in range(10, 21))
@@ -236,10 +236,9 @@ def peer_summary(table: pd.DataFrame) -> pd.DataFrame:
                 "min_auto_speedup": float(ratios.min()) if len(both) else math.nan,
                 "worst_shape": "" if worst is None else f"{worst['dtype']} {worst['n_rows']}x{worst['n_cols']}",
                 "below_0_95": int((ratios < 0.95).sum()),
-                "unsupported": int(errors.str.startswith(("unsupported", "unavailable")).sum()),
-                "wrong": int(errors.str.startswith("wrong result").sum()),
-                "failed": int(((errors != "") & ~errors.str.startswith(("unsupported", "unavailable",
-                                                                         "wrong result"))).sum()),
+                "unsupported": int(errors.str.startswith(NOT_RUN_PREFIXES).sum()),
+                "wrong": int(errors.str.startswith(WRONG_RESULT).sum()),
+                "failed": int(((errors != "") & ~errors.str.startswith((*NOT_RUN_PREFIXES, WRONG_RESULT))).sum()),
             })
     return pd.DataFrame(rows)
 

@@ -14,7 +14,14 @@ from typing import Any
 
 import pandas as pd
 
-from .results import DEFAULT_DIRECTION, DIRECTION_VALUES, ResultsError, concat_results, load_results
+from .results import (
+    DEFAULT_DIRECTION,
+    DIRECTION_VALUES,
+    NOT_RUN_PREFIXES,
+    ResultsError,
+    concat_results,
+    load_results,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_PATH = ROOT / "data" / "h200_sweep.parquet"
@@ -401,9 +408,6 @@ def regime_spans(regime_table: pd.DataFrame) -> list[tuple[int, int, str]]:
         else:
             spans.append((int(n), int(n), str(regime)))
     return spans
-
-
-NOT_RUN_PREFIXES: tuple[str, ...] = ("unsupported: ", "unavailable: ")  # profiling.backends.base's row prefixes
 
 
 def summary(df: pd.DataFrame) -> dict[str, Any]:

@@ -74,6 +74,12 @@ import numpy as np
 import pandas as pd
 
 SCHEMA_VERSION = 1
+# prefixes of `error` for rows a backend does not run: its support rules ("unsupported: <backend>: ..."), or it cannot
+# run here at all ("unavailable: <backend>: ...": package missing, no GPU); neither is a failure
+UNSUPPORTED = "unsupported: "
+UNAVAILABLE = "unavailable: "
+NOT_RUN_PREFIXES: tuple[str, ...] = (UNSUPPORTED, UNAVAILABLE)
+WRONG_RESULT = "wrong result: "  # checked against float64 before timing and found off: never timed
 
 CONFIG_COLUMNS: dict[str, str] = {
     "variant": "string", "dtype": "string", "n_rows": "Int64", "n_cols": "Int64", "num_warps": "Int64",

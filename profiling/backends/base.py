@@ -8,9 +8,9 @@ from typing import Any
 
 import torch
 
+from ..results import UNAVAILABLE, UNSUPPORTED  # noqa: F401 - the row prefixes, re-exported for the backends
+
 SUPPORTED_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16, torch.float32)
-UNSUPPORTED = "unsupported: "  # prefix of a results row's `error` for a shape a backend does not run (its rules)
-UNAVAILABLE = "unavailable: "  # prefix for a backend that cannot run here at all (package missing, no GPU)
 
 
 @dataclass(frozen=True)

@@ -68,8 +68,9 @@ def test_staged_split_plan_chunks():
         staged_split.plan(4, 3000, torch.float16, chunks=0)
 
 
-@pytest.mark.parametrize("variant", ["staged", "staged_split"])
+@pytest.mark.parametrize("variant", [name for name, spec in VARIANTS.items() if spec.gpu_only])
 def test_cpu_tensors_get_a_clear_error(variant):
+    """Every Gluon variant (staged, staged_split, warprows) names the variants that run on the CPU."""
     if torch.cuda.is_available() and not kernels.interpreting():
         pytest.skip("a CUDA machine runs the kernel")
     x = torch.randn(3, 64)

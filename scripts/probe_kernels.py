@@ -53,6 +53,17 @@ def closure(name: str, tunables: dict[str, int], x: torch.Tensor):
     return lambda: kernels.softmax(x, variant=name, **tunables)
 
 
+def timed_rows(fn, x: torch.Tensor, record: dict, copy_gbps: float) -> list[dict]:
+    """`record` once per timing method with fn's median/p20/p80 us and its fraction of the same-run copy GB/s."""
+    rows = []
+    for method in METHODS:
+        stats = timing.benchmark(fn, method)
+        gbps = 2 * x.numel() * x.element_size() / (stats.median_us * 1e-6) / 1e9
+        rows.append({**record, "method": method, "median_us": stats.median_us, "p20_us": stats.p20_us,
+                     "p80_us": stats.p80_us, "copy_fraction": gbps / copy_gbps, "error": ""})
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", required=True)
@@ -76,11 +87,7 @@ def main() -> int:
                 fn = closure(name, tunables, x)
                 error = (fn().double() - expected).abs().max().item()
                 record["max_abs_error"] = error
-                for method in METHODS:
-                    stats = timing.benchmark(fn, method)
-                    gbps = 2 * x.numel() * x.element_size() / (stats.median_us * 1e-6) / 1e9
-                    rows.append({**record, "method": method, "median_us": stats.median_us, "p20_us": stats.p20_us,
-                                 "p80_us": stats.p80_us, "copy_fraction": gbps / copy_gbps, "error": ""})
+                rows += timed_rows(fn, x, record, copy_gbps)
             except Exception as exc:  # noqa: BLE001 - a failing config is a row, not the end of the probe
                 rows.append({**record, "error": f"{type(exc).__name__}: {exc}"[:300]})
     table = pd.DataFrame(rows)

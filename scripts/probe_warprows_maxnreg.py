@@ -19,13 +19,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
+from probe_kernels import timed_rows  # noqa: E402 - scripts/ is on sys.path when this script runs
 
 import kernels  # noqa: E402
 from kernels import warprows  # noqa: E402
 from kernels._common import driver_blocks_per_sm  # noqa: E402
 from profiling import timing  # noqa: E402
-
-METHODS = ("cuda_graph", "back_to_back_flushed")
 
 
 def launcher(x: torch.Tensor, out: torch.Tensor, plan, cap: int | None):
@@ -72,11 +71,7 @@ def main() -> int:
                 record.update(n_regs=compiled.n_regs, n_spills=compiled.n_spills,
                               blocks_per_sm=driver_blocks_per_sm(compiled.function, plan.num_warps,
                                                                  compiled.metadata.shared))
-                for method in METHODS:
-                    stats = timing.benchmark(fn, method)
-                    gbps = 2 * x.numel() * x.element_size() / (stats.median_us * 1e-6) / 1e9
-                    rows.append({**record, "method": method, "median_us": stats.median_us, "p20_us": stats.p20_us,
-                                 "p80_us": stats.p80_us, "copy_fraction": gbps / copy_gbps, "error": ""})
+                rows += timed_rows(fn, x, record, copy_gbps)
             except Exception as exc:  # noqa: BLE001 - a failing config is a row, not the end of the probe
                 rows.append({**record, "error": f"{type(exc).__name__}: {exc}"[:300]})
     table = pd.DataFrame(rows)

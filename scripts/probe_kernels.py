@@ -64,6 +64,15 @@ def timed_rows(fn, x: torch.Tensor, record: dict, copy_gbps: float) -> list[dict
     return rows
 
 
+def write_table(rows: list[dict], copy_gbps: float, out: Path) -> pd.DataFrame:
+    """The probe's rows with the run's copy GB/s, written to `out` (CSV) and returned."""
+    table = pd.DataFrame(rows)
+    table["copy_gbps"] = copy_gbps
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    return table
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", required=True)
@@ -90,10 +99,7 @@ def main() -> int:
                 rows += timed_rows(fn, x, record, copy_gbps)
             except Exception as exc:  # noqa: BLE001 - a failing config is a row, not the end of the probe
                 rows.append({**record, "error": f"{type(exc).__name__}: {exc}"[:300]})
-    table = pd.DataFrame(rows)
-    table["copy_gbps"] = copy_gbps
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.out, index=False)
+    table = write_table(rows, copy_gbps, args.out)
     timed = table[table["error"] == ""].copy()
     shape_keys = ["method", "dtype", "n_rows", "n_cols"]
     timed["vs_best"] = timed["median_us"] / timed.groupby(shape_keys)["median_us"].transform("min")

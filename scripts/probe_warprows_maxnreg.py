@@ -17,9 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pandas as pd  # noqa: E402
 import torch  # noqa: E402
-from probe_kernels import timed_rows  # noqa: E402 - scripts/ is on sys.path when this script runs
+from probe_kernels import timed_rows, write_table  # noqa: E402 - scripts/ is on sys.path when this script runs
 
 import kernels  # noqa: E402
 from kernels import warprows  # noqa: E402
@@ -74,10 +73,7 @@ def main() -> int:
                 rows += timed_rows(fn, x, record, copy_gbps)
             except Exception as exc:  # noqa: BLE001 - a failing config is a row, not the end of the probe
                 rows.append({**record, "error": f"{type(exc).__name__}: {exc}"[:300]})
-    table = pd.DataFrame(rows)
-    table["copy_gbps"] = copy_gbps
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.out, index=False)
+    table = write_table(rows, copy_gbps, args.out)
     print(table.drop(columns=["copy_gbps"]).to_string(index=False))
     return 0
 

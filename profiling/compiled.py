@@ -24,6 +24,7 @@ import hashlib
 import inspect as pyinspect
 import io
 import json
+import math
 import os
 import re
 import signal
@@ -674,15 +675,22 @@ def inspect(variant: str, n_cols: int, dtype: str | torch.dtype, arch: str | Non
 class CompileJob(Future):
     """A background compile: a concurrent.futures.Future of CompileInfo (its exception: CompileTimeout or
     RuntimeError) that also says what it compiles (`label`), when it started and by when it ends at the latest
-    (`deadline`; time.monotonic() seconds: the worker is killed at its timeout)."""
+    (`deadline`; time.monotonic() seconds: the worker is killed at its timeout). A job waiting for a free worker has
+    no deadline yet (inf): its clock starts when it runs, so a page polling it does not give up while it is queued
+    behind other compiles."""
 
     def __init__(self, label: str, timeout_s: float) -> None:
         super().__init__()
         self.label = label
         self.timeout_s = timeout_s
-        self.started_at = time.monotonic()
-        self.deadline = self.started_at + timeout_s + 30.0  # + worker start and cache write
+        self.submitted_at = self.started_at = time.monotonic()
+        self.deadline = math.inf
         self.finished_at: float | None = None
+
+    def start(self) -> None:
+        """The worker takes the job: its timeout counts from now."""
+        self.started_at = time.monotonic()
+        self.deadline = self.started_at + self.timeout_s + 30.0  # + worker start and cache write
 
 
 _JOBS: dict[tuple, CompileJob] = {}
@@ -695,6 +703,7 @@ MAX_JOBS_KEPT = 256
 def _run_job(job: CompileJob, request: dict, what: str) -> None:
     if not job.set_running_or_notify_cancel():
         return
+    job.start()
     try:
         info = _worker_result(_run_workers([request], workers=1, timeout_s=job.timeout_s)[0], what)
     except BaseException as error:

@@ -7,6 +7,7 @@ One inspect_many call compiles everything in two worker processes (about 20 s on
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -289,6 +290,32 @@ def test_inspect_async_returns_at_once_and_joins_the_running_job(tmp_path, monke
     assert len(requests) == 1 and requests[0][1] == 7 and requests[0][0][0]["n_cols"] == 1000
     with pytest.raises(ValueError, match="allowed: 1 <= N <= 65536"):  # bad configs fail at once
         compiled.inspect_async("teaching", 70000, "fp32", "sm_90", cache_root=tmp_path)
+
+
+def test_a_queued_job_gets_its_deadline_when_a_worker_takes_it(tmp_path, monkeypatch, results):
+    """Two workers busy: a third compile waits with no deadline (a page polling it keeps polling) and its timeout
+    counts from when it runs. (Its deadline used to start at submission, so a page stopped polling a job still
+    queued behind other compiles and showed no compile facts.)"""
+    monkeypatch.setattr(compiled, "_JOBS", {})
+    monkeypatch.setattr(compiled, "_EXECUTOR", [])
+    release = threading.Event()
+
+    def blocked_workers(batch, workers, timeout_s=None):
+        assert release.wait(30)
+        return [results[1]]
+
+    monkeypatch.setattr(compiled, "_run_workers", blocked_workers)
+    jobs = [compiled.inspect_async("teaching", n, "fp32", "sm_90", cache_root=tmp_path, timeout_s=5, num_warps=4)
+            for n in (1000, 1001, 1002)]
+    deadline = time.monotonic() + 10
+    while not (jobs[0].running() and jobs[1].running()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert jobs[0].deadline <= time.monotonic() + 35 and jobs[1].deadline < math.inf
+    assert not jobs[2].running() and jobs[2].deadline == math.inf  # queued: no clock yet
+    time.sleep(0.2)
+    release.set()
+    assert jobs[2].result(timeout=30) is results[1]
+    assert jobs[2].started_at >= jobs[2].submitted_at + 0.2 and jobs[2].deadline == jobs[2].started_at + 35
 
 
 def test_a_failed_background_job_is_kept_for_a_while(tmp_path, monkeypatch):

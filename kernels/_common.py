@@ -225,23 +225,45 @@ def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int
     if not DIRECT_LAUNCH or interpreting() or not args[0].is_cuda:
         kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **options, **constexprs)
         return
+    direct = _direct(kernel, grid, args, constexprs, num_warps, num_stages, options)
+    if direct is None:  # no direct path on this Triton
+        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **options, **constexprs)
+        return
+    compiled, bound, stream, hooks = direct
+    grid_0, grid_1, grid_2 = (tuple(grid) + (1, 1))[:3]
+    compiled.run(grid_0, grid_1, grid_2, stream, compiled.function, compiled.packed_metadata,
+                 compiled.launch_metadata(grid, stream, *bound), *hooks, *bound)
+
+
+def compiled_kernel(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int], num_warps: int,
+                    num_stages: int = 1, options: dict | None = None) -> tuple:
+    """(CompiledKernel, its bound arguments, current stream, (launch enter hook, exit hook)) of a GPU launch, for
+    launchers that call CompiledKernel.run with launch metadata of their own (a cluster, more shared memory).
+    `options`: more Triton compile options (maxnreg). Compiled once per key as in launch(); RuntimeError when this
+    Triton's CompiledKernel lacks that path."""
+    direct = _direct(kernel, grid, args, constexprs, num_warps, num_stages, options or {})
+    if direct is None:
+        import triton
+
+        raise RuntimeError(f"{kernel.__name__}: Triton {triton.__version__} has no CompiledKernel.run launch path "
+                           "(Triton 3.6 and 3.7 do); allowed: another variant")
+    return direct
+
+
+def _direct(kernel, grid, args, constexprs, num_warps, num_stages, options) -> tuple | None:
+    """The cached compiled kernel of a launch with its bound arguments, stream and hooks; None without the path."""
     device = args[0].device.index
-    key = (id(kernel), device, tuple(constexprs.items()), num_warps, num_stages, bool(options),
+    key = (id(kernel), device, tuple(constexprs.items()), num_warps, num_stages, tuple(options.items()),
            specialization_key(args))
     entry = _COMPILED.get(key, False)
     if entry is False:
         entry = _COMPILED[key] = _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, options)
-    if entry is None:  # no direct path on this Triton
-        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **options, **constexprs)
-        return
+    if entry is None:
+        return None
     compiled, slots, current_stream, knobs = entry
     values = iter(args)
     bound = [next(values) if name is None else name for name in slots]
-    grid_0, grid_1, grid_2 = (tuple(grid) + (1, 1))[:3]
-    stream = current_stream(device)
-    compiled.run(grid_0, grid_1, grid_2, stream, compiled.function, compiled.packed_metadata,
-                 compiled.launch_metadata(grid, stream, *bound), knobs.runtime.launch_enter_hook,
-                 knobs.runtime.launch_exit_hook, *bound)
+    return compiled, bound, current_stream(device), (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
 
 
 def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, options=None) -> tuple | None:

@@ -32,6 +32,16 @@ class LaunchPlan:
     scalar_args: dict[str, int] = field(default_factory=dict)
     tunables: dict[str, int] = field(default_factory=dict)
     grid_resolved_at_launch: bool = False  # persistent: programs = SMs x blocks/SM, known only on the GPU
+    compile_options: dict[str, int] = field(default_factory=dict)  # more Triton options (maxnreg)
+    launch_shared_bytes: int = 0  # dynamic shared memory the launcher adds past the compiled kernel's (bytes)
+    cluster_size: int = 1  # programs per thread-block cluster (consecutive along x)
+
+    def shared_bytes(self, compiled_shared: int) -> int:
+        """Dynamic shared memory per program of the launch (bytes): the compiled kernel's, plus what the launcher
+        adds (at a 16-byte aligned offset past the compiled kernel's)."""
+        if not self.launch_shared_bytes:
+            return compiled_shared
+        return -(-compiled_shared // 16) * 16 + self.launch_shared_bytes
 
     @property
     def programs(self) -> int:

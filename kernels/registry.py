@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from . import auto, multirow, online, ops, persistent, splitrow, staged, staged_split, teaching, warprows
+from . import auto, cluster, multirow, online, ops, persistent, splitrow, staged, staged_split, teaching, warprows
 from ._common import SUPPORTED_DTYPES
 from .autograd import SoftmaxFunction
 from .plan import LaunchPlan
@@ -88,6 +88,10 @@ VARIANTS: dict[str, Variant] = {
                 "warps, N in up to two power-of-two pieces (Gluon; GPU only)", warprows.softmax_warprows,
                 warprows.row_softmax_warprows_kernel, warprows.MAX_N, warprows.TUNABLES, warprows.plan,
                 warprows.signature, gpu_only=True),
+        Variant("cluster", "CLUSTER = cdiv(N, chunk) programs per row in a thread-block cluster, chunks in registers, "
+                "(max, sum) exchanged through distributed shared memory (inline PTX; sm_90+, GPU only)",
+                cluster.softmax_cluster, cluster.row_softmax_cluster_kernel, cluster.MAX_N, cluster.TUNABLES,
+                cluster.plan, cluster.signature, gpu_only=True),
         Variant("auto", "picks variant and tunables per GPU, dtype and shape from a tuning table",
                 auto.softmax_auto, None, auto.MAX_N, auto.TUNABLES, auto.plan, auto.signature),
     )

@@ -19,11 +19,13 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
+from . import cluster as clusters
 from ._common import (
     NUM_WARPS_ALLOWED,
     VECTOR_BYTES,
     cached_plans,
     check_int_choice,
+    check_int_range,
     check_tunables,
     prepare_launch,
 )
@@ -32,10 +34,13 @@ from .plan import LaunchPlan
 
 NAME = "staged"
 MAX_ROW_BYTES = 224 * 1024  # sm_90's 227 KB of shared memory per block, less the reductions' scratch
-MAX_N = MAX_ROW_BYTES // 2  # 16-bit rows; fp32 rows up to MAX_ROW_BYTES // 4 (plan checks per dtype)
+MAX_N = 2**20  # over a cluster of programs (one program: MAX_ROW_BYTES of row; plan checks per dtype)
 MIN_COPY_BYTES = 4  # cp.async moves 4, 8 or 16 bytes
 WARPS_ALLOWED = tuple(w for w in NUM_WARPS_ALLOWED if w >= 4)
-TUNABLES = {"num_warps": f"warps per program, one of {WARPS_ALLOWED}; default 8"}
+CLUSTER_CHUNK_BYTES = 64 * 1024  # a row over a cluster: chunks of this, 3 programs per SM on sm_90
+TUNABLES = {"num_warps": f"warps per program, one of {WARPS_ALLOWED}; default 8",
+            "cluster": f"programs per row, one thread-block cluster (sm_90+), 1 to {clusters.MAX_CLUSTER}; default "
+                       f"cdiv(row bytes, {CLUSTER_CHUNK_BYTES // 1024} KB)"}
 
 
 @gluon.jit
@@ -65,40 +70,82 @@ def _slice(part0, part1, part2, i: gl.constexpr, PART0: gl.constexpr, PART1: gl.
 
 
 @gluon.jit
+def _announce():
+    return gl.inline_asm_elementwise(clusters.ANNOUNCE_PTX, "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _row_stats(bar, m, s, rank, CLUSTER: gl.constexpr):
+    """kernels.cluster's exchange and combination of the cluster's (max, sum) pairs, in Gluon."""
+    base = gl.inline_asm_elementwise(clusters.EXCHANGE_PTX, "=r,r,f,f,r,r", [bar, m, s, rank, CLUSTER],
+                                     dtype=gl.int32, is_pure=False, pack=1)
+    row_max = -float("inf")
+    for i in gl.static_range(CLUSTER):
+        row_max = gl.maximum(row_max, gl.inline_asm_elementwise(clusters.SLOT_PTX, "=f,=f,r,r", [base, i],
+                                                                 dtype=(gl.float32, gl.float32), is_pure=False,
+                                                                 pack=1)[0])
+    total = 0.0
+    for i in gl.static_range(CLUSTER):
+        peer_max, peer_sum = gl.inline_asm_elementwise(clusters.SLOT_PTX, "=f,=f,r,r", [base, i],
+                                                       dtype=(gl.float32, gl.float32), is_pure=False, pack=1)
+        total += peer_sum * gl.exp(peer_max - row_max)
+    return row_max, total
+
+
+@gluon.jit
 def row_softmax_staged_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols: gl.constexpr,
                               SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr, PART2: gl.constexpr,
-                              VEC: gl.constexpr):
-    # one row per program: read N (global -> shared, once) + write N elements; shared memory is read 3 times
+                              VEC: gl.constexpr, CLUSTER: gl.constexpr):
+    # read N (global -> shared, once) + write N elements per row; shared memory is read 3 times. CLUSTER > 1: a row
+    # per thread-block cluster, each program staging CHUNK columns, (max, sum) exchanged as in kernels.cluster
     SLICES: gl.constexpr = PART0 + PART1 + PART2
+    CHUNK: gl.constexpr = SLICES * SLICE
     layout: gl.constexpr = gl.BlockedLayout([VEC], [32], [gl.num_warps()], [0])
     part0, part1, part2 = _allocate(input_ptr.dtype.element_ty, SLICE, PART0, PART1, PART2)
-    row = gl.program_id(0).to(gl.int64)
+    if CLUSTER > 1:
+        bar = _announce()
+        rank = gl.program_id(0) % CLUSTER
+        row = (gl.program_id(0) // CLUSTER).to(gl.int64)
+        first = rank * CHUNK
+        width = n_cols - first
+    else:
+        row = gl.program_id(0).to(gl.int64)
+        first = 0
+        width = n_cols
     lanes = gl.arange(0, SLICE, layout=layout)
-    source = input_ptr + row * (input_row_stride // VEC * VEC)  # rounding shows Triton whole VEC-vectors
-    target = output_ptr + row * (output_row_stride // VEC * VEC)
+    source = input_ptr + row * (input_row_stride // VEC * VEC) + first  # rounding shows Triton whole VEC-vectors
+    target = output_ptr + row * (output_row_stride // VEC * VEC) + first
     for i in gl.static_range(SLICES):
         cols = i * SLICE + lanes
         async_copy.async_copy_global_to_shared(_slice(part0, part1, part2, i, PART0, PART1, SLICE), source + cols,
-                                               mask=cols < n_cols)
+                                               mask=cols < width)
         async_copy.commit_group()
     running = gl.full([SLICE], -float("inf"), gl.float32, layout)
     for i in gl.static_range(SLICES):  # each thread reads back what it copied: its own wait_group suffices
         async_copy.wait_group(SLICES - 1 - i)
         cols = i * SLICE + lanes
         values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(layout).to(gl.float32)
-        running = gl.maximum(running, gl.where(cols < n_cols, values, -float("inf")))
+        running = gl.maximum(running, gl.where(cols < width, values, -float("inf")))
     row_max = gl.max(running, axis=0)
+    if CLUSTER > 1:
+        shift = gl.where(row_max == -float("inf"), 0.0, row_max)  # a chunk of -inf: exp(-inf) = 0, not exp(nan)
+    else:
+        shift = row_max
     total = gl.zeros([SLICE], gl.float32, layout)
     for i in gl.static_range(SLICES):
         cols = i * SLICE + lanes
         values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(layout).to(gl.float32)
-        total += gl.where(cols < n_cols, gl.exp(values - row_max), 0.0)
-    inverse = 1.0 / gl.sum(total, axis=0)  # one reciprocal per row
+        total += gl.where(cols < width, gl.exp(values - shift), 0.0)
+    if CLUSTER > 1:
+        row_max, row_sum = _row_stats(bar, row_max, gl.sum(total, axis=0), rank, CLUSTER)
+        inverse = 1.0 / row_sum
+    else:
+        inverse = 1.0 / gl.sum(total, axis=0)  # one reciprocal per row
     for i in gl.static_range(SLICES):
         cols = i * SLICE + lanes
         values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(layout).to(gl.float32)
         gl.store(target + cols, (gl.exp(values - row_max) * inverse).to(output_ptr.dtype.element_ty),
-                 mask=cols < n_cols)
+                 mask=cols < width)
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:
@@ -106,7 +153,7 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
     return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
             "n_cols": "constexpr", "SLICE": "constexpr", "PART0": "constexpr", "PART1": "constexpr",
-            "PART2": "constexpr", "VEC": "constexpr"}
+            "PART2": "constexpr", "VEC": "constexpr", "CLUSTER": "constexpr"}
 
 
 def whole_copies(rows: torch.Tensor, vec: int) -> bool:
@@ -124,9 +171,15 @@ def staging_buffers(rows: torch.Tensor, output: torch.Tensor, vec: int) -> tuple
     return source, target
 
 
-def max_cols(dtype: torch.dtype) -> int:
-    """The widest N in `dtype`: MAX_ROW_BYTES of elements, whole slices at every num_warps (multiples of 8192)."""
+def program_cols(dtype: torch.dtype) -> int:
+    """The widest N one program stages in `dtype`: MAX_ROW_BYTES of elements, whole slices at every num_warps
+    (multiples of 8192)."""
     return MAX_ROW_BYTES // dtype.itemsize // 8192 * 8192
+
+
+def max_cols(dtype: torch.dtype) -> int:
+    """The widest N in `dtype`: a cluster of MAX_CLUSTER programs, at most MAX_N."""
+    return min(MAX_N, clusters.MAX_CLUSTER * program_cols(dtype))
 
 
 def copy_elements(itemsize: int, *extents: int) -> int:
@@ -148,9 +201,16 @@ def slice_parts(slices: int) -> tuple[int, int, int]:
     return tuple(parts + [0] * (3 - len(parts)))  # type: ignore[return-value]
 
 
+def default_cluster(n_cols: int, itemsize: int) -> int:
+    """Programs per row by default: chunks of CLUSTER_CHUNK_BYTES or less, at most MAX_CLUSTER (H200,
+    data/probe_staged_cluster_h200.csv: one 128 KB program per row of 65536 fp16 reaches 81% of copy, two of 64 KB
+    96%; 100000 fp16: 71% in one program, 87% in four)."""
+    return max(1, min(clusters.MAX_CLUSTER, -(-n_cols * itemsize // CLUSTER_CHUNK_BYTES)))
+
+
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
-    """Grid (R,); slices of VEC x 32 x num_warps
-    elements; shared memory = the row rounded up to whole slices, in at most three power-of-two buffers."""
+    """Grid (R x cluster,); slices of VEC x 32 x num_warps elements; shared memory per program = its chunk (the row,
+    or cdiv(N, cluster) columns) rounded up to whole slices, in at most three power-of-two buffers."""
     check_tunables(NAME, tunables, TUNABLES)
     num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", 8), WARPS_ALLOWED)
     itemsize = dtype.itemsize
@@ -159,20 +219,28 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         raise ValueError(f"{NAME}: N={n_cols} {dtype} rows are not whole {MIN_COPY_BYTES}-byte words (cp.async "
                          f"copies 4, 8 or 16 bytes); allowed: N even for 16-bit dtypes; use 'teaching' or 'online'")
     slice_width = vec * 32 * num_warps
-    parts = slice_parts(-(-n_cols // slice_width))
-    slices = sum(parts)
-    if n_cols < 1 or slices * slice_width * itemsize > MAX_ROW_BYTES:
+    row_slices = -(-n_cols // slice_width)
+    cluster = check_int_range(NAME, "cluster", tunables.get("cluster", default_cluster(n_cols, itemsize)), 1,
+                              clusters.MAX_CLUSTER)
+    parts = slice_parts(-(-row_slices // cluster))
+    chunk = sum(parts) * slice_width
+    if n_cols < 1 or chunk * itemsize > MAX_ROW_BYTES:
         widest = MAX_ROW_BYTES // itemsize // slice_width * slice_width
-        raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range for {dtype} at num_warps={num_warps}; "
-                         f"allowed: 1 <= N and the row, rounded up to slices of {slice_width}, at most "
-                         f"{MAX_ROW_BYTES} bytes of shared memory (N <= {widest})")
+        raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range for {dtype} at num_warps={num_warps}, "
+                         f"cluster={cluster}; allowed: 1 <= N and each program's chunk, rounded up to slices of "
+                         f"{slice_width}, at most {MAX_ROW_BYTES} bytes of shared memory (N <= {widest} per program; "
+                         f"raise cluster, up to {clusters.MAX_CLUSTER})")
+    if (cluster - 1) * chunk >= n_cols:
+        raise ValueError(f"{NAME}: cluster={cluster} leaves programs without columns at N={n_cols} (chunks of "
+                         f"{chunk}); allowed: cluster <= {-(-n_cols // chunk)}")
     return LaunchPlan(
         variant=NAME, kernel_name="row_softmax_staged_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
-        grid=(n_rows,), num_warps=num_warps, num_stages=1, tile_width=slices * slice_width, rows_per_program=1,
+        grid=(n_rows * cluster,), num_warps=num_warps, num_stages=1, tile_width=chunk, rows_per_program=1,
         constexprs={"n_cols": n_cols, "SLICE": slice_width, "PART0": parts[0], "PART1": parts[1], "PART2": parts[2],
-                    "VEC": vec},
+                    "VEC": vec, "CLUSTER": cluster},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols},
-        tunables={"num_warps": num_warps},
+        tunables={"num_warps": num_warps, **({"cluster": cluster} if cluster > 1 else {})},
+        launch_shared_bytes=clusters.EXCHANGE_BYTES if cluster > 1 else 0, cluster_size=cluster,
     )
 
 
@@ -186,7 +254,8 @@ def shared_memory_limit(device_index: int) -> int:
 
 
 def softmax_staged(x: torch.Tensor, **tunables: int) -> torch.Tensor:
-    """Softmax over the last dim, each row staged in shared memory (tunable: num_warps). CUDA tensors only."""
+    """Softmax over the last dim, each row staged in shared memory (tunables: num_warps, cluster). CUDA tensors only
+    (cluster > 1: sm_90 or newer)."""
     rows, launch, output = prepare_launch(x, NAME, MAX_N, _plans, tunables)
     n_rows, n_cols = rows.shape
     if rows.numel() == 0:
@@ -197,12 +266,17 @@ def softmax_staged(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     needed = launch.tile_width * rows.element_size()
     available = shared_memory_limit(rows.device.index if rows.device.index is not None else 0)
     if needed > available - 1024:
-        raise ValueError(f"{NAME}: a row of N={n_cols} needs {needed} bytes of shared memory and this GPU allows "
-                         f"{available} per block; allowed: N <= {(available - 1024) // rows.element_size()} "
-                         "(use 'splitrow' or 'online' for wider rows)")
+        raise ValueError(f"{NAME}: a chunk of {launch.tile_width} columns needs {needed} bytes of shared memory and "
+                         f"this GPU allows {available} per block; allowed: chunks of at most "
+                         f"{(available - 1024) // rows.element_size()} columns (raise cluster on sm_90+, or use "
+                         "'splitrow' or 'online' for wider rows)")
     source, target = staging_buffers(rows, output, launch.constexprs["VEC"])
-    launch_kernel(row_softmax_staged_kernel, launch.grid, (target, source, source.stride(0), target.stride(0)),
-                  launch.constexprs, launch.num_warps)
+    args = (target, source, source.stride(0), target.stride(0))
+    if launch.cluster_size > 1:
+        clusters.check_clusters(rows.device)
+        clusters.launch_cluster(row_softmax_staged_kernel, launch, args, launch.constexprs)
+    else:
+        launch_kernel(row_softmax_staged_kernel, launch.grid, args, launch.constexprs, launch.num_warps)
     if target is not output:
         output.copy_(target)
     return output.view(x.shape)

@@ -11,8 +11,6 @@ import streamlit as st
 from pages import _common as ui
 
 st.title("Run sweep")
-VARIANTS = ("torch", "inductor", "liger", "quack", "teaching", "multirow", "online", "persistent", "splitrow", "staged",
-            "staged_split", "warprows", "auto")  # peers not installed here get "unavailable" rows, named so
 
 if not ui.cuda_available():
     st.warning("Live sweeps are disabled: this machine has no CUDA GPU (torch.cuda.is_available() is False). "
@@ -26,6 +24,9 @@ if not ui.cuda_available():
 
 import torch  # noqa: E402
 
+from profiling.backends import backend_names  # noqa: E402
+
+VARIANTS = backend_names()  # the peers, then every registered variant; peers not installed get "unavailable" rows
 st.caption(f"GPU: {torch.cuda.get_device_name()} — results are stored in this session; pick "
            f"**{ui.LIVE}** as data source to see them on every page.")
 c = st.columns(3)

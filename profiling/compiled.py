@@ -73,7 +73,7 @@ class CompileInfo:
     spill_store_bytes: int | None  # per thread (ptxas -v)
     spill_load_bytes: int | None
     stack_bytes: int | None  # stack frame per thread (ptxas -v; live: local memory per thread)
-    shared_bytes: int  # Triton shared memory per program (metadata.shared), bytes
+    shared_bytes: int  # shared memory per program (metadata.shared, plus what the launcher adds), bytes
     compile_seconds: float  # wall time of the compile that produced these facts
     source: str  # 'offline' | 'live'
     cached: bool  # served from the on-disk cache (offline) without compiling
@@ -166,6 +166,8 @@ def _cache_key(spec, plan, dtype_name: str, arch: str, signature, constexprs, at
         "attrs": sorted((list(k), v) for k, v in attrs.items()), "num_warps": plan.num_warps,
         "num_stages": plan.num_stages, "triton": _triton_version(),
     }
+    if plan.compile_options:  # (maxnreg); absent otherwise, so the keys of earlier caches stand
+        material["options"] = sorted(plan.compile_options.items())
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -322,7 +324,8 @@ def _compile_facts(spec, plan, torch_dtype, arch: occ.ArchLimits) -> dict[str, A
         source = ASTSource(kernel, signature, constexprs=constexprs, attrs=attrs)
     with triton_ptxas_log() as log:
         compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32),
-                                  options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
+                                  options={"num_warps": plan.num_warps, "num_stages": plan.num_stages,
+                                           **plan.compile_options})
     ptx = compiled.asm["ptx"]
     usage = parse_ptxas_log(log.getvalue()) or ptxas_usage(ptx, capability)  # the latter: a Triton cache hit
     regs = cubin_registers(compiled.asm["cubin"])
@@ -330,7 +333,7 @@ def _compile_facts(spec, plan, torch_dtype, arch: occ.ArchLimits) -> dict[str, A
     return {
         "n_regs": regs if regs is not None else usage["n_regs"], "spill_store_bytes": usage["spill_store_bytes"],
         "spill_load_bytes": usage["spill_load_bytes"], "stack_bytes": usage["stack_bytes"],
-        "shared_bytes": int(compiled.metadata.shared), "compile_seconds": seconds, "ptx": ptx,
+        "shared_bytes": plan.shared_bytes(int(compiled.metadata.shared)), "compile_seconds": seconds, "ptx": ptx,
         "sass": cubin_sass(compiled.asm["cubin"]), "triton_version": triton.__version__,
         "kernel_name": compiled.metadata.name, "constexprs": constexprs,
     }
@@ -610,7 +613,8 @@ def inspect_live(variant: str, n_cols: int, dtype: str | torch.dtype, n_rows: in
     arch = live_arch() or DEFAULT_ARCH
     kernel = _jit_function(spec)
     args = _live_args(spec, plan, torch_dtype, torch.device("cuda"))
-    options = {"num_warps": plan.num_warps, "num_stages": plan.num_stages, "grid": (1,), **plan.constexprs}
+    options = {"num_warps": plan.num_warps, "num_stages": plan.num_stages, "grid": (1,), **plan.compile_options,
+               **plan.constexprs}
     start = time.perf_counter()
     with triton_ptxas_log() as log:
         compiled = kernel.warmup(*args, **options)
@@ -638,7 +642,8 @@ def inspect_live(variant: str, n_cols: int, dtype: str | torch.dtype, n_rows: in
         tunables=dict(plan.tunables), num_warps=plan.num_warps, num_stages=plan.num_stages,
         n_regs=int(compiled.n_regs), spill_store_bytes=usage["spill_store_bytes"],
         spill_load_bytes=usage["spill_load_bytes"], stack_bytes=int(compiled.n_spills),
-        shared_bytes=int(compiled.metadata.shared), compile_seconds=cold, source="live", cached=False, ptx=ptx,
+        shared_bytes=plan.shared_bytes(int(compiled.metadata.shared)), compile_seconds=cold, source="live",
+        cached=False, ptx=ptx,
         sass=sass, triton_version=_triton_version(), kernel_name=compiled.metadata.name,
         constexprs=dict(plan.constexprs), warm_seconds=warm, function_handle=int(compiled.function),
     )

@@ -34,7 +34,7 @@ def test_copy_elements_takes_the_widest_whole_copy():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
 def test_staged_plan_holds_the_row_in_shared_memory(dtype):
-    plan = staged.plan(4096, 50000, dtype) if dtype != torch.float32 else staged.plan(4096, 25000, dtype)
+    plan = staged.plan(4096, 28000, dtype) if dtype != torch.float32 else staged.plan(4096, 14000, dtype)
     c = plan.constexprs
     slices = c["PART0"] + c["PART1"] + c["PART2"]
     assert c["SLICE"] == c["VEC"] * 32 * plan.num_warps and c["VEC"] * dtype.itemsize == 16
@@ -42,16 +42,34 @@ def test_staged_plan_holds_the_row_in_shared_memory(dtype):
     assert plan.grid == (4096,)
 
 
+@pytest.mark.parametrize("n_cols, dtype, programs, chunk", [
+    (32768, torch.float16, 1, 32768), (32770, torch.bfloat16, 2, 16896), (65536, torch.float16, 2, 32768),
+    (100000, torch.float16, 4, 26624), (262144, torch.bfloat16, 8, 32768), (131072, torch.float32, 8, 16384),
+    (300000, torch.float32, 16, 19456), (16384, torch.float32, 1, 16384)])
+def test_staged_plan_splits_rows_over_64_kb_over_a_cluster(n_cols, dtype, programs, chunk):
+    plan = staged.plan(512, n_cols, dtype)
+    assert (plan.cluster_size, plan.constexprs["CLUSTER"], plan.tile_width) == (programs, programs, chunk)
+    assert plan.grid == (512 * programs,) and (programs - 1) * chunk < n_cols <= programs * chunk
+    assert plan.launch_shared_bytes == (0 if programs == 1 else kernels.cluster.EXCHANGE_BYTES)
+    assert plan.tunables == ({"num_warps": 8} if programs == 1 else {"num_warps": 8, "cluster": programs})
+    if n_cols * dtype.itemsize <= 224 * 1024:  # one program still takes the row when asked
+        assert staged.plan(512, n_cols, dtype, cluster=1).grid == (512,)
+
+
 def test_staged_plan_errors_name_what_is_allowed():
     with pytest.raises(ValueError, match="N even for 16-bit"):
         staged.plan(4, 1001, torch.float16)
-    with pytest.raises(ValueError, match="N <= 57344"):
-        staged.plan(4, 60000, torch.float32)
+    with pytest.raises(ValueError, match=r"N <= 57344 per program; raise cluster, up to 16"):
+        staged.plan(4, 60000, torch.float32, cluster=1)
+    with pytest.raises(ValueError, match=r"cluster=17 is not allowed; allowed: an integer from 1 to 16"):
+        staged.plan(4, 60000, torch.float32, cluster=17)
+    with pytest.raises(ValueError, match=r"cluster=5 leaves programs without columns at N=4096 .*cluster <= 2"):
+        staged.plan(4, 4096, torch.float16, cluster=5)
     with pytest.raises(ValueError, match="num_warps=2 is not allowed; allowed: 4, 8, 16, 32"):
         staged.plan(4, 4096, torch.float16, num_warps=2)
     with pytest.raises(ValueError, match="unknown tunable"):
         staged.plan(4, 4096, torch.float16, chunk=4)
-    assert VARIANTS["staged"].limit(torch.float32) == 57344 and VARIANTS["staged"].limit(torch.float16) == 114688
+    assert VARIANTS["staged"].limit(torch.float32) == 16 * 57344 and VARIANTS["staged"].limit(torch.float16) == 2**20
 
 
 def test_staged_split_plan_chunks():
@@ -70,11 +88,12 @@ def test_staged_split_plan_chunks():
 
 @pytest.mark.parametrize("variant", [name for name, spec in VARIANTS.items() if spec.gpu_only])
 def test_cpu_tensors_get_a_clear_error(variant):
-    """Every Gluon variant (staged, staged_split, warprows) names the variants that run on the CPU."""
+    """Every GPU-only variant (Gluon: staged, staged_split, warprows; inline PTX: cluster) names the variants that run
+    on the CPU."""
     if torch.cuda.is_available() and not kernels.interpreting():
         pytest.skip("a CUDA machine runs the kernel")
     x = torch.randn(3, 64)
-    with pytest.raises(ValueError, match="Gluon kernel, which the Triton CPU interpreter cannot run; allowed: a CUDA"):
+    with pytest.raises(ValueError, match=r"which the Triton CPU interpreter cannot run; allowed: a CUDA tensor.*'"):
         softmax(x, variant)
     assert not VARIANTS[variant].runs_here()
 
@@ -90,7 +109,8 @@ def test_auto_never_picks_a_gluon_variant_under_the_interpreter(monkeypatch):
 
 
 @pytest.mark.parametrize("variant, n_cols, dtype, copies", [
-    ("staged", 32768, "fp16", 16), ("staged", 50000, "bf16", 25), ("staged", 25000, "fp32", 25),
+    ("staged", 32768, "fp16", 16), ("staged", 28000, "bf16", 14), ("staged", 14000, "fp32", 14),
+    ("staged", 65536, "fp16", 16), ("staged", 262144, "bf16", 16),
     ("staged_split", 262144, "fp16", 16), ("staged_split", 131072, "fp32", 16)])
 def test_offline_sm90_compile_copies_whole_16_byte_vectors(variant, n_cols, dtype, copies):
     from profiling import compiled

@@ -100,8 +100,21 @@ def _nearest(entries: list[dict], n_rows: int, n_cols: int) -> dict:
     return min(entries, key=distance)
 
 
+WIDEST_BLOCK = 65536  # the widest BLOCK_SIZE = next_pow2(N) of any one-tile kernel (teaching, persistent)
+
+
+def entry_group(n_cols: int) -> int:
+    """The group of table entries that stand for rows of N: its BLOCK_SIZE bucket up to WIDEST_BLOCK; past it one group
+    of all wider rows (no kernel there tiles by next_pow2(N), so a bucket boundary means nothing: 300000 columns are
+    nearer 262144 than 524288, and fp32 300x300000 measured staged over 16 programs at 85% of copy where the 524288
+    entry's splitrow took 75%, data/probe_staged_cluster_h200.csv). 0 stands for that wide group."""
+    block = next_power_of_2(n_cols)
+    return block if block <= WIDEST_BLOCK else 0
+
+
 def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None) -> tuple[str, dict[str, int]]:
-    """(variant, tunables) for this shape from the table: among entries of the same BLOCK_SIZE bucket and the same
+    """(variant, tunables) for this shape from the table: among entries of the same group (entry_group: the BLOCK_SIZE
+    bucket, or all rows wider than WIDEST_BLOCK) and the same
     row alignment (row_alignment: the widest load a row allows, 16, 8, 4 or 2 bytes), the nearest N, then the
     nearest R (an entry tuned on 16-byte rows says little about odd N, where every kernel loads 2 bytes at a time). A
     'torch' entry covers inputs up to TORCH_REACH times its size; past that the bucket's nearest Triton entry.
@@ -111,8 +124,8 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
     table = load_table(gpu_name)
     if table is not None:
         dtype_name = DTYPE_NAMES[dtype]
-        bucket = next_power_of_2(n_cols)
-        same_bucket = [e for e in table["entries"] if next_power_of_2(int(e["n_cols"])) == bucket]
+        group = entry_group(n_cols)
+        same_bucket = [e for e in table["entries"] if entry_group(int(e["n_cols"])) == group]
         order = {"fp16": ("fp16", "bf16", "fp32"), "bf16": ("bf16", "fp16", "fp32"), "fp32": ("fp32", "fp16", "bf16")}
         for wanted in order[dtype_name]:
             entries = [e for e in same_bucket if e["dtype"] == wanted]
@@ -131,8 +144,8 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
                     return variant, {}
                 if get_variant(variant).gpu_only and interpreting():  # a Gluon kernel: not on the CPU interpreter
                     break
-                if "chunks" in tunables and int(best["n_cols"]) != n_cols:  # keep the entry's columns per program
-                    tunables["chunks"] = scaled_chunks(int(tunables["chunks"]), int(best["n_cols"]), n_cols)
+                if int(best["n_cols"]) != n_cols:  # keep the entry's columns per program
+                    tunables = scaled_programs(tunables, int(best["n_cols"]), n_cols)
                 fitted = fitted_tunables(variant, tunables, n_rows, n_cols, dtype)
                 if fitted is None:
                     break
@@ -171,14 +184,25 @@ def row_alignment(n_cols: int, itemsize: int) -> int:
     return min(16, row_bytes & -row_bytes) if row_bytes else 16
 
 
-def scaled_chunks(chunks: int, tuned_n: int, n_cols: int) -> int:
+def scaled_chunks(chunks: int, tuned_n: int, n_cols: int, most: int | None = None) -> int:
     """Programs per row at N = n_cols for a table entry tuned with `chunks` at N = tuned_n: the same columns per
-    program (cdiv(tuned_n, chunks)), 1 to staged_split.MAX_CHUNKS. 300000 columns from an entry of 16 chunks at
-    524288 take 10, where 16 would leave chunks empty (the plan refuses that)."""
+    program (cdiv(tuned_n, chunks)), 1 to `most` (default staged_split.MAX_CHUNKS). 300000 columns from an entry of 16
+    chunks at 524288 take 10, where 16 would leave chunks empty (the plan refuses that)."""
     from .staged_split import MAX_CHUNKS
 
     per_program = -(-tuned_n // chunks)
-    return max(1, min(MAX_CHUNKS, -(-n_cols // per_program)))
+    return max(1, min(MAX_CHUNKS if most is None else most, -(-n_cols // per_program)))
+
+
+def scaled_programs(tunables: dict[str, int], tuned_n: int, n_cols: int) -> dict[str, int]:
+    """An entry's tunables at another N: those that count programs per row (staged_split's `chunks`, staged's
+    `cluster`) scaled by scaled_chunks to keep the entry's columns per program; the rest as they are."""
+    from .cluster import MAX_CLUSTER
+    from .staged_split import MAX_CHUNKS
+
+    most = {"chunks": MAX_CHUNKS, "cluster": MAX_CLUSTER}
+    return {name: scaled_chunks(int(value), tuned_n, n_cols, most[name]) if name in most else value
+            for name, value in tunables.items()}
 
 
 _DEVICE_NAMES: dict[int | None, str] = {}
@@ -195,9 +219,10 @@ def _device_name(x: torch.Tensor) -> str | None:
 
 
 def clear_choices() -> None:
-    """Forget memoized choices (after a new tuning table is written) and eager timings."""
+    """Forget memoized choices (after a new tuning table is written), eager timings and the eager setting."""
     _CHOICES.clear()
     _EAGER.clear()
+    _FAST.clear()
 
 
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None, **tunables: int) -> LaunchPlan:
@@ -240,38 +265,87 @@ def eager_prefers_torch(triton_call: Callable[[], object], torch_call: Callable[
     return best_torch < best_triton, best_triton, best_torch
 
 
-def _idle_eager(x: torch.Tensor, rows: torch.Tensor) -> bool:
-    """A launch where the host path is the cost: a small CUDA input, no graph capture, nothing queued ahead."""
+def _eager_candidate(x: torch.Tensor, rows: torch.Tensor) -> bool:
+    """Whether a launch of this input may be host-bound: a small CUDA input, not under the interpreter, the check on
+    (decided once per shape and cached with the choice: clear_choices() reads BLOCKSCOPE_AUTO_EAGER again)."""
     if not x.is_cuda or interpreting() or os.environ.get(EAGER_ENV, "1") == "0":
         return False
-    if 2 * rows.numel() * rows.element_size() > EAGER_MAX_BYTES or torch.cuda.is_current_stream_capturing():
+    return 2 * rows.numel() * rows.element_size() <= EAGER_MAX_BYTES
+
+
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
+
+
+def _host_bound(device: torch.device) -> bool:
+    """Whether a launch now waits for the host: no CUDA graph being captured (querying a capturing stream would
+    invalidate the capture, so that check comes first) and nothing queued on the current stream but, at most, this
+    module's own last torch.softmax route on it (a plain loop of small calls: the kernel of the previous call is still
+    running when the next one is checked; with work of others queued the launch overlaps it, GPU time decides)."""
+    if _capturing():
         return False
-    return _current_stream(x.device).query()
+    key, stream = _current_stream(device)
+    if stream.query():
+        return True
+    own = _OWN_LAUNCHES.get(key)
+    return own is not None and not own.query()
+
+
+def _route_to_torch(x: torch.Tensor) -> torch.Tensor:
+    """torch.softmax from a host-bound call, marked on the stream by an event (what _host_bound recognizes as its
+    own)."""
+    y = torch_softmax(x)
+    key, stream = _current_stream(x.device)
+    event = _OWN_LAUNCHES.get(key)
+    if event is None:
+        if len(_OWN_LAUNCHES) >= 256:
+            _OWN_LAUNCHES.clear()
+        event = _OWN_LAUNCHES[key] = torch.cuda.Event()
+    event.record(stream)
+    return y
 
 
 _STREAMS: dict[tuple[int, int, int], torch.cuda.Stream] = {}
+_OWN_LAUNCHES: dict[tuple[int, int, int], torch.cuda.Event] = {}  # stream -> event after auto's last torch route
 
 
-def _current_stream(device: torch.device) -> torch.cuda.Stream:
-    """The current CUDA stream of `device`, cached by torch's (stream id, device, type) triple: building the Stream
+def _current_stream(device: torch.device) -> tuple[tuple[int, int, int], torch.cuda.Stream]:
+    """(torch's (stream id, device, type) triple, Stream) of the current CUDA stream of `device`, cached by the
+    triple: building the Stream
     object is most of torch.cuda.current_stream()'s cost (6.8 us on the H200 host, as long as torch.softmax's whole
     host path). Not an ExternalStream of the raw handle: on the H200 that one's query() said idle on a busy default
     stream, so queued launches took the eager route (`scripts/_eagerdbg.py`, kernel-changes section 8)."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     getter = getattr(torch._C, "_cuda_getCurrentStream", None)
     if getter is None:
-        return torch.cuda.current_stream(device)
+        stream = torch.cuda.current_stream(device)
+        return (stream.stream_id, stream.device_index, stream.device_type), stream
     key = tuple(getter(index))
     stream = _STREAMS.get(key)
     if stream is None:
         if len(_STREAMS) >= 256:
             _STREAMS.clear()
         stream = _STREAMS[key] = torch.cuda.Stream(stream_id=key[0], device_index=key[1], device_type=key[2])
-    return stream
+    return key, stream
+
+
+_FAST: dict[tuple, tuple] = {}  # (shape, dtype, device) of a CUDA input seen before -> (launcher, tunables, eager key)
 
 
 def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim with the variant and tunables tuned for this GPU, dtype and shape."""
+    if not tunables and type(x) is torch.Tensor and not (x.requires_grad and torch.is_grad_enabled()):
+        fast = _FAST.get((x.shape, x.dtype, x.device))  # the choice made for this input before: no re-validation
+        if fast is not None:
+            launcher, chosen, eager_key = fast
+            if eager_key is not None and _host_bound(x.device) and _eager_prefers_torch(eager_key, x, launcher,
+                                                                                        chosen):
+                return _route_to_torch(x)
+            return launcher(x, **chosen)
+    return _softmax_auto_checked(x, tunables)
+
+
+def _softmax_auto_checked(x: torch.Tensor, tunables: dict) -> torch.Tensor:
+    """softmax_auto's first call for an input (validation, choice, the fast path's entry) and calls with `out`."""
     from .registry import get_variant
 
     out = tunables.pop("out", None)  # from kernels.softmax: Triton launchers write into it, torch's route does not
@@ -287,13 +361,23 @@ def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
         variant, chosen = choose(*key)
         _CHOICES[key] = (torch_softmax if variant == "torch" else get_variant(variant).launcher, chosen)
     launcher, chosen = _CHOICES[key]
-    if launcher is not torch_softmax and _idle_eager(x, rows):
-        if key not in _EAGER:
-            if len(_EAGER) >= 4096:
-                _EAGER.clear()
-            device = x.device
-            _EAGER[key] = eager_prefers_torch(lambda: launcher(x, **chosen), lambda: torch_softmax(x),
-                                              lambda: torch.cuda.synchronize(device))[0]
-        if _EAGER[key]:
-            return torch_softmax(x)  # kernels.softmax copies it into `out` where one was given, as on torch's route
+    eager_key = key if launcher is not torch_softmax and _eager_candidate(x, rows) else None
+    if x.is_cuda and not interpreting() and type(x) is torch.Tensor:
+        if len(_FAST) >= 4096:
+            _FAST.clear()
+        _FAST[(x.shape, x.dtype, x.device)] = (launcher, chosen, eager_key)
+    if eager_key is not None and _host_bound(x.device) and _eager_prefers_torch(eager_key, x, launcher, chosen):
+        return _route_to_torch(x)  # kernels.softmax copies it into `out` where one was given, as on torch's route
     return launcher(x, **chosen) if out is None or launcher is torch_softmax else launcher(x, out=out, **chosen)
+
+
+def _eager_prefers_torch(key: tuple, x: torch.Tensor, launcher: Callable, chosen: dict) -> bool:
+    """From an idle stream: whether torch.softmax's host path beats the Triton launch for this shape (timed once)."""
+    found = _EAGER.get(key)
+    if found is None:
+        if len(_EAGER) >= 4096:
+            _EAGER.clear()
+        device = x.device
+        found = _EAGER[key] = eager_prefers_torch(lambda: launcher(x, **chosen), lambda: torch_softmax(x),
+                                                  lambda: torch.cuda.synchronize(device))[0]
+    return found

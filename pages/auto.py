@@ -76,7 +76,7 @@ if not pick.agrees:
              "the explanation (profiling/tuning_view.py) no longer follows kernels/auto.py.")
 if len(pick.considered):
     with st.expander(f"The {len(pick.considered)} entries of that bucket it chose from"):
-        st.dataframe(pick.considered.drop(columns=["position"]), hide_index=True, key="auto_considered")
+        st.dataframe(pick.considered.drop(columns=["position", "group"]), hide_index=True, key="auto_considered")
 
 st.subheader("Candidates the tuner measured there")
 log_paths = tuning_view.TUNE_LOG_PATHS
@@ -137,5 +137,6 @@ else:
                "picked when it was measured, which may differ from the pick above if the table changed since.")
 
 with st.expander("The whole tuning table"):
-    st.dataframe(entries[entries["dtype"] == dtype].drop(columns=["position"]), hide_index=True, key="auto_entries",
+    st.dataframe(entries[entries["dtype"] == dtype].drop(columns=["position", "group"]), hide_index=True,
+                 key="auto_entries",
                  column_config={"vs_torch": st.column_config.NumberColumn(format="%.2fx")})

@@ -35,7 +35,7 @@ def candidates(n_rows: int, n_cols: int, dtype: torch.dtype = torch.float16,
     """Configurations worth timing for one shape (pruned by BLOCK_SIZE and by what won on the H200; every one
     valid for the variant in `dtype`); `variants`: only those variants' configurations. GPU-only (Gluon) variants
     are offered where they can run."""
-    from kernels import splitrow, staged_split, warprows
+    from kernels import cluster, splitrow, staged, staged_split, warprows
 
     block = next_power_of_2(n_cols)
     found: list[Candidate] = []
@@ -62,6 +62,11 @@ def candidates(n_rows: int, n_cols: int, dtype: torch.dtype = torch.float16,
         found.append(("online", {"tile": 4096, "num_warps": 8}))
     if block >= 4096:  # rows staged in shared memory (Gluon): 4 warps only where a row is small
         found += [("staged", {"num_warps": w}) for w in ((4, 8, 16) if block <= 16384 else (8, 16))]
+    if block >= 32768:  # rows over a cluster of staged programs: chunks of 64 KB (the default) and 32 KB
+        programs = staged.default_cluster(n_cols, dtype.itemsize)
+        found.append(("staged", {"num_warps": 8, "cluster": min(cluster.MAX_CLUSTER, 2 * programs)}))
+        if dtype.itemsize == 4:  # register-held chunks over a cluster: as fast as staged on fp32 rows only
+            found += [("cluster", {}), ("cluster", {"chunk": 16384, "num_warps": 16})]
     if block <= warprows.MAX_N:  # rows over thread groups (Gluon): the default layout and its neighbours
         for threads in _warprows_threads(n_cols, dtype):
             found += [("warprows", {"threads_per_row": threads, "num_warps": w}) for w in

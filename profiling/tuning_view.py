@@ -23,7 +23,8 @@ TUNE_LOG_PATH = dd.ROOT / "data" / "tuning" / "h200_tune_log.jsonl.gz"
 # the full tune, then the retunes against new variants (scripts/tune_h200.py --challenge), in the order they ran
 TUNE_LOG_PATHS: tuple[Path, ...] = (TUNE_LOG_PATH, dd.ROOT / "data" / "tuning" / "h200_challenge_fp16_bf16.jsonl",
                                     dd.ROOT / "data" / "tuning" / "h200_challenge_fp32.jsonl",
-                                    dd.ROOT / "data" / "tuning" / "h200_challenge_warprows.jsonl")
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_warprows.jsonl",
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_cluster.jsonl")
 DTYPES = ("fp16", "bf16", "fp32")
 DTYPE_ORDER = {"fp16": ("fp16", "bf16", "fp32"), "bf16": ("bf16", "fp16", "fp32"), "fp32": ("fp32", "fp16", "bf16")}
 LOG_COLUMNS = ("dtype", "n_rows", "n_cols", "variant", "tunables", "median_us", "torch_us", "error", "seconds")
@@ -58,19 +59,20 @@ def table_path(gpu_name: str) -> Path | None:
 
 def entries_table(table: dict) -> pd.DataFrame:
     """One row per tuning-table entry: position (its index in the file), dtype, n_rows, n_cols, block_size
-    (next_pow2(N): the bucket it serves), alignment (auto.row_alignment: bytes of the widest load its rows allow),
+    (next_pow2(N)), group (auto.entry_group: the bucket it serves, 0 for rows over auto.WIDEST_BLOCK), alignment
+    (auto.row_alignment: bytes of the widest load its rows allow),
     variant, tunables (JSON), median_us, torch_us
     and vs_torch = torch_us / median_us."""
     from kernels import auto, dtype_from_name, next_power_of_2
 
     rows = [{"position": i, "dtype": e["dtype"], "n_rows": int(e["n_rows"]), "n_cols": int(e["n_cols"]),
-             "block_size": next_power_of_2(int(e["n_cols"])),
+             "block_size": next_power_of_2(int(e["n_cols"])), "group": auto.entry_group(int(e["n_cols"])),
              "alignment": auto.row_alignment(int(e["n_cols"]), dtype_from_name(e["dtype"]).itemsize),
              "variant": e["variant"], "tunables": tunables_text(e.get("tunables")),
              "median_us": float(e.get("median_us", math.nan)), "torch_us": float(e.get("torch_us", math.nan))}
             for i, e in enumerate(table.get("entries", []))]
-    out = pd.DataFrame(rows, columns=["position", "dtype", "n_rows", "n_cols", "block_size", "alignment", "variant",
-                                      "tunables", "median_us", "torch_us"])
+    out = pd.DataFrame(rows, columns=["position", "dtype", "n_rows", "n_cols", "block_size", "group", "alignment",
+                                      "variant", "tunables", "median_us", "torch_us"])
     out["vs_torch"] = out["torch_us"] / out["median_us"]
     return out.sort_values(["dtype", "n_cols", "n_rows"]).reset_index(drop=True)
 
@@ -150,7 +152,9 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
     if table is None:
         return heuristic(f"No tuning table for {gpu_name}")
     entries = entries_table(table)
-    same_bucket = entries[entries["block_size"] == block]
+    same_bucket = entries[entries["group"] == auto.entry_group(n_cols)]
+    bucket = (f"BLOCK_SIZE {block:,} (N {block // 2 + 1:,}..{block:,})" if auto.entry_group(n_cols) else
+              f"N over {auto.WIDEST_BLOCK:,} (one group: no kernel tiles wider rows by BLOCK_SIZE)")
     for wanted in DTYPE_ORDER[dtype]:
         of_dtype = same_bucket[same_bucket["dtype"] == wanted]
         if of_dtype.empty:
@@ -166,7 +170,7 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
             reach = (f"; its torch.softmax entry R={entry['n_rows']:,} N={entry['n_cols']:,} covers inputs up to "
                      f"{auto.TORCH_REACH}x its size (torch wins where the launch is the cost), and this one is larger")
             if triton_pool.empty:
-                return heuristic(f"From the tuning table's {wanted} entries with BLOCK_SIZE {block:,}{reach}, and "
+                return heuristic(f"From the tuning table's {wanted} entries with {bucket}{reach}, and "
                                  "the bucket has no Triton entry")
             chosen_index = _nearest_index(triton_pool, n_rows, n_cols)
             entry = triton_pool.loc[chosen_index].to_dict()
@@ -178,17 +182,17 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
             f" (no {dtype} entry there: borrowed from {wanted})" if wanted != dtype else ""
         alignment = f"rows that allow {alignment}-byte loads, as this one" if len(aligned) else \
             "no entry of the same row alignment, so any alignment"
-        where = (f"the tuning table's {wanted} entries with BLOCK_SIZE {block:,} (N {block // 2 + 1:,}..{block:,})"
+        where = (f"the tuning table's {wanted} entries with {bucket}"
                  f"{borrowed}, {alignment}: the nearest N, then R, is R={entry['n_rows']:,} N={entry['n_cols']:,}"
-                 if not reach else f"the tuning table's {wanted} entries with BLOCK_SIZE {block:,}{borrowed}{reach}")
+                 if not reach else f"the tuning table's {wanted} entries with {bucket}{borrowed}{reach}")
         tunables = json.loads(entry["tunables"])
         if entry["variant"] != "torch" and get_variant(entry["variant"]).gpu_only and interpreting():
             return heuristic(f"From {where}, {entry['variant']} is a GPU-only Gluon kernel and this process runs "
                              "the Triton CPU interpreter")
         scaled = ""
-        if "chunks" in tunables and int(entry["n_cols"]) != n_cols:
-            tunables["chunks"] = auto.scaled_chunks(int(tunables["chunks"]), int(entry["n_cols"]), n_cols)
-            scaled = " (chunks scaled to keep the entry's columns per program at this N)"
+        if int(entry["n_cols"]) != n_cols and tunables != auto.scaled_programs(tunables, int(entry["n_cols"]), n_cols):
+            tunables = auto.scaled_programs(tunables, int(entry["n_cols"]), n_cols)
+            scaled = " (programs per row scaled to keep the entry's columns per program at this N)"
         if entry["variant"] == "torch":
             pick.variant, pick.tunables = "torch", {}
             pick.rule = (f"From {where}, where the tuner measured torch.softmax faster than every Triton config "

@@ -30,7 +30,7 @@ def main() -> int:
         print(f"fp16 {n_rows}x{n_cols}: pick {auto._CHOICES[key][1]}, eager prefers torch {auto._EAGER.get(key)}")
         torch.cuda.synchronize()
         torch.cuda._sleep(10**8)
-        print(f"  spinning: check's stream idle {auto._current_stream(x.device).query()}, "
+        print(f"  spinning: check's stream idle {auto._current_stream(x.device)[1].query()}, "
               f"current_stream idle {torch.cuda.current_stream().query()}")
         torch.cuda.synchronize()
 
@@ -40,13 +40,13 @@ def main() -> int:
         for method in ("back_to_back_flushed", "cuda_graph"):
             print(f"  {method}: {timing.benchmark(call, method).median_us:.2f} us")
         seen: list[bool] = []
-        check = auto._idle_eager
-        auto._idle_eager = lambda a, b, seen=seen, check=check: seen.append(check(a, b)) or seen[-1]
+        check = auto._host_bound
+        auto._host_bound = lambda device, seen=seen, check=check: seen.append(check(device)) or seen[-1]
         try:
             timing.benchmark(call, "back_to_back_flushed", reps=50)
         finally:
-            auto._idle_eager = check
-        print(f"  checks during back_to_back_flushed that found the stream idle: {sum(seen)} of {len(seen)}")
+            auto._host_bound = check
+        print(f"  checks during back_to_back_flushed that found the call host-bound: {sum(seen)} of {len(seen)}")
     return 0
 
 

@@ -28,14 +28,15 @@ def test_shipped_h200_table_has_provenance_and_valid_entries():
 
 def expected_choice(entry: dict, n_rows: int, n_cols: int) -> tuple[str, dict]:
     """What choose() makes of a table entry at (R, N): the heuristic for a GPU-only (Gluon) entry under the CPU
-    interpreter, staged_split's chunks scaled to N, else the entry's own."""
+    interpreter, programs per row (staged_split's chunks, staged's cluster) scaled to N, else the entry's own."""
     if entry["variant"] == "torch":
         return "torch", {}
     if VARIANTS[entry["variant"]].gpu_only and kernels.interpreting():
         return auto.heuristic_choice(n_rows, n_cols)
     tunables = dict(entry["tunables"])
-    if "chunks" in tunables:
-        tunables["chunks"] = auto.scaled_chunks(tunables["chunks"], entry["n_cols"], n_cols)
+    for name, most in (("chunks", 64), ("cluster", 16)):
+        if name in tunables:
+            tunables[name] = max(1, min(most, -(-n_cols // -(-entry["n_cols"] // tunables[name]))))
     return entry["variant"], tunables
 
 
@@ -258,9 +259,9 @@ def test_eager_check_never_applies_off_the_gpu_or_when_disabled(monkeypatch):
     from kernels import auto as auto_module
 
     x = torch.randn(4, 64)
-    assert not auto_module._idle_eager(x, x)
+    assert not auto_module._eager_candidate(x, x)
     monkeypatch.setenv(auto_module.EAGER_ENV, "0")
-    assert not auto_module._idle_eager(x, x)
+    assert not auto_module._eager_candidate(x, x)
     torch.testing.assert_close(softmax(x, variant="auto"), torch.softmax(x, -1))
 
 
@@ -275,3 +276,29 @@ def test_a_torch_entry_does_not_reach_inputs_far_larger_than_its_own(monkeypatch
     assert auto.choose(30000, 200, torch.bfloat16, "GPU") == ("multirow", {"num_warps": 4, "rows_per_program": 4})
     table["entries"] = table["entries"][:1]  # no Triton entry in the bucket: the heuristic, not torch
     assert auto.choose(30000, 200, torch.bfloat16, "GPU") == auto.heuristic_choice(30000, 200)
+
+
+def test_repeat_calls_take_the_cached_choice_and_keep_every_check_that_matters(monkeypatch):
+    """softmax_auto's fast path: an input seen before (shape, dtype, device) goes to the cached launcher without
+    re-validation; tunables, a tensor subclass or an input that requires grad take the checked path."""
+    from kernels import auto as auto_module
+
+    x = torch.randn(3, 64)
+    calls = []
+
+    def launcher(t, **tunables):
+        calls.append(tunables)
+        return torch.softmax(t, -1)
+
+    monkeypatch.setitem(auto_module._FAST, (x.shape, x.dtype, x.device), (launcher, {"num_warps": 4}, None))
+    torch.testing.assert_close(auto_module.softmax_auto(x), torch.softmax(x, -1))
+    assert calls == [{"num_warps": 4}]
+    with pytest.raises(ValueError, match="unknown tunable"):
+        auto_module.softmax_auto(x, num_warps=4)  # tunables: checked (auto takes none)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        auto_module.softmax_auto(x.clone().requires_grad_())
+    monkeypatch.setattr(auto_module, "_host_bound", lambda device: pytest.fail("no eager check without an eager key"))
+    auto_module.softmax_auto(x)
+    assert len(calls) == 2
+    auto_module.clear_choices()
+    assert not auto_module._FAST

@@ -220,10 +220,16 @@ def test_auto_eager_check_sees_a_busy_stream():
 
     x = torch.randn(2048, 2000, device="cuda", dtype=torch.float16)
     torch.cuda.synchronize()
-    assert auto._idle_eager(x, x)
-    torch.cuda._sleep(50_000_000)  # ~25 ms of spinning on the current stream
-    assert not auto._idle_eager(x, x)
+    assert auto._eager_candidate(x, x) and auto._host_bound(x.device)
+    auto._route_to_torch(x)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(50_000_000)  # ~25 ms of spinning on the current stream, queued after auto's own (done) route
+    assert not auto._host_bound(x.device)
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        assert auto._idle_eager(x, x)
+        assert auto._host_bound(x.device)
+    torch.cuda.synchronize()
+    wide = torch.randn(4096, 32768, device="cuda")
+    auto._route_to_torch(wide)  # ~400 us of auto's own torch.softmax still running: the loop of calls case
+    assert not torch.cuda.current_stream().query() and auto._host_bound(x.device)
     torch.cuda.synchronize()

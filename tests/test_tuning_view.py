@@ -87,7 +87,7 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
     lines = [record for records in by_shape.values() for record in records]
     log = tv.read_tune_logs()
     assert len(log) == len(lines)
-    assert tv.log_sources(log, "fp16", 4096, 32768) == ["h200_challenge_fp16_bf16.jsonl"]
+    assert tv.log_sources(log, "fp16", 4096, 32768) == ["h200_challenge_cluster.jsonl"]
     assert tv.log_sources(log, "fp16", 4096, 1000) == ["h200_challenge_warprows.jsonl"]
     assert tv.log_sources(log, "fp16", 4096, 32769) == [tv.TUNE_LOG_PATH.name]  # no challenger ran at odd N
     table = tv.entries_table(auto.load_table(H200))

@@ -1,0 +1,93 @@
+"""Nsight Compute on the kernels behind issue 13's remaining gaps: staged rows over a cluster against one program per
+row, the register-held cluster variant, and the small-N kernels Quack still beats (run on the GPU machine).
+
+python3 scripts/ncu_cluster.py --out ncu_cluster_h200.csv
+
+Runs itself under `ncu --clock-control none` (sections SpeedOfLight, Occupancy, LaunchStats, WarpStateStats; kernels
+named row_softmax*), one launch per config (the first call, after which the kernel is compiled; a cluster's programs
+are co-scheduled, so kernel replay is sound), and writes ncu's CSV (one row per kernel x metric) with the config of
+each kernel, in launch order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+CONFIGS = [  # (label, variant, dtype, R, N, tunables)
+    ("staged one program", "staged", "fp16", 4096, 65536, {"cluster": 1}),
+    ("staged cluster 2", "staged", "fp16", 4096, 65536, {"cluster": 2}),
+    ("staged cluster 8", "staged", "fp16", 1024, 262144, {"cluster": 8}),
+    ("staged cluster 10", "staged", "fp16", 300, 300000, {}),
+    ("staged one program", "staged", "fp16", 4096, 32768, {}),
+    ("cluster registers", "cluster", "fp16", 4096, 32768, {}),
+    ("cluster registers", "cluster", "fp32", 4096, 32768, {"chunk": 16384, "num_warps": 16}),
+    ("teaching", "teaching", "fp16", 5000, 1536, {"num_warps": 4}),
+    ("warprows", "warprows", "fp16", 5000, 1536, {}),
+    ("teaching", "teaching", "fp16", 3000, 5000, {"num_warps": 4}),
+]
+SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats")
+
+
+def launch_all() -> None:
+    import torch
+
+    import kernels
+
+    for _, variant, dtype, n_rows, n_cols, tunables in CONFIGS:
+        x = torch.randn(n_rows, n_cols, device="cuda", dtype=kernels.dtype_from_name(dtype))
+        kernels.softmax(x, variant=variant, **tunables)
+        torch.cuda.synchronize()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--launch", action="store_true", help="(internal) run as ncu's target")
+    parser.add_argument("--ncu", default="ncu")
+    args = parser.parse_args()
+    if args.launch:
+        launch_all()
+        return 0
+    if args.out is None:
+        parser.error("--out is required")
+    command = [args.ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", "regex:row_softmax",
+               *[part for section in SECTIONS for part in ("--section", section)], "--csv", "--page", "details",
+               sys.executable, __file__, "--launch"]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines = [line for line in done.stdout.splitlines() if line.startswith('"')]
+    if done.returncode != 0 or not lines:
+        print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
+        return 1
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    ids = sorted({int(row["ID"]) for row in rows})
+    labels = {kernel_id: CONFIGS[index] for index, kernel_id in enumerate(ids)}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["label", "variant", "dtype", "n_rows", "n_cols", "tunables", "kernel", "section", "metric",
+                         "unit", "value"])
+        for row in rows:
+            label, variant, dtype, n_rows, n_cols, tunables = labels[int(row["ID"])]
+            writer.writerow([label, variant, dtype, n_rows, n_cols, tunables, row["Kernel Name"], row["Section Name"],
+                             row["Metric Name"], row["Metric Unit"], row["Metric Value"]])
+    wanted = ("Duration", "DRAM Throughput", "Achieved Occupancy", "Theoretical Occupancy", "Registers Per Thread",
+              "Block Size", "Grid Size", "Dynamic Shared Memory Per Block", "Cluster Size", "Warp Cycles Per Issued "
+              "Instruction")
+    for kernel_id in ids:
+        label, variant, dtype, n_rows, n_cols, tunables = labels[kernel_id]
+        facts = {row["Metric Name"]: row["Metric Value"] for row in rows if int(row["ID"]) == kernel_id}
+        print(f"{label}: {variant} {dtype} {n_rows}x{n_cols} {tunables}: "
+              + ", ".join(f"{name} {facts[name]}" for name in wanted if name in facts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -55,7 +55,7 @@ def lane_model(variant: str, n_cols: int, n_rows: int = 4096, **tunables: int) -
         spanned = programs * rows_per_program * row_span
         lanes_per_program = rows_per_program * row_span
         masked_per_program = rows_per_program * (row_span - n_cols)
-    elif plan.variant == "splitrow":
+    elif plan.variant in ("splitrow", "staged_split") or plan.cluster_size > 1:  # programs per row: one chunk each
         spanned = n_rows * row_span
         lanes_per_program = tile
         masked_per_program = tile - tail_valid

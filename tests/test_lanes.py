@@ -96,3 +96,16 @@ def test_staged_lane_curves_leave_out_only_the_n_they_cannot_stage():
         assert curve["n_cols"].tolist() == [1000, 1024, 4096, 5000], variant
     drawn = dd.lane_curve(["teaching", "staged", "staged_split"], n_values)
     assert set(drawn["variant"]) == {"teaching", "staged", "staged_split"}
+
+
+@pytest.mark.parametrize("variant, n_cols, tunables, programs", [("staged", 100000, {}, 4),
+                                                                  ("cluster", 50000, {"chunk": 16384}, 4),
+                                                                  ("staged_split", 262144, {}, 8)])
+def test_rows_over_several_programs_count_lanes_per_program(variant, n_cols, tunables, programs):
+    """A row over several programs (a cluster, cooperating chunks): each program spans one chunk; the last one holds
+    the row's tail."""
+    model = lane_model(variant, n_cols, 64, **tunables)
+    assert model.steps == 1 and model.lanes_per_program == model.tile_width
+    assert model.lanes_spanned == 64 * programs * model.tile_width
+    assert model.masked_lanes_per_program == model.tile_width - (n_cols - (programs - 1) * model.tile_width)
+    assert model.lanes_masked == 64 * (programs * model.tile_width - n_cols)

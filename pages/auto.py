@@ -25,10 +25,10 @@ def _bundled_backends(path: str, mtime: float):
 
 st.title("auto: what it picks and why")
 st.markdown("`auto` looks a shape up in a tuning table made on the GPU (`python -m profiling tune`, "
-            "`scripts/tune_h200.py`): among entries of the same BLOCK_SIZE bucket (next_pow2(N)) and row alignment "
-            "(the widest load its rows allow: 16, 8, 4 or 2 bytes), the nearest N, then the nearest R. Without "
-            "an entry a built-in heuristic picks. See "
-            "`kernels/auto.py`.")
+            "`scripts/tune_h200.py`): among entries of the same BLOCK_SIZE bucket (next_pow2(N); rows wider than "
+            f"{auto.WIDEST_BLOCK:,} columns form one group, since no kernel tiles them by BLOCK_SIZE) and row "
+            "alignment (the widest load its rows allow: 16, 8, 4 or 2 bytes), the nearest N, then the nearest R. "
+            "Without an entry a built-in heuristic picks. See `kernels/auto.py`.")
 ctx = ui.context(require_data=False)
 gpus = tuning_view.shipped_gpus()
 if not gpus:

@@ -47,7 +47,8 @@ MIN_CHUNK, MAX_CHUNK = 1024, 32768
 MAX_N = MAX_CLUSTER * MAX_CHUNK
 WARPS_ALLOWED = (4, 8, 16, 32)
 MIN_MAXNREG = 32
-EXCHANGE_BYTES = 160  # mbarrier (8 bytes, padded to 32) + MAX_CLUSTER (max, sum) slots of 8 bytes
+SLOTS_OFFSET = 32  # bytes from the exchange buffer's start (its mbarrier, 8 bytes, padded) to the first slot
+EXCHANGE_BYTES = SLOTS_OFFSET + 8 * MAX_CLUSTER  # + MAX_CLUSTER (max, sum) slots of 8 bytes: 160
 TUNABLES = {
     "chunk": f"columns per program, a power of two from {MIN_CHUNK} to {MAX_CHUNK}; programs per row (the cluster) "
              f"= cdiv(N, chunk), at most {MAX_CLUSTER}; default the smallest chunk that keeps the cluster at 8 or "
@@ -68,11 +69,11 @@ ANNOUNCE_PTX = tl.constexpr("""{
         mov.u32 a, global_smem;
         mov.u32 $0, %dynamic_smem_size;
         add.u32 $0, a, $0;
-        sub.u32 $0, $0, 160;
+        sub.u32 $0, $0, EXCHANGE_BYTES;
         @p mbarrier.init.shared::cta.b64 [$0], 1;
         @p fence.mbarrier_init.release.cluster;
         barrier.cluster.arrive.relaxed.aligned;
-        }""")
+        }""".replace("EXCHANGE_BYTES", str(EXCHANGE_BYTES)))
 EXCHANGE_PTX = tl.constexpr("""{
         .reg .pred p, q, done;
         .reg .b32 t, a, rslot, rbar, bytes;
@@ -82,7 +83,7 @@ EXCHANGE_PTX = tl.constexpr("""{
         shl.b32 bytes, $5, 3;
         @q mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], bytes;
         setp.lt.u32 p, t, $5;
-        add.u32 $0, $1, 32;
+        add.u32 $0, $1, SLOTS_OFFSET;
         mad.lo.u32 a, $4, 8, $0;
         @p mapa.shared::cluster.u32 rslot, a, t;
         @p mapa.shared::cluster.u32 rbar, $1, t;
@@ -90,7 +91,7 @@ EXCHANGE_PTX = tl.constexpr("""{
         WAIT:
         mbarrier.try_wait.parity.shared::cta.b64 done, [$1], 0;
         @!done bra WAIT;
-        }""")
+        }""".replace("SLOTS_OFFSET", str(SLOTS_OFFSET)))
 SLOT_PTX = tl.constexpr("{ .reg .b32 a; mad.lo.u32 a, $3, 8, $2; ld.shared.v2.f32 {$0, $1}, [a]; }")
 
 

@@ -44,7 +44,13 @@ def background_compile(variant: str, n_cols: int, dtype: str, arch: str, num_war
 
 
 def rerun_while_compiling(job: Any | None) -> None:
-    """At the end of a page: while `job` runs (and before its deadline), wait REFRESH_S and rerun the page."""
-    if job is not None and not job.done() and time.monotonic() < job.deadline:
+    """At the end of a page that rendered without `job`'s result: rerun at once if it finished meanwhile (after the
+    page's wait gave up, before the page was done: the result would otherwise wait for the next interaction), else,
+    while it runs and before its deadline, after REFRESH_S."""
+    if job is None:
+        return
+    if not job.done():
+        if time.monotonic() >= job.deadline:
+            return
         time.sleep(REFRESH_S)  # the page has rendered; look again (a widget change interrupts this rerun)
-        st.rerun()
+    st.rerun()

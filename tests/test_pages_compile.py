@@ -113,3 +113,24 @@ def test_occupancy_page_renders_while_compiling_and_refuses_pathological_configs
     at.selectbox(key="occ_warps").set_value(1).run()
     assert any("predicted pathological compile time" in w.value for w in at.warning) and jobs.calls == []
     assert not at.exception
+
+
+def test_a_compile_done_after_the_wait_shows_without_another_interaction(results_file, jobs, monkeypatch):
+    """The compile finishes after the page's wait gave up but before the page ends: the page reruns at once and shows
+    it (it used to stop polling a done job and show 'in the background' until the next widget change)."""
+    at = page(results_file, "occupancy")
+    job = CompileJob("teaching N=4096 for sm_90 (offline)", timeout_s=1.0)
+    jobs.next = job
+    real = compiled.result_within
+
+    def late(waited, seconds):
+        if waited is job and not job.done():
+            job.set_result(info_of(n_cols=4096))  # done just after this wait
+            return None
+        return real(waited, seconds)
+
+    monkeypatch.setattr(compiled, "result_within", late)
+    at.number_input(key="occ_n").set_value(4096).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not any("in the background" in i.value for i in at.info)
+    assert any("compiled offline for sm_90" in c.value for c in at.caption)

@@ -222,17 +222,29 @@ def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int
     resident together or the launch fails (RuntimeError); callers check `cooperative_launch_supported()` first.
     """
     options = {"launch_cooperative_grid": True} if cooperative and not interpreting() else {}
-    if not DIRECT_LAUNCH or interpreting() or not args[0].is_cuda:
+    direct = None
+    if DIRECT_LAUNCH and not interpreting() and args[0].is_cuda:
+        direct = _direct(kernel, grid, args, constexprs, num_warps, num_stages, options)
+    if direct is None:  # the interpreter, a CPU tensor, or no direct path on this Triton
         kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **options, **constexprs)
-        return
-    direct = _direct(kernel, grid, args, constexprs, num_warps, num_stages, options)
-    if direct is None:  # no direct path on this Triton
-        kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, **options, **constexprs)
+        if RECORDERS:
+            RECORDERS[-1].append(None)  # not replayable (kernels/replay.py)
         return
     compiled, bound, stream, hooks = direct
-    grid_0, grid_1, grid_2 = (tuple(grid) + (1, 1))[:3]
-    compiled.run(grid_0, grid_1, grid_2, stream, compiled.function, compiled.packed_metadata,
+    run_compiled(compiled, (tuple(grid) + (1, 1))[:3], stream, compiled.packed_metadata, bound, hooks)
+
+
+RECORDERS: list[list] = []  # open kernels.replay.recording() blocks, innermost last
+
+
+def run_compiled(compiled, grid: tuple[int, int, int], stream: int, packed_metadata: tuple, bound: list,
+                 hooks: tuple) -> None:
+    """CompiledKernel.run of one launch (grid in programs x, y, z; packed_metadata (num_warps, num_ctas, shared
+    bytes)), reported to an open replay recording."""
+    compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, packed_metadata,
                  compiled.launch_metadata(grid, stream, *bound), *hooks, *bound)
+    if RECORDERS:
+        RECORDERS[-1].append((compiled.run, grid, compiled.function, packed_metadata, bound))
 
 
 def compiled_kernel(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int], num_warps: int,

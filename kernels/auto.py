@@ -9,12 +9,15 @@ nearest R; with no table for the GPU (or, under the CPU interpreter, an entry na
 heuristic picks (multirow for small N, one program per row for mid N, cooperating split-row programs for wide
 rows). Under the CPU interpreter the first shipped table is used.
 
-Eager mode: the table ranks GPU time. When a small shape is called on an idle stream (nothing queued: the GPU
-waits for the host, as in a plain Python loop of calls), the wall time is the host path instead, where
-torch.softmax (~9 us on the H200 host) beats a Triton launch (~24-52 us). The first such call of a shape times
-both ways from the idle stream (3 rounds of 8 calls each, about 1 ms) and keeps the faster; later idle calls
-take it. A busy stream (work queued ahead, so the launch overlaps it) or a CUDA graph being captured always
-takes the tuned Triton choice. BLOCKSCOPE_AUTO_EAGER=0 turns the eager check off.
+Eager mode: the table ranks GPU time; a plain Python loop of small calls is bound by the host path instead. A
+repeated input (same shape, dtype, device) skips the checks, the table lookup and Triton's launch wrapper: its first
+call records the launch and later contiguous calls replay it (kernels/replay.py: one allocation and the C launch).
+When a small shape is called on an idle stream (nothing queued: the GPU waits for the host), the first such call
+times auto's two eager paths from the idle stream (3 rounds of 8 calls each, well under 1 ms): the Triton path
+(the replay) and the torch route (the stream check and torch.softmax). Where the Triton path is at least as fast,
+later calls of that input take it without any stream check; where torch.softmax wins, idle calls take it and a
+busy stream (work queued ahead, so the launch overlaps it) or a CUDA graph being captured takes the tuned Triton
+choice. BLOCKSCOPE_AUTO_EAGER=0 turns the eager check off.
 """
 
 from __future__ import annotations
@@ -206,7 +209,7 @@ def scaled_programs(tunables: dict[str, int], tuned_n: int, n_cols: int) -> dict
 
 
 _DEVICE_NAMES: dict[int | None, str] = {}
-_CHOICES: dict[tuple, tuple] = {}  # (R, N, dtype, gpu) -> (launcher, tunables)
+_CHOICES: dict[tuple, tuple] = {}  # (R, N, dtype, gpu) -> (launcher, tunables, the variant is replayable)
 
 
 def _device_name(x: torch.Tensor) -> str | None:
@@ -328,19 +331,51 @@ def _current_stream(device: torch.device) -> tuple[tuple[int, int, int], torch.c
     return key, stream
 
 
-_FAST: dict[tuple, tuple] = {}  # (shape, dtype, device) of a CUDA input seen before -> (launcher, tunables, eager key)
+class _Seen:
+    """What softmax_auto keeps for a CUDA input seen before (shape, dtype, device): the chosen launcher and
+    tunables, the eager key while idle calls still weigh torch.softmax (None once the Triton path is the faster
+    one from an idle stream too, or for inputs never host-bound), and the replay of the launch (kernels/replay.py),
+    recorded at the first contiguous Triton call of a replayable variant."""
+
+    __slots__ = ("launcher", "chosen", "eager_key", "replayable", "recorded", "replay")
+
+    def __init__(self, launcher: Callable, chosen: dict, eager_key: tuple | None, replayable: bool) -> None:
+        self.launcher, self.chosen, self.eager_key = launcher, chosen, eager_key
+        self.replayable, self.recorded, self.replay = replayable, False, None
+
+    def launch(self, x: torch.Tensor) -> torch.Tensor:
+        """The Triton path of a call: the replay when there is one and it takes x, else the launcher (recording
+        its launch the first time a contiguous x comes)."""
+        if self.replay is not None and x.is_contiguous():
+            y = self.replay(x)
+            if y is not None:
+                return y
+        if self.recorded or not self.replayable or not x.is_contiguous():
+            return self.launcher(x, **self.chosen)
+        from .replay import build, recording
+
+        with recording() as launches:
+            y = self.launcher(x, **self.chosen)
+        self.recorded, self.replay = True, build(launches, x, y)
+        return y
+
+
+_FAST: dict[tuple, _Seen] = {}  # (shape, dtype, device) of a CUDA input seen before -> what its calls take
 
 
 def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim with the variant and tunables tuned for this GPU, dtype and shape."""
     if not tunables and type(x) is torch.Tensor and not (x.requires_grad and torch.is_grad_enabled()):
-        fast = _FAST.get((x.shape, x.dtype, x.device))  # the choice made for this input before: no re-validation
-        if fast is not None:
-            launcher, chosen, eager_key = fast
-            if eager_key is not None and _host_bound(x.device) and _eager_prefers_torch(eager_key, x, launcher,
-                                                                                        chosen):
+        seen = _FAST.get((x.shape, x.dtype, x.device))  # the choice made for this input before: no re-validation
+        if seen is not None:
+            replayed = seen.replay
+            if replayed is not None and seen.eager_key is None and x.is_contiguous():  # the common repeat call
+                y = replayed(x)
+                if y is not None:
+                    return y
+            if seen.eager_key is not None and _host_bound(x.device) and _eager_prefers_torch(seen, x):
                 return _route_to_torch(x)
-            return launcher(x, **chosen)
+            return seen.launch(x)
     return _softmax_auto_checked(x, tunables)
 
 
@@ -359,25 +394,36 @@ def _softmax_auto_checked(x: torch.Tensor, tunables: dict) -> torch.Tensor:
         if len(_CHOICES) >= 4096:
             _CHOICES.clear()
         variant, chosen = choose(*key)
-        _CHOICES[key] = (torch_softmax if variant == "torch" else get_variant(variant).launcher, chosen)
-    launcher, chosen = _CHOICES[key]
+        entry = None if variant == "torch" else get_variant(variant)
+        _CHOICES[key] = (torch_softmax if entry is None else entry.launcher, chosen, entry is not None and
+                         entry.replayable)
+    launcher, chosen, replayable = _CHOICES[key]
     eager_key = key if launcher is not torch_softmax and _eager_candidate(x, rows) else None
+    seen = _Seen(launcher, chosen, eager_key, replayable)
     if x.is_cuda and not interpreting() and type(x) is torch.Tensor:
         if len(_FAST) >= 4096:
             _FAST.clear()
-        _FAST[(x.shape, x.dtype, x.device)] = (launcher, chosen, eager_key)
-    if eager_key is not None and _host_bound(x.device) and _eager_prefers_torch(eager_key, x, launcher, chosen):
+        _FAST[(x.shape, x.dtype, x.device)] = seen
+    if eager_key is not None and _host_bound(x.device) and _eager_prefers_torch(seen, x):
         return _route_to_torch(x)  # kernels.softmax copies it into `out` where one was given, as on torch's route
+    if out is None and launcher is not torch_softmax and x.is_cuda and not interpreting():
+        return seen.launch(x)
     return launcher(x, **chosen) if out is None or launcher is torch_softmax else launcher(x, out=out, **chosen)
 
 
-def _eager_prefers_torch(key: tuple, x: torch.Tensor, launcher: Callable, chosen: dict) -> bool:
-    """From an idle stream: whether torch.softmax's host path beats the Triton launch for this shape (timed once)."""
-    found = _EAGER.get(key)
+def _eager_prefers_torch(seen: _Seen, x: torch.Tensor) -> bool:
+    """From an idle stream: whether auto's torch route (this check and torch.softmax) beats its Triton path (the
+    replay where there is one) for this shape, timed once per (R, N, dtype, GPU). Where Triton is at least as fast,
+    the input's later calls skip the check: no stream query, no event."""
+    found = _EAGER.get(seen.eager_key)
     if found is None:
         if len(_EAGER) >= 4096:
             _EAGER.clear()
         device = x.device
-        found = _EAGER[key] = eager_prefers_torch(lambda: launcher(x, **chosen), lambda: torch_softmax(x),
-                                                  lambda: torch.cuda.synchronize(device))[0]
+        seen.launch(x)  # records the replay (the path timed) if there is one
+        found = _EAGER[seen.eager_key] = eager_prefers_torch(
+            lambda: seen.launch(x), lambda: _host_bound(device) and _route_to_torch(x),
+            lambda: torch.cuda.synchronize(device))[0]
+    if not found:
+        seen.eager_key = None
     return found

@@ -38,6 +38,7 @@ from ._common import (
     launch_constexprs,
     next_power_of_2,
     prepare_launch,
+    run_compiled,
 )
 from .plan import LaunchPlan
 
@@ -253,8 +254,7 @@ def launch_cluster(kernel, launch: LaunchPlan, args: tuple, constexprs: dict[str
     shared = launch.shared_bytes(compiled.metadata.shared)
     _prepare_function(compiled.function, cluster, compiled.metadata.shared, shared)
     grid = launch.grid[0] // cluster  # clusters; Triton's launcher multiplies x by num_ctas
-    compiled.run(grid, 1, 1, stream, compiled.function, (launch.num_warps, cluster, shared),
-                 compiled.launch_metadata((grid, 1, 1), stream, *bound), *hooks, *bound)
+    run_compiled(compiled, (grid, 1, 1), stream, (launch.num_warps, cluster, shared), bound, hooks)
 
 
 def softmax_cluster(x: torch.Tensor, **tunables: int) -> torch.Tensor:

@@ -30,6 +30,8 @@ class Variant:
     gpu_only: bool = False  # a Gluon kernel: the Triton CPU interpreter cannot run it (CUDA tensors only)
     max_n_of: Callable[[torch.dtype], int] | None = None  # a per-dtype limit below max_n (bytes of shared memory)
     shape_rule: Callable[[int, torch.dtype], str | None] | None = None  # why rows of N it cannot run are out
+    replayable: bool = False  # a launch of a contiguous input is one kernel on (output, input rows, ints) and
+    # nothing else (no workspace, no torch op): auto replays it for a repeated input (kernels/replay.py)
 
     def limit(self, dtype: torch.dtype) -> int:
         """The widest N this variant takes in `dtype`."""
@@ -64,22 +66,22 @@ VARIANTS: dict[str, Variant] = {
     for v in (
         Variant("teaching", "the seed kernel: one program per row, BLOCK_SIZE = next_pow2(N)",
                 teaching.softmax_teaching, teaching.row_softmax_kernel, teaching.MAX_N, teaching.TUNABLES,
-                teaching.plan, teaching.signature),
+                teaching.plan, teaching.signature, replayable=True),
         Variant("multirow", "several rows per program ([ROWS, BLOCK_SIZE] tile) for small N",
                 multirow.softmax_multirow, multirow.row_softmax_multirow_kernel, multirow.MAX_N, multirow.TUNABLES,
-                multirow.plan, multirow.signature),
+                multirow.plan, multirow.signature, replayable=True),
         Variant("online", "looped online softmax (running max, rescaled sum) for any N",
                 online.softmax_online, online.row_softmax_online_kernel, online.MAX_N, online.TUNABLES,
-                online.plan, online.signature),
+                online.plan, online.signature, replayable=True),
         Variant("persistent", "SM count x blocks/SM programs, each looping over rows",
                 persistent.softmax_persistent, persistent.row_softmax_persistent_kernel, persistent.MAX_N,
-                persistent.TUNABLES, persistent.plan, persistent.signature),
+                persistent.TUNABLES, persistent.plan, persistent.signature, replayable=True),
         Variant("splitrow", "CHUNKS cooperating programs per row, each chunk kept in registers (x read once)",
                 splitrow.softmax_splitrow, splitrow.row_softmax_splitrow_kernel, splitrow.MAX_N, splitrow.TUNABLES,
                 splitrow.plan, splitrow.signature),
         Variant("staged", "one program per row, the row staged in shared memory by cp.async (Gluon; GPU only)",
                 staged.softmax_staged, staged.row_softmax_staged_kernel, staged.MAX_N, staged.TUNABLES, staged.plan,
-                staged.signature, gpu_only=True, max_n_of=staged.max_cols, shape_rule=_whole_words),
+                staged.signature, gpu_only=True, max_n_of=staged.max_cols, shape_rule=_whole_words, replayable=True),
         Variant("staged_split", "CHUNKS cooperating programs per row, each chunk staged in shared memory (Gluon; "
                 "GPU only)", staged_split.softmax_staged_split, staged_split.row_softmax_staged_split_kernel,
                 staged_split.MAX_N, staged_split.TUNABLES, staged_split.plan, staged_split.signature, gpu_only=True,
@@ -87,11 +89,11 @@ VARIANTS: dict[str, Variant] = {
         Variant("warprows", "rows spread over threads_per_row threads by an explicit layout, reductions inside "
                 "warps, N in up to two power-of-two pieces (Gluon; GPU only)", warprows.softmax_warprows,
                 warprows.row_softmax_warprows_kernel, warprows.MAX_N, warprows.TUNABLES, warprows.plan,
-                warprows.signature, gpu_only=True),
+                warprows.signature, gpu_only=True, replayable=True),
         Variant("cluster", "CLUSTER = cdiv(N, chunk) programs per row in a thread-block cluster, chunks in registers, "
                 "(max, sum) exchanged through distributed shared memory (inline PTX; sm_90+, GPU only)",
                 cluster.softmax_cluster, cluster.row_softmax_cluster_kernel, cluster.MAX_N, cluster.TUNABLES,
-                cluster.plan, cluster.signature, gpu_only=True),
+                cluster.plan, cluster.signature, gpu_only=True, replayable=True),
         Variant("auto", "picks variant and tunables per GPU, dtype and shape from a tuning table",
                 auto.softmax_auto, None, auto.MAX_N, auto.TUNABLES, auto.plan, auto.signature),
     )

@@ -261,9 +261,28 @@ def save_table(table: dict, directory: Path | None = None) -> Path:
     return path
 
 
+MID_TIER_BYTES = 16 * 2**20  # the mid tier's input: ~16 MB (L2-sized), where R=4096 rows of small N are far less
+MID_TIER_MIN_ROWS = 8192  # ... and only where that is at least twice R=4096 (N <= 1024 in 16 bits, 512 in fp32)
+
+
+def mid_tier_rows(n_cols: int, dtype: torch.dtype) -> int | None:
+    """Rows giving ~16 MB of input where that is at least 8192 rows, else None (R=4096 is already that size)."""
+    rows = large_set_rows(n_cols, dtype, MID_TIER_BYTES)
+    return rows if rows >= MID_TIER_MIN_ROWS else None
+
+
 def default_rows(n_cols: int, dtype: torch.dtype) -> list[int]:
-    """Row counts `auto` is tuned at for one N: R=4096 (N <= 262144) and ~512 MB of input."""
-    return ([4096] if n_cols <= 262144 else []) + [large_set_rows(n_cols, dtype)]
+    """Row counts `auto` is tuned at for one N: R=4096 (N <= 262144), ~16 MB of input (small N only, see
+    mid_tier_rows) and ~512 MB."""
+    mid = mid_tier_rows(n_cols, dtype)
+    return ([4096] if n_cols <= 262144 else []) + ([mid] if mid else []) + [large_set_rows(n_cols, dtype)]
+
+
+def mid_tier_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
+    """(R, N) of the mid tier: the bench's default N at ~16 MB of input, where that is 8192 rows or more."""
+    from .bench import default_n_values
+
+    return [(rows, n) for n in default_n_values() if (rows := mid_tier_rows(n, dtype))]
 
 
 def describe(shape_records: list[dict]) -> str:
@@ -275,21 +294,26 @@ def describe(shape_records: list[dict]) -> str:
 
 
 def bench_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
-    """(R, N) of `python -m profiling bench`: the default sweep's N at R=4096 and the ~512 MB large set."""
+    """(R, N) `auto` is tuned on: `python -m profiling bench`'s default sweep N at R=4096 and its ~512 MB large
+    set, plus the mid tier (~16 MB of small-N rows)."""
     from .bench import shapes
 
-    return list(dict.fromkeys(shapes("default", dtype) + shapes("large", dtype)))
+    return list(dict.fromkeys(shapes("default", dtype) + mid_tier_shapes(dtype) + shapes("large", dtype)))
 
 
 def tune(dtypes: Iterable[str], n_values: Iterable[int] | None, timer: Timer, rows: Iterable[int] | None = None,
-         on_shape: Callable[[list[dict]], None] | None = None, device: str = "cuda") -> tuple[list[dict], float]:
-    """Tune every dtype x N x R (R: `rows`, default `default_rows`; `n_values=None`: the bench's shapes);
-    `on_shape` gets each shape's records as they come. Returns all records and the tuner's own cost in seconds."""
+         on_shape: Callable[[list[dict]], None] | None = None, device: str = "cuda",
+         shapes_of: Callable[[torch.dtype], list[tuple[int, int]]] | None = None) -> tuple[list[dict], float]:
+    """Tune every dtype x N x R (R: `rows`, default `default_rows`; `n_values=None`: the bench's shapes, or
+    `shapes_of(dtype)`'s (R, N) where given); `on_shape` gets each shape's records as they come. Returns all
+    records and the tuner's own cost in seconds."""
     start = time.perf_counter()
     records: list[dict] = []
     for dtype_name in dtypes:
         dtype = dtype_from_name(dtype_name)
-        if n_values is None:
+        if shapes_of is not None:
+            grid = shapes_of(dtype)
+        elif n_values is None:
             grid = bench_shapes(dtype)
         else:
             grid = [(n_rows, n_cols) for n_cols in n_values for n_rows in rows or default_rows(n_cols, dtype)]

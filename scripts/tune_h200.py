@@ -3,7 +3,9 @@ the tuning table under --out.
 
 python3 scripts/tune_h200.py --out $OUT [--dtypes fp16,fp32] [--powers-of-two --min-n 128 --max-n 1048576]
     [--check-off-grid] [--challenge kernels/tuned/nvidia-h200.json --variants staged,staged_split --min-n 4096]
-Shapes: the bench's (the sweep's N at R=4096 and the ~512 MB large set); with --powers-of-two, N = min-n..max-n
+    [--mid-tier kernels/tuned/nvidia-h200.json]
+Shapes: the bench's (the sweep's N at R=4096, the ~16 MB mid tier of small N, the ~512 MB large set); --mid-tier
+extends a table with the mid tier alone (merged, provenance under "retuned"); with --powers-of-two, N = min-n..max-n
 in powers of two at R=4096 (N <= 262144) and ~512 MB. Timing: profiling.timing back_to_back_flushed median
 (L2 flushed before each rep, launches back to back), the timer the bench uses; the fastest three and torch are
 timed again interleaved (autotune.recheck). --check-off-grid then times, on the bench's off-grid shapes (R and N
@@ -41,6 +43,8 @@ def main() -> None:
     parser.add_argument("--challenge", type=Path, help="a tuning table to retune in part: its shapes with N in "
                         "--min-n..--max-n, its pick against --variants (torch timed too); writes the merged table")
     parser.add_argument("--variants", default="staged,staged_split")
+    parser.add_argument("--mid-tier", type=Path, help="a tuning table to extend with the mid tier (~16 MB of "
+                        "small-N rows, autotune.mid_tier_shapes): tunes those shapes and writes the merged table")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -58,7 +62,12 @@ def main() -> None:
             print(autotune.describe(records), flush=True)
 
         command = "python3 scripts/tune_h200.py " + " ".join(sys.argv[1:])
-        if args.challenge:
+        if args.mid_tier:
+            base = json.loads(args.mid_tier.read_text())
+            records, seconds = autotune.tune(args.dtypes.split(","), None, flushed_median_us, on_shape=on_shape,
+                                             shapes_of=autotune.mid_tier_shapes)
+            table = autotune.merge_table(base, records, seconds, command)
+        elif args.challenge:
             base = json.loads(args.challenge.read_text())
             records, seconds = autotune.challenge(base, args.dtypes.split(","), args.variants.split(","),
                                                   flushed_median_us, min_n=args.min_n, on_shape=on_shape,

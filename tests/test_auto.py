@@ -184,8 +184,12 @@ def test_recheck_drops_a_first_pass_winner_that_a_re_measurement_reverses():
 
 
 def test_tune_grid_reports_each_shape_and_default_rows():
-    assert autotune.default_rows(1024, torch.float16) == [4096, 262144]
+    assert autotune.default_rows(1024, torch.float16) == [4096, 8192, 262144]  # 4096, the ~16 MB and ~512 MB tiers
+    assert autotune.default_rows(2048, torch.float16) == [4096, 131072]  # ~16 MB is R=4096 itself: no mid tier
     assert autotune.default_rows(2**20, torch.float32) == [128]  # wide rows: only the ~512 MB shape
+    mid = autotune.mid_tier_shapes(torch.float32)
+    assert (32768, 128) in mid and all(r >= autotune.MID_TIER_MIN_ROWS and r * n * 4 <= 16 * 2**20 for r, n in mid)
+    assert set(mid) <= set(autotune.bench_shapes(torch.float32))
     seen = []
 
     def fake_timer(fn):
@@ -290,7 +294,8 @@ def test_repeat_calls_take_the_cached_choice_and_keep_every_check_that_matters(m
         calls.append(tunables)
         return torch.softmax(t, -1)
 
-    monkeypatch.setitem(auto_module._FAST, (x.shape, x.dtype, x.device), (launcher, {"num_warps": 4}, None))
+    monkeypatch.setitem(auto_module._FAST, (x.shape, x.dtype, x.device),
+                        auto_module._Seen(launcher, {"num_warps": 4}, None, False))
     torch.testing.assert_close(auto_module.softmax_auto(x), torch.softmax(x, -1))
     assert calls == [{"num_warps": 4}]
     with pytest.raises(ValueError, match="unknown tunable"):

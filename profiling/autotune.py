@@ -278,11 +278,17 @@ def default_rows(n_cols: int, dtype: torch.dtype) -> list[int]:
     return ([4096] if n_cols <= 262144 else []) + ([mid] if mid else []) + [large_set_rows(n_cols, dtype)]
 
 
+MID_BUCKET_N: tuple[int, ...] = (192, 384, 768)  # 3/4 of a power of two: small rows low in their BLOCK_SIZE bucket
+# (25% masked lanes), where the pick at the bucket's power of two (no masked lanes) is not the fastest
+
+
 def mid_tier_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
-    """(R, N) of the mid tier: the bench's default N at ~16 MB of input, where that is 8192 rows or more."""
+    """(R, N) of the mid tier: the bench's default N and MID_BUCKET_N at ~16 MB of input, where that is 8192 rows
+    or more."""
     from .bench import default_n_values
 
-    return [(rows, n) for n in default_n_values() if (rows := mid_tier_rows(n, dtype))]
+    n_values = sorted({*default_n_values(), *MID_BUCKET_N})
+    return [(rows, n) for n in n_values if (rows := mid_tier_rows(n, dtype))]
 
 
 def describe(shape_records: list[dict]) -> str:

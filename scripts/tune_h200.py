@@ -4,8 +4,9 @@ the tuning table under --out.
 python3 scripts/tune_h200.py --out $OUT [--dtypes fp16,fp32] [--powers-of-two --min-n 128 --max-n 1048576]
     [--check-off-grid] [--challenge kernels/tuned/nvidia-h200.json --variants staged,staged_split --min-n 4096]
     [--mid-tier kernels/tuned/nvidia-h200.json]
-Shapes: the bench's (the sweep's N at R=4096, the ~16 MB mid tier of small N, the ~512 MB large set); --mid-tier
-extends a table with the mid tier alone (merged, provenance under "retuned"); with --powers-of-two, N = min-n..max-n
+Shapes: the bench's (the sweep's N at R=4096, the ~16 MB mid tier of small N, the ~512 MB large set);
+--mid-tier extends a table with the mid-tier shapes it has no entry for (merged, provenance under "retuned");
+with --powers-of-two, N = min-n..max-n
 in powers of two at R=4096 (N <= 262144) and ~512 MB. Timing: profiling.timing back_to_back_flushed median
 (L2 flushed before each rep, launches back to back), the timer the bench uses; the fastest three and torch are
 timed again interleaved (autotune.recheck). --check-off-grid then times, on the bench's off-grid shapes (R and N
@@ -64,8 +65,15 @@ def main() -> None:
         command = "python3 scripts/tune_h200.py " + " ".join(sys.argv[1:])
         if args.mid_tier:
             base = json.loads(args.mid_tier.read_text())
+            tuned = {(e["dtype"], int(e["n_rows"]), int(e["n_cols"])) for e in base["entries"]}
+
+            def untuned_mid_tier(dtype):  # the mid-tier shapes the table has no entry for yet
+                from kernels import DTYPE_NAMES
+
+                return [(r, n) for r, n in autotune.mid_tier_shapes(dtype) if (DTYPE_NAMES[dtype], r, n) not in tuned]
+
             records, seconds = autotune.tune(args.dtypes.split(","), None, flushed_median_us, on_shape=on_shape,
-                                             shapes_of=autotune.mid_tier_shapes)
+                                             shapes_of=untuned_mid_tier)
             table = autotune.merge_table(base, records, seconds, command)
         elif args.challenge:
             base = json.loads(args.challenge.read_text())

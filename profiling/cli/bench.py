@@ -38,8 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                  "GPU's tuning table, read by `auto`.")
     tune.add_argument("--dtypes", type=str_list, default=list(DTYPES), help="comma list of fp16,bf16,fp32")
     tune.add_argument("--n", type=int_list, help="comma list of N (default: the bench's shapes: the sweep's N at "
-                      "R=4096 and the ~512 MB large set)")
-    tune.add_argument("--rows", type=int_list, help="comma list of R for --n (default: 4096 and ~512 MB of input)")
+                      "R=4096, the ~16 MB mid tier of small N and the ~512 MB large set)")
+    tune.add_argument("--rows", type=int_list, help="comma list of R for --n (default: 4096, ~16 MB of "
+                      "input for small N, ~512 MB)")
     tune.add_argument("--save-to", help="directory for the table (default: the user cache, "
                       "$BLOCKSCOPE_CACHE_DIR/autotune)")
     tune.set_defaults(handler=run_tune_command)

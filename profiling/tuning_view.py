@@ -20,11 +20,14 @@ import pandas as pd
 from . import dashboard_data as dd
 
 TUNE_LOG_PATH = dd.ROOT / "data" / "tuning" / "h200_tune_log.jsonl.gz"
-# the full tune, then the retunes against new variants (scripts/tune_h200.py --challenge), in the order they ran
+# the full tune, the retunes against new variants (scripts/tune_h200.py --challenge) and the mid tier (--mid-tier),
+# in the order they ran
 TUNE_LOG_PATHS: tuple[Path, ...] = (TUNE_LOG_PATH, dd.ROOT / "data" / "tuning" / "h200_challenge_fp16_bf16.jsonl",
                                     dd.ROOT / "data" / "tuning" / "h200_challenge_fp32.jsonl",
                                     dd.ROOT / "data" / "tuning" / "h200_challenge_warprows.jsonl",
-                                    dd.ROOT / "data" / "tuning" / "h200_challenge_cluster.jsonl")
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_cluster.jsonl",
+                                    dd.ROOT / "data" / "tuning" / "h200_mid_tier.jsonl",
+                                    dd.ROOT / "data" / "tuning" / "h200_mid_tier_bucket.jsonl")
 DTYPES = ("fp16", "bf16", "fp32")
 DTYPE_ORDER = {"fp16": ("fp16", "bf16", "fp32"), "bf16": ("bf16", "fp16", "fp32"), "fp32": ("fp32", "fp16", "bf16")}
 LOG_COLUMNS = ("dtype", "n_rows", "n_cols", "variant", "tunables", "median_us", "torch_us", "error", "seconds")

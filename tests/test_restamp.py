@@ -1,0 +1,58 @@
+"""scripts/restamp_auto_rows.py: auto rows get this tree's hash only when their hash proves the sources and the
+given tables give the same picks (CPU)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from kernels import auto
+from profiling import revision
+from profiling.results import load_results, save_results
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import restamp_auto_rows  # noqa: E402
+
+SWEEP = Path(__file__).resolve().parents[1] / "data" / "h200_sweep.parquet"
+
+
+def _setup(tmp_path: Path, table: dict) -> tuple[Path, Path, str]:
+    used = tmp_path / "table.json"
+    used.write_text(json.dumps(table))
+    old_hash = restamp_auto_rows.hash_with_table(used)
+    df = load_results(SWEEP)
+    df = df[df["variant"].isin(["auto", "torch"])].head(60).copy()
+    df.loc[df["variant"] == "auto", "kernel_source_hash"] = old_hash
+    results = save_results(df, tmp_path / "rows.parquet")
+    return results, used, old_hash
+
+
+def _run(monkeypatch, *args: str) -> int:
+    monkeypatch.setattr(sys, "argv", ["restamp_auto_rows.py", *args])
+    return restamp_auto_rows.main()
+
+
+def test_rows_of_a_table_with_the_same_picks_get_this_trees_hash(tmp_path, monkeypatch):
+    shipped = auto.load_table("NVIDIA H200")
+    extra = {"dtype": "fp16", "n_rows": 3, "n_cols": 3, "variant": "torch", "tunables": {}}  # never a swept shape
+    results, used, old_hash = _setup(tmp_path, {**shipped, "entries": [*shipped["entries"], extra]})
+    assert old_hash != revision.kernel_source_hash("auto")
+    assert _run(monkeypatch, str(results), "--table-used", str(used)) == 0
+    df = pd.read_parquet(results)
+    assert set(df.loc[df["variant"] == "auto", "kernel_source_hash"]) == {revision.kernel_source_hash("auto")}
+    assert not revision.stale_rows(df).any()
+
+
+def test_a_table_that_picks_otherwise_or_an_unproven_hash_changes_nothing(tmp_path, monkeypatch):
+    shipped = auto.load_table("NVIDIA H200")
+    other = [{**e, "variant": "torch", "tunables": {}} if e["n_rows"] == 4096 else e for e in shipped["entries"]]
+    results, used, old_hash = _setup(tmp_path, {**shipped, "entries": other})
+    before = pd.read_parquet(results)
+    assert _run(monkeypatch, str(results), "--table-used", str(used)) == 1  # picks differ
+    unrelated = tmp_path / "unrelated.json"
+    unrelated.write_text(json.dumps({**shipped, "made_at": "elsewhere"}))
+    assert _run(monkeypatch, str(results), "--table-used", str(unrelated)) == 1  # the rows' hash is not from it
+    pd.testing.assert_frame_equal(pd.read_parquet(results), before)

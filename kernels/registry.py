@@ -8,7 +8,20 @@ from typing import Any
 
 import torch
 
-from . import auto, cluster, multirow, online, ops, persistent, splitrow, staged, staged_split, teaching, warprows
+from . import (
+    auto,
+    cluster,
+    multirow,
+    online,
+    ops,
+    persistent,
+    splitrow,
+    staged,
+    staged_split,
+    stagedrows,
+    teaching,
+    warprows,
+)
 from ._common import SUPPORTED_DTYPES
 from .autograd import SoftmaxFunction
 from .plan import LaunchPlan
@@ -90,6 +103,10 @@ VARIANTS: dict[str, Variant] = {
                 "warps, N in up to two power-of-two pieces (Gluon; GPU only)", warprows.softmax_warprows,
                 warprows.row_softmax_warprows_kernel, warprows.MAX_N, warprows.TUNABLES, warprows.plan,
                 warprows.signature, gpu_only=True, replayable=True),
+        Variant("stagedrows", "rows spread over threads_per_row threads, staged in shared memory by cp.async and "
+                "read back a slice at a time (Gluon; GPU only)", stagedrows.softmax_stagedrows,
+                stagedrows.row_softmax_stagedrows_kernel, stagedrows.MAX_N, stagedrows.TUNABLES, stagedrows.plan,
+                stagedrows.signature, gpu_only=True, shape_rule=_whole_words, replayable=True),
         Variant("cluster", "CLUSTER = cdiv(N, chunk) programs per row in a thread-block cluster, chunks in registers, "
                 "(max, sum) exchanged through distributed shared memory (inline PTX; sm_90+, GPU only)",
                 cluster.softmax_cluster, cluster.row_softmax_cluster_kernel, cluster.MAX_N, cluster.TUNABLES,

@@ -10,7 +10,8 @@ from profiling import dashboard_data as dd
 from profiling import figures, typed_config
 
 DEFAULT_ROW = "0, 1, 2, 3, 4"
-LANE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow", "staged", "staged_split", "warprows")
+LANE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow", "staged", "staged_split", "warprows",
+                 "stagedrows")
 
 
 @st.cache_data(show_spinner=False)

@@ -12,7 +12,8 @@ from pages._compile import background_compile, rerun_while_compiling
 from profiling import dashboard_data as dd
 from profiling import figures, typed_config
 
-COMPILE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow", "staged", "staged_split", "warprows")
+COMPILE_VARIANTS = ("teaching", "multirow", "online", "persistent", "splitrow", "staged", "staged_split", "warprows",
+                    "stagedrows")
 MAX_TYPED_N = 1 << 24  # splitrow's widest N; each variant's plan names its own range
 
 

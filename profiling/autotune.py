@@ -25,6 +25,7 @@ from kernels.auto import TABLE_FORMAT, gpu_key, user_table_dir
 Candidate = tuple[str, dict[str, int]]
 Timer = Callable[[Callable[[], object]], float]  # zero-arg closure -> median microseconds
 RECHECK_TOP, RECHECK_ROUNDS = 3, 3  # configs timed again after the first pass, and how many interleaved rounds
+TIE_FRACTION = 0.03  # rechecked configs within 3% of the fastest are a tie for break_ties
 
 
 SPLITROW_SHAPES: tuple[tuple[int, int], ...] = ((2048, 2), (4096, 4), (8192, 8), (16384, 16))  # (chunk, warps)
@@ -35,7 +36,7 @@ def candidates(n_rows: int, n_cols: int, dtype: torch.dtype = torch.float16,
     """Configurations worth timing for one shape (pruned by BLOCK_SIZE and by what won on the H200; every one
     valid for the variant in `dtype`); `variants`: only those variants' configurations. GPU-only (Gluon) variants
     are offered where they can run."""
-    from kernels import cluster, splitrow, staged, staged_split, warprows
+    from kernels import cluster, splitrow, staged, staged_split, stagedrows, warprows
 
     block = next_power_of_2(n_cols)
     found: list[Candidate] = []
@@ -71,6 +72,10 @@ def candidates(n_rows: int, n_cols: int, dtype: torch.dtype = torch.float16,
         for threads in _warprows_threads(n_cols, dtype):
             found += [("warprows", {"threads_per_row": threads, "num_warps": w}) for w in
                       ((4, 8) if threads <= 256 else (16,))]
+    copy = staged.copy_elements(dtype.itemsize, n_cols)
+    if 1024 <= block <= stagedrows.MAX_N and copy:  # rows over thread groups staged in shared memory (Gluon)
+        for threads in _threads_around(stagedrows.default_threads_per_row(n_cols, copy)):
+            found += [("stagedrows", {"threads_per_row": threads, "num_warps": w}) for w in (4, 8)]
     if block >= 32768:  # chunks of 64 KB (default) and 32 KB staged, programs cooperating per row
         chunks = staged_split.default_chunks(n_cols, dtype)
         found += [("staged_split", {"num_warps": w, "chunks": chunks}) for w in (8, 16)]
@@ -85,7 +90,11 @@ def _warprows_threads(n_cols: int, dtype: torch.dtype) -> tuple[int, ...]:
     data/probe_warprows_h200.csv: 8 won at N=96 and 200 where the default is 16 and 32; 256 at N=5000, not 128)."""
     from kernels import warprows
 
-    default = warprows.default_threads_per_row(n_cols, warprows.vector_width(dtype.itemsize, n_cols))
+    return _threads_around(warprows.default_threads_per_row(n_cols, warprows.vector_width(dtype.itemsize, n_cols)))
+
+
+def _threads_around(default: int) -> tuple[int, ...]:
+    """A threads_per_row default and half and twice it (plans refuse those that do not fit the shape)."""
     return tuple(t for t in (default // 2, default, default * 2) if 1 <= t <= 512)
 
 
@@ -109,8 +118,9 @@ def _check(output: torch.Tensor, x: torch.Tensor) -> str:
 
 
 def tune_shape(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, device: str = "cuda",
-               candidate_list: Iterable[Candidate] | None = None) -> list[dict]:
-    """Time torch.softmax and every candidate for one shape; one record per config (us = median)."""
+               candidate_list: Iterable[Candidate] | None = None, tiebreak: Timer | None = None) -> list[dict]:
+    """Time torch.softmax and every candidate for one shape; one record per config (us = median). With
+    `tiebreak`, a tie after the recheck is broken by that timer (break_ties)."""
     x = torch.randn(n_rows, n_cols, device=device, dtype=dtype)
     records = []
     start = time.perf_counter()
@@ -132,6 +142,8 @@ def tune_shape(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, devic
         record["seconds"] = time.perf_counter() - start
         records.append(record)
     recheck(records, calls, timer)
+    if tiebreak is not None:
+        break_ties(records, calls, tiebreak)
     torch_us = records[0]["median_us"]
     for record in records:
         record.update(dtype=DTYPE_NAMES[dtype], n_rows=n_rows, n_cols=n_cols, torch_us=torch_us)
@@ -163,6 +175,25 @@ def recheck(records: list[dict], calls: dict[int, Callable[[], object]], timer: 
     records[first_winner]["reversed"] = winner != first_winner
 
 
+def break_ties(records: list[dict], calls: dict[int, Callable[[], object]], tiebreak: Timer,
+               tie: float = TIE_FRACTION) -> None:
+    """Among the rechecked configs within `tie` (a fraction) of the fastest, mark the one `tiebreak` times fastest
+    `chosen` (each tied record gets `tiebreak_us`): two configs the tuner's timer cannot tell apart are told apart
+    by another GPU-time method (CUDA-graph replay: where the input stays in L2, a kernel's issue rate shows; H200,
+    data/tuning/h200_challenge_lean16.jsonl: fp16 4096x2048 teaching 12.74 us vs warprows 12.88 us flushed, and at
+    5000x1536 teaching takes 1.25x warprows' time under replay, data/bench_offgrid_h200.md)."""
+    rechecked = [i for i, r in enumerate(records) if "recheck_us" in r and i in calls]
+    if not rechecked:
+        return
+    fastest = min(records[i]["median_us"] for i in rechecked)
+    tied = [i for i in rechecked if records[i]["median_us"] <= fastest * (1 + tie)]
+    if len(tied) < 2:
+        return
+    for i in tied:
+        records[i]["tiebreak_us"] = tiebreak(calls[i])
+    records[min(tied, key=lambda i: records[i]["tiebreak_us"])]["chosen"] = True
+
+
 def check_off_grid(shapes: Iterable[tuple[str, int, int]], timer: Timer, device: str = "cuda",
                    gpu_name: str | None = None) -> list[dict]:
     """Per (dtype, R, N) off the tuning grid: every candidate and torch timed there (with the recheck), and the
@@ -191,13 +222,16 @@ def check_off_grid(shapes: Iterable[tuple[str, int, int]], timer: Timer, device:
 
 
 def best_entries(records: list[dict]) -> list[dict]:
-    """The fastest error-free config per (dtype, n_rows, n_cols); 'torch' where no Triton config beat it."""
+    """The fastest error-free config per (dtype, n_rows, n_cols), or the one a tie-break marked `chosen`; 'torch'
+    where no Triton config beat it."""
     best: dict[tuple, dict] = {}
     for record in records:
         if record["error"] or not math.isfinite(record["median_us"]):
             continue
         key = (record["dtype"], record["n_rows"], record["n_cols"])
-        if key not in best or record["median_us"] < best[key]["median_us"]:
+        if key in best and best[key].get("chosen"):
+            continue
+        if key not in best or record.get("chosen") or record["median_us"] < best[key]["median_us"]:
             best[key] = record
     return [{k: r[k] for k in ("dtype", "n_rows", "n_cols", "variant", "tunables", "median_us", "torch_us")}
             for r in sorted(best.values(), key=lambda r: (r["dtype"], r["n_cols"], r["n_rows"]))]
@@ -221,7 +255,7 @@ def make_table(records: list[dict], seconds: float, command: str) -> dict:
 
 def challenge(table: dict, dtypes: Iterable[str], variants: Iterable[str], timer: Timer, min_n: int = 1,
               on_shape: Callable[[list[dict]], None] | None = None, device: str = "cuda",
-              max_n: int | None = None) -> tuple[list[dict], float]:
+              max_n: int | None = None, tiebreak: Timer | None = None) -> tuple[list[dict], float]:
     """Retune part of a table against new variants: on each of its shapes with min_n <= N <= max_n (in `dtypes`), torch,
     the table's own pick and every candidate of `variants` are timed (with the recheck). Returns the records and
     the seconds spent; `merge_table` folds the winners in."""
@@ -236,7 +270,8 @@ def challenge(table: dict, dtypes: Iterable[str], variants: Iterable[str], timer
         challengers = [c for c in candidates(n_rows, n_cols, dtype, variants) if c not in incumbent]
         if not challengers:  # nothing new runs here (odd N for 16-bit staging): the entry stands
             continue
-        records += _tune_and_report(n_rows, n_cols, dtype, timer, device, on_shape, incumbent + challengers)
+        records += _tune_and_report(n_rows, n_cols, dtype, timer, device, on_shape, incumbent + challengers,
+                                    tiebreak)
     return records, time.perf_counter() - start
 
 
@@ -309,7 +344,8 @@ def bench_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
 
 def tune(dtypes: Iterable[str], n_values: Iterable[int] | None, timer: Timer, rows: Iterable[int] | None = None,
          on_shape: Callable[[list[dict]], None] | None = None, device: str = "cuda",
-         shapes_of: Callable[[torch.dtype], list[tuple[int, int]]] | None = None) -> tuple[list[dict], float]:
+         shapes_of: Callable[[torch.dtype], list[tuple[int, int]]] | None = None,
+         tiebreak: Timer | None = None) -> tuple[list[dict], float]:
     """Tune every dtype x N x R (R: `rows`, default `default_rows`; `n_values=None`: the bench's shapes, or
     `shapes_of(dtype)`'s (R, N) where given); `on_shape` gets each shape's records as they come. Returns all
     records and the tuner's own cost in seconds."""
@@ -324,15 +360,15 @@ def tune(dtypes: Iterable[str], n_values: Iterable[int] | None, timer: Timer, ro
         else:
             grid = [(n_rows, n_cols) for n_cols in n_values for n_rows in rows or default_rows(n_cols, dtype)]
         for n_rows, n_cols in grid:
-            records += _tune_and_report(n_rows, n_cols, dtype, timer, device, on_shape)
+            records += _tune_and_report(n_rows, n_cols, dtype, timer, device, on_shape, tiebreak=tiebreak)
     return records, time.perf_counter() - start
 
 
 def _tune_and_report(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, device: str,
                      on_shape: Callable[[list[dict]], None] | None,
-                     candidate_list: list[Candidate] | None = None) -> list[dict]:
+                     candidate_list: list[Candidate] | None = None, tiebreak: Timer | None = None) -> list[dict]:
     """tune_shape, then hand its records to `on_shape` and give the shape's memory back."""
-    shape_records = tune_shape(n_rows, n_cols, dtype, timer, device, candidate_list)
+    shape_records = tune_shape(n_rows, n_cols, dtype, timer, device, candidate_list, tiebreak)
     if on_shape:
         on_shape(shape_records)
     if torch.cuda.is_available():

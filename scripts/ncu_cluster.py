@@ -2,11 +2,16 @@
 row, the register-held cluster variant, and the small-N kernels Quack still beats (run on the GPU machine).
 
 python3 scripts/ncu_cluster.py --out ncu_cluster_h200.csv
+python3 scripts/ncu_cluster.py --set smalln --cache-control none --out ncu_smalln_h200.csv   (Quack beside ours;
+    needs the peers of scripts/peer_wheels.sh)
 
 Runs itself under `ncu --clock-control none` (sections SpeedOfLight, Occupancy, LaunchStats, WarpStateStats; kernels
-named row_softmax*), one launch per config (the first call, after which the kernel is compiled; a cluster's programs
-are co-scheduled, so kernel replay is sound), and writes ncu's CSV (one row per kernel x metric) with the config of
-each kernel, in launch order.
+named row_softmax* or *Softmax*: ours and Quack's), one launch per config (the first call, after which the kernel
+is compiled; a cluster's programs are co-scheduled, so kernel replay is sound), and writes ncu's CSV (one row per
+kernel x metric) with the config of each kernel, in launch order. `--cache-control none` leaves L2 as the previous
+pass left it (each config is replayed once per section pass, so later passes find its input in L2, close to
+CUDA-graph replay of an L2-sized input); the default `all` flushes before every pass (DRAM-bound, as the flushed
+timing).
 """
 
 from __future__ import annotations
@@ -33,17 +38,32 @@ CONFIGS = [  # (label, variant, dtype, R, N, tunables)
     ("warprows", "warprows", "fp16", 5000, 1536, {}),
     ("teaching", "teaching", "fp16", 3000, 5000, {"num_warps": 4}),
 ]
+SMALLN_CONFIGS = [  # mid N, where Quack leads under CUDA-graph replay (data/probe_stagedrows_h200.csv)
+    ("quack", "quack", "fp16", 5000, 1536, {}), ("warprows", "warprows", "fp16", 5000, 1536, {}),
+    ("stagedrows", "stagedrows", "fp16", 5000, 1536, {}),
+    ("teaching", "teaching", "fp16", 5000, 1536, {"num_warps": 2}),
+    ("quack", "quack", "fp16", 3000, 5000, {}),
+    ("warprows", "warprows", "fp16", 3000, 5000, {"threads_per_row": 64, "num_warps": 8}),
+    ("stagedrows", "stagedrows", "fp16", 3000, 5000, {"threads_per_row": 128, "num_warps": 4}),
+    ("teaching", "teaching", "fp16", 3000, 5000, {"num_warps": 4}),
+]
+CONFIG_SETS = {"cluster": CONFIGS, "smalln": SMALLN_CONFIGS}
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats")
+SMALLN_SECTIONS = (*SECTIONS, "MemoryWorkloadAnalysis", "SchedulerStats")
 
 
-def launch_all() -> None:
+def launch_all(configs: list) -> None:
     import torch
 
     import kernels
+    from profiling.backends import get_backend
 
-    for _, variant, dtype, n_rows, n_cols, tunables in CONFIGS:
+    for _, variant, dtype, n_rows, n_cols, tunables in configs:
         x = torch.randn(n_rows, n_cols, device="cuda", dtype=kernels.dtype_from_name(dtype))
-        kernels.softmax(x, variant=variant, **tunables)
+        if variant == "quack":
+            get_backend("quack").prepare(x)()  # one launch: prepare compiles without launching the kernel
+        else:
+            kernels.softmax(x, variant=variant, **tunables)
         torch.cuda.synchronize()
 
 
@@ -52,15 +72,21 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--launch", action="store_true", help="(internal) run as ncu's target")
     parser.add_argument("--ncu", default="ncu")
+    parser.add_argument("--set", choices=sorted(CONFIG_SETS), default="cluster", help="which configs (default cluster)")
+    parser.add_argument("--cache-control", choices=("all", "none"), default="all",
+                        help="ncu's: flush caches before each pass (all) or not (none)")
     args = parser.parse_args()
+    configs = CONFIG_SETS[args.set]
     if args.launch:
-        launch_all()
+        launch_all(configs)
         return 0
     if args.out is None:
         parser.error("--out is required")
-    command = [args.ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", "regex:row_softmax",
-               *[part for section in SECTIONS for part in ("--section", section)], "--csv", "--page", "details",
-               sys.executable, __file__, "--launch"]
+    sections = SMALLN_SECTIONS if args.set == "smalln" else SECTIONS
+    command = [args.ncu, "--clock-control", "none", "--cache-control", args.cache_control, "--target-processes",
+               "all", "--kernel-name", "regex:row_softmax|Softmax",
+               *[part for section in sections for part in ("--section", section)], "--csv", "--page", "details",
+               sys.executable, __file__, "--launch", "--set", args.set]
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     lines = [line for line in done.stdout.splitlines() if line.startswith('"')]
     if done.returncode != 0 or not lines:
@@ -68,7 +94,10 @@ def main() -> int:
         return 1
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
     ids = sorted({int(row["ID"]) for row in rows})
-    labels = {kernel_id: CONFIGS[index] for index, kernel_id in enumerate(ids)}
+    if len(ids) != len(configs):
+        print(f"ncu profiled {len(ids)} kernels for {len(configs)} configs: {sorted({r['Kernel Name'] for r in rows})}")
+        return 1
+    labels = {kernel_id: configs[index] for index, kernel_id in enumerate(ids)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="") as handle:
         writer = csv.writer(handle)

@@ -9,8 +9,10 @@ Shapes: the bench's (the sweep's N at R=4096, the ~16 MB mid tier of small N, th
 with --powers-of-two, N = min-n..max-n
 in powers of two at R=4096 (N <= 262144) and ~512 MB. Timing: profiling.timing back_to_back_flushed median
 (L2 flushed before each rep, launches back to back), the timer the bench uses; the fastest three and torch are
-timed again interleaved (autotune.recheck). --check-off-grid then times, on the bench's off-grid shapes (R and N
-the tuner never saw), every candidate against what `auto` picks from the new table (offgrid_check.jsonl).
+timed again interleaved (autotune.recheck), and configs still within 3% of the fastest are told apart by CUDA-graph
+replay (autotune.break_ties; --no-tiebreak: the fastest flushed median alone, as every table up to 2026-12-02's).
+--check-off-grid then times, on the bench's off-grid shapes (R and N the tuner never saw), every candidate against
+what `auto` picks from the new table (offgrid_check.jsonl).
 --challenge retunes part of an existing table: on its shapes with --min-n <= N <= --max-n, torch, its pick and every
 candidate of --variants are timed (with the recheck) and the winners replace its entries (provenance under
 "retuned").
@@ -33,6 +35,11 @@ def flushed_median_us(fn) -> float:
     return timing.benchmark(fn, "back_to_back_flushed", warmup=5).median_us
 
 
+def graph_median_us(fn) -> float:
+    """The tie-break (autotune.break_ties): CUDA-graph replay median."""
+    return timing.benchmark(fn, "cuda_graph", warmup=5).median_us
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
@@ -46,7 +53,9 @@ def main() -> None:
     parser.add_argument("--variants", default="staged,staged_split")
     parser.add_argument("--mid-tier", type=Path, help="a tuning table to extend with the mid tier (~16 MB of "
                         "small-N rows, autotune.mid_tier_shapes): tunes those shapes and writes the merged table")
+    parser.add_argument("--no-tiebreak", action="store_true", help="pick the fastest flushed median alone")
     args = parser.parse_args()
+    tiebreak = None if args.no_tiebreak else graph_median_us
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     n_values = None
@@ -73,21 +82,27 @@ def main() -> None:
                 return [(r, n) for r, n in autotune.mid_tier_shapes(dtype) if (DTYPE_NAMES[dtype], r, n) not in tuned]
 
             records, seconds = autotune.tune(args.dtypes.split(","), None, flushed_median_us, on_shape=on_shape,
-                                             shapes_of=untuned_mid_tier)
+                                             shapes_of=untuned_mid_tier, tiebreak=tiebreak)
             table = autotune.merge_table(base, records, seconds, command)
         elif args.challenge:
             base = json.loads(args.challenge.read_text())
             records, seconds = autotune.challenge(base, args.dtypes.split(","), args.variants.split(","),
                                                   flushed_median_us, min_n=args.min_n, on_shape=on_shape,
-                                                  max_n=args.max_n)
+                                                  max_n=args.max_n, tiebreak=tiebreak)
             table = autotune.merge_table(base, records, seconds, command)
         else:
-            records, seconds = autotune.tune(args.dtypes.split(","), n_values, flushed_median_us, on_shape=on_shape)
+            records, seconds = autotune.tune(args.dtypes.split(","), n_values, flushed_median_us, on_shape=on_shape,
+                                             tiebreak=tiebreak)
             table = autotune.make_table(records, seconds, command)
     print("wrote", autotune.save_table(table, out), "entries", len(table["entries"]), "s", round(seconds, 1))
     reversed_picks = [r for r in records if r.get("reversed")]
     print(f"recheck reversed the first-pass winner on {len(reversed_picks)} shapes:",
           ", ".join(f"{r['dtype']} {r['n_rows']}x{r['n_cols']}" for r in reversed_picks))
+    broken = [r for r in records if r.get("chosen") and any(
+        o is not r and (o["dtype"], o["n_rows"], o["n_cols"]) == (r["dtype"], r["n_rows"], r["n_cols"])
+        and o.get("tiebreak_us") is not None and o["median_us"] < r["median_us"] for o in records)]
+    print(f"CUDA-graph replay broke a tie against the fastest flushed config on {len(broken)} shapes:",
+          ", ".join(f"{r['dtype']} {r['n_rows']}x{r['n_cols']} {r['variant']}" for r in broken))
     if args.check_off_grid:
         os.environ["BLOCKSCOPE_CACHE_DIR"] = str(out / "cache")  # auto reads the user table first: the new one
         autotune.save_table(table)

@@ -40,7 +40,7 @@ def expected_choice(entry: dict, n_rows: int, n_cols: int) -> tuple[str, dict]:
     return entry["variant"], tunables
 
 
-def test_choice_follows_the_table_bucket_alignment_and_nearest_shape():
+def test_choice_follows_the_table_bucket_alignment_and_nearest_shape(monkeypatch):
     table = auto.load_table("NVIDIA H200")
     entries = {(e["dtype"], e["n_rows"], e["n_cols"]): e for e in table["entries"]}
     wide = entries[("fp32", 512, 262144)]
@@ -48,6 +48,7 @@ def test_choice_follows_the_table_bucket_alignment_and_nearest_shape():
     assert auto.choose(600, 200_000, torch.float32, "NVIDIA H200") == expected_choice(wide, 600, 200_000)
     # fp16 N=5000 rows allow 16-byte loads: of the 8192 bucket's 16-byte entries (6000, 8192), 6000 is nearest
     sixteen = entries[("fp16", 4096, 6000)]
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # choices only, nothing launched: Gluon entries count as on a GPU
     assert auto.choose(4096, 5000, torch.float16, "NVIDIA H200") == (sixteen["variant"], sixteen["tunables"])
     # odd N=5001 loads 2 bytes at a time: of the bucket's odd entries (4097, 8191), 4097 is nearest
     odd = entries[("fp16", 4096, 4097)]
@@ -181,6 +182,26 @@ def test_recheck_drops_a_first_pass_winner_that_a_re_measurement_reverses():
     entries = autotune.best_entries([{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 10.0}
                                      for r in records])
     assert entries[0]["variant"] == "torch"
+
+
+def test_a_tie_under_the_flushed_timer_is_broken_by_graph_replay():
+    """teaching 10.0 us and warprows 10.2 us flushed (2%: a tie), warprows faster under replay: warprows is the
+    entry; multirow at 11 us (10% slower) is not tied, however fast its replay; no tie, no tie-break."""
+    flushed = {"torch": 20.0, "teaching": 10.0, "warprows": 10.2, "multirow": 11.0}
+    replay = {"torch": 15.0, "teaching": 8.0, "warprows": 6.5, "multirow": 1.0}
+    records = [{"variant": name, "tunables": {}, "median_us": us, "error": "", "recheck_us": [us]}
+               for name, us in flushed.items()]
+    calls = {i: (lambda name=r["variant"]: name) for i, r in enumerate(records)}
+    autotune.break_ties(records, calls, lambda fn: replay[fn()])
+    assert [r.get("tiebreak_us") for r in records] == [None, 8.0, 6.5, None]
+    assert [bool(r.get("chosen")) for r in records] == [False, False, True, False]
+    entries = autotune.best_entries([{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 20.0}
+                                     for r in records])
+    assert entries[0]["variant"] == "warprows" and entries[0]["median_us"] == 10.2
+    alone = [{"variant": "teaching", "tunables": {}, "median_us": 10.0, "error": "", "recheck_us": [10.0]},
+             {"variant": "multirow", "tunables": {}, "median_us": 12.0, "error": "", "recheck_us": [12.0]}]
+    autotune.break_ties(alone, {0: lambda: "teaching", 1: lambda: "multirow"}, lambda fn: pytest.fail("timed"))
+    assert not any("chosen" in r or "tiebreak_us" in r for r in alone)
 
 
 def test_tune_grid_reports_each_shape_and_default_rows():

@@ -88,7 +88,8 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
     log = tv.read_tune_logs()
     assert len(log) == len(lines)
     assert tv.log_sources(log, "fp16", 4096, 32768) == ["h200_challenge_cluster.jsonl"]
-    assert tv.log_sources(log, "fp16", 4096, 1000) == ["h200_challenge_warprows.jsonl"]
+    assert tv.log_sources(log, "fp16", 4096, 1000) == ["h200_challenge_lean16.jsonl"]
+    assert tv.log_sources(log, "fp32", 4096, 2048) == ["h200_challenge_stagedrows32.jsonl"]
     assert tv.log_sources(log, "fp16", 4096, 32769) == [tv.TUNE_LOG_PATH.name]  # no challenger ran at odd N
     table = tv.entries_table(auto.load_table(H200))
     assert len(tv.measured_shapes(log)) == len(table)
@@ -100,8 +101,8 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
         assert (found.iloc[0]["variant"], found.iloc[0]["tunables"]) == (entry.variant, entry.tunables)
         assert found.iloc[0]["median_us"] == pytest.approx(fastest["median_us"]) == pytest.approx(entry.median_us)
         assert found.iloc[0]["vs_fastest"] == 1.0 and found["rank"].tolist() == list(range(1, len(found) + 1))
-    pick = tv.explain("fp16", 4096, 4096, H200)
-    found = tv.candidates(log, "fp16", 4096, 4096, pick)
+    pick = tv.explain("fp16", 4096, 2048, H200)  # a Triton (not Gluon) pick: the interpreter runs it here
+    found = tv.candidates(log, "fp16", 4096, 2048, pick)
     assert found["picked"].sum() == 1 and found.loc[found["picked"], "variant"].item() == pick.variant
 
 

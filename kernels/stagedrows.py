@@ -73,7 +73,7 @@ def row_softmax_stagedrows_kernel(output_ptr, input_ptr, input_row_stride, outpu
                                   n_cols: gl.constexpr, SLICE: gl.constexpr, PART0: gl.constexpr,
                                   PART1: gl.constexpr, PART2: gl.constexpr, VEC: gl.constexpr,
                                   ROW_THREADS: gl.constexpr, COL_THREADS: gl.constexpr, ROW_WARPS: gl.constexpr,
-                                  COL_WARPS: gl.constexpr, FLUSH: gl.constexpr):
+                                  COL_WARPS: gl.constexpr, EXP: gl.constexpr):
     # ROWS rows per program: read ROWS*N (global -> shared, once) + write ROWS*N elements; shared read 3 times
     ROWS: gl.constexpr = ROW_THREADS * ROW_WARPS
     SLICES: gl.constexpr = PART0 + PART1 + PART2
@@ -108,7 +108,7 @@ def row_softmax_stagedrows_kernel(output_ptr, input_ptr, input_row_stride, outpu
     total = gl.zeros([ROWS, SLICE], gl.float32, layout)
     for i in gl.static_range(SLICES):
         values = _slice(part0, part1, part2, i, PART0, PART1, ROWS).load(layout).to(gl.float32)
-        numerators = warprows.exp_rows(values, row_max, FLUSH)
+        numerators = warprows.exp_rows(values, row_max, EXP)
         if (i + 1) * SLICE > n_cols:
             numerators = gl.where(i * SLICE + lanes < n_cols, numerators, 0.0)
         total += numerators
@@ -117,7 +117,7 @@ def row_softmax_stagedrows_kernel(output_ptr, input_ptr, input_row_stride, outpu
     for i in gl.static_range(SLICES):
         cols = i * SLICE + lanes
         values = _slice(part0, part1, part2, i, PART0, PART1, ROWS).load(layout).to(gl.float32)
-        y = (warprows.exp_rows(values, row_max, FLUSH) * inverse).to(output_ptr.dtype.element_ty)
+        y = (warprows.exp_rows(values, row_max, EXP) * inverse).to(output_ptr.dtype.element_ty)
         if (i + 1) * SLICE <= n_cols:
             gl.store(target + cols, y, mask=row_mask & (lanes >= 0))
         else:
@@ -130,7 +130,7 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
     return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
             "n_rows": "i32", "n_cols": "constexpr", "SLICE": "constexpr", "PART0": "constexpr", "PART1": "constexpr",
             "PART2": "constexpr", "VEC": "constexpr", "ROW_THREADS": "constexpr", "COL_THREADS": "constexpr",
-            "ROW_WARPS": "constexpr", "COL_WARPS": "constexpr", "FLUSH": "constexpr"}
+            "ROW_WARPS": "constexpr", "COL_WARPS": "constexpr", "EXP": "constexpr"}
 
 
 def default_threads_per_row(n_cols: int, vec: int) -> int:
@@ -180,7 +180,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         rows_per_program=rows_per_program,
         constexprs={"n_cols": n_cols, "SLICE": slice_width, "PART0": parts[0], "PART1": parts[1], "PART2": parts[2],
                     "VEC": vec, "ROW_THREADS": row_threads, "COL_THREADS": col_threads, "ROW_WARPS": row_warps,
-                    "COL_WARPS": col_warps, "FLUSH": warprows.flush_subnormals(dtype)},
+                    "COL_WARPS": col_warps, "EXP": warprows.exp_form(dtype)},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows},
         tunables={"num_warps": num_warps, "threads_per_row": threads},
     )

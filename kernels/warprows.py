@@ -35,6 +35,7 @@ MAX_N = 16384
 MAX_ELEMENTS_PER_THREAD = 128  # fp32 values one thread holds (the default keeps to 64)
 WARPS_ALLOWED = tuple(w for w in NUM_WARPS_ALLOWED if w <= 16)
 LOG2E = gl.constexpr(1.4426950408889634)
+SUBNORMAL_SHIFT = gl.constexpr(64.0)  # bf16 numerators as 2**64 x exp: N x 2**64 <= 2**78 cannot overflow fp32
 TUNABLES = {
     "num_warps": f"warps per program, one of {WARPS_ALLOWED}; default 4 (8 where a row takes 256 threads)",
     "threads_per_row": ("threads holding one row, a power of two from 1 to 32 * num_warps (32 = one warp: "
@@ -44,15 +45,22 @@ TUNABLES = {
 
 
 @gluon.jit
-def exp_rows(values, row_max, FLUSH: gl.constexpr):
-    """exp(values - row_max). FLUSH (16-bit outputs): ex2.approx.ftz of one FMA, values * log2(e) - row_max * log2(e)
-    (the rounding of row_max * log2(e) scales a row's numerators and their sum alike, so it cancels in the
-    normalization); the ex2.approx.f32 behind gl.exp adds a compare and two predicated multiplies per element for
-    subnormal results (SASS, sm_90), which only fp32 outputs can hold. 16-bit rows under L2-resident replay are
+def exp_rows(values, row_max, EXP: gl.constexpr):
+    """exp(values - row_max), up to a factor common to the row (exp_form). 16-bit outputs: ex2.approx.ftz of one
+    FMA, values * log2(e) - row_max * log2(e) (the rounding of row_max * log2(e) scales a row's numerators and their
+    sum alike, so it cancels in the normalization); the ex2.approx.f32 behind gl.exp spends a compare and two
+    predicated multiplies per element on subnormal results (SASS, sm_90). fp16 (EXP=2) cannot hold an output below
+    2**-24, so flushing below 2**-126 changes none; bf16 (EXP=1) holds subnormals down to 2**-133, so its
+    numerators are 2**64 x exp (flushed only below 2**-190; flushed at 2**-126 they cost up to 127 ULP,
+    scripts/ftz_exp_emulation.py). fp32 (EXP=0): gl.exp(values - row_max). Mid N under L2-resident replay is
     instruction-bound (docs/kernel-changes.md, section 13)."""
-    if FLUSH:
+    if EXP == 2:
         return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [values * LOG2E - row_max * LOG2E],
                                          dtype=gl.float32, is_pure=True, pack=1)
+    elif EXP == 1:  # scaled by 2**64 (cancels in the normalization): ftz then flushes only below 2**-190
+        return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f",
+                                         [values * LOG2E - (row_max * LOG2E - SUBNORMAL_SHIFT)], dtype=gl.float32,
+                                         is_pure=True, pack=1)
     else:
         return gl.exp(values - row_max)
 
@@ -61,7 +69,7 @@ def exp_rows(values, row_max, FLUSH: gl.constexpr):
 def row_softmax_warprows_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                                 WIDTH0: gl.constexpr, WIDTH1: gl.constexpr, VEC: gl.constexpr,
                                 ROW_THREADS: gl.constexpr, COL_THREADS: gl.constexpr, ROW_WARPS: gl.constexpr,
-                                COL_WARPS: gl.constexpr, FLUSH: gl.constexpr):
+                                COL_WARPS: gl.constexpr, EXP: gl.constexpr):
     # ROWS rows per program: read ROWS*N + write ROWS*N elements; a row is pieces of WIDTH0 and WIDTH1 (0: none)
     ROWS: gl.constexpr = ROW_THREADS * ROW_WARPS
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [ROW_THREADS, COL_THREADS], [ROW_WARPS, COL_WARPS], [1, 0])
@@ -83,10 +91,10 @@ def row_softmax_warprows_kernel(output_ptr, input_ptr, input_row_stride, output_
         values1 = gl.load(source + cols1, mask=mask1, other=-float("inf")).to(gl.float32)
         row_max = gl.maximum(row_max, gl.max(values1, axis=1))
     row_max = gl.expand_dims(row_max, 1)
-    numerators0 = exp_rows(values0, row_max, FLUSH)
+    numerators0 = exp_rows(values0, row_max, EXP)
     total = gl.sum(numerators0, axis=1)
     if WIDTH1 > 0:
-        numerators1 = exp_rows(values1, row_max, FLUSH)
+        numerators1 = exp_rows(values1, row_max, EXP)
         total += gl.sum(numerators1, axis=1)
     inverse = gl.expand_dims(1.0 / total, 1)  # one reciprocal per row
     gl.store(target + cols0, (numerators0 * inverse).to(output_ptr.dtype.element_ty), mask=mask0)
@@ -100,13 +108,13 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
     return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
             "n_rows": "i32", "n_cols": "i32", "WIDTH0": "constexpr", "WIDTH1": "constexpr", "VEC": "constexpr",
             "ROW_THREADS": "constexpr", "COL_THREADS": "constexpr", "ROW_WARPS": "constexpr",
-            "COL_WARPS": "constexpr", "FLUSH": "constexpr"}
+            "COL_WARPS": "constexpr", "EXP": "constexpr"}
 
 
-def flush_subnormals(dtype: torch.dtype) -> bool:
-    """Whether exp may flush subnormal results to zero: for 16-bit outputs (exp(x - max) < 2**-126 is below every
-    fp16 value and is a bf16 subnormal of at most 2**-126 absolute error); fp32 outputs keep them."""
-    return dtype.itemsize == 2
+def exp_form(dtype: torch.dtype) -> int:
+    """The EXP constexpr of exp_rows: 2 for fp16 (ftz exp2 of an FMA: no fp16 value is below 2**-24), 1 for bf16
+    (the same on 2**64 x exp: bf16 subnormal outputs kept), 0 for fp32 (gl.exp of x - max)."""
+    return {torch.float16: 2, torch.bfloat16: 1}.get(dtype, 0)
 
 
 def vector_width(itemsize: int, n_cols: int) -> int:
@@ -169,7 +177,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         tile_width=width0 + width1, rows_per_program=rows_per_program,
         constexprs={"WIDTH0": width0, "WIDTH1": width1, "VEC": vec, "ROW_THREADS": row_threads,
                     "COL_THREADS": col_threads, "ROW_WARPS": row_warps, "COL_WARPS": col_warps,
-                    "FLUSH": flush_subnormals(dtype)},
+                    "EXP": exp_form(dtype)},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
         tunables={"num_warps": num_warps, "threads_per_row": threads},
     )

@@ -106,7 +106,9 @@ else:
                 "the new variants' candidates; `scripts/tune_h200.py --challenge`).")
             ui.chart(figures.candidates_figure(found, title), found, "auto_candidates",
                      f"Measured at {where} ({len(found)} configs, {int((found['error'] != '').sum())} failed); "
-                     f"red: auto's pick.{retune}")
+                     f"red: auto's pick. Configs within 3% of the fastest flushed median are a tie the "
+                     f"tuner breaks by CUDA-graph replay (autotune.break_ties; their replay µs beside the bar, "
+                     f"': kept' on its choice; logs before 2026-12-02 have none).{retune}")
 
 st.subheader("Against the other backends")
 method = ctx.method

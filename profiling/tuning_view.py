@@ -33,6 +33,7 @@ TUNE_LOG_PATHS: tuple[Path, ...] = (TUNE_LOG_PATH, dd.ROOT / "data" / "tuning" /
 DTYPES = ("fp16", "bf16", "fp32")
 DTYPE_ORDER = {"fp16": ("fp16", "bf16", "fp32"), "bf16": ("bf16", "fp16", "fp32"), "fp32": ("fp32", "fp16", "bf16")}
 LOG_COLUMNS = ("dtype", "n_rows", "n_cols", "variant", "tunables", "median_us", "torch_us", "error", "seconds")
+TIEBREAK_COLUMNS = ("tiebreak_us", "chosen")  # autotune.break_ties: CUDA-graph us of tied configs, the one it chose
 
 
 def tunables_text(tunables: dict | None) -> str:
@@ -244,7 +245,9 @@ def read_tune_log(path: str | Path = TUNE_LOG_PATH) -> pd.DataFrame:
     except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as error:
         raise ValueError(f"{path.name}: not a tuning log ({str(error).splitlines()[0][:160]}); expected one JSON "
                          f"record per line with {', '.join(LOG_COLUMNS)}") from None
-    log = pd.DataFrame(records, columns=list(LOG_COLUMNS))
+    log = pd.DataFrame(records, columns=[*LOG_COLUMNS, *TIEBREAK_COLUMNS])  # a log before break_ties: NaN / None
+    log["tiebreak_us"] = pd.to_numeric(log["tiebreak_us"], errors="coerce").astype(float)
+    log["chosen"] = log["chosen"].fillna(False).astype(bool)
     log["tunables"] = log["tunables"].map(tunables_text)
     log["median_us"] = pd.to_numeric(log["median_us"], errors="coerce").astype(float)
     log["error"] = log["error"].fillna("").astype(str)
@@ -275,9 +278,15 @@ def log_sources(log: pd.DataFrame, dtype: str, n_rows: int, n_cols: int) -> list
 
 def candidates(log: pd.DataFrame, dtype: str, n_rows: int, n_cols: int, pick: Pick | None = None) -> pd.DataFrame:
     """The tuner's records for one shape, fastest first (failed ones last): rank, variant, tunables, median_us,
-    vs_fastest (x), vs_torch (torch time / its time), error, and picked (the config `pick` chose)."""
+    vs_fastest (x), vs_torch (torch time / its time), error, tiebreak_us and chosen (a tie within 3% broken by
+    CUDA-graph replay: those configs' replay us, and the one the tuner kept; NaN / False in logs before it), and
+    picked (the config `pick` chose)."""
     part = log[(log["dtype"] == dtype) & (log["n_rows"] == int(n_rows)) & (log["n_cols"] == int(n_cols))].copy()
-    columns = ["rank", "variant", "tunables", "median_us", "vs_fastest", "vs_torch", "error", "picked"]
+    columns = ["rank", "variant", "tunables", "median_us", "vs_fastest", "vs_torch", "error", "tiebreak_us", "chosen",
+               "picked"]
+    for column, missing in (("tiebreak_us", math.nan), ("chosen", False)):  # a frame built without read_tune_log
+        if column not in part.columns:
+            part[column] = missing
     if part.empty:
         return pd.DataFrame(columns=columns)
     part = part.sort_values(["median_us", "variant"], na_position="last").reset_index(drop=True)

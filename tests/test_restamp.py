@@ -56,3 +56,22 @@ def test_a_table_that_picks_otherwise_or_an_unproven_hash_changes_nothing(tmp_pa
     unrelated.write_text(json.dumps({**shipped, "made_at": "elsewhere"}))
     assert _run(monkeypatch, str(results), "--table-used", str(unrelated)) == 1  # the rows' hash is not from it
     pd.testing.assert_frame_equal(pd.read_parquet(results), before)
+
+
+def test_same_kernels_restamp_needs_provenance_and_identical_kernels():
+    """scripts/restamp_same_kernels.py: a row passes only with the measuring tree's hash and the same kernel (or
+    the same refusal, or the same auto pick) in both trees."""
+    import restamp_same_kernels as same
+
+    ptx = ".visible .entry k()\n{\n\t.loc\t1 10 4\n\tret;\n}\n\t.section\t.debug_info\n{\n.b8 1\n}\n"
+    moved = ptx.replace(".loc\t1 10 4", ".loc\t1 99 4").replace(".b8 1", ".b8 7")  # other lines, same code
+    assert same.kernel_fingerprint(ptx) == same.kernel_fingerprint(moved)
+    assert same.kernel_fingerprint(ptx) != same.kernel_fingerprint(ptx.replace("ret;", "exit;"))
+    rows = [{"variant": "warprows", "dtype": d, "n_rows": "4096", "n_cols": n, "tunables": "{}",
+             "gpu_name": "NVIDIA H200", "kernel_source_hash": h} for d, n, h in
+            (("fp16", "1536", "old"), ("bf16", "1536", "old"), ("fp32", "1536", "other"), ("fp32", "2048", "old"))]
+    keys = [same.config_key(r) for r in rows]
+    old = {"hashes": {"warprows": "old"}, "kernels": {keys[0]: "aa", keys[1]: "bb", keys[2]: "cc"}}
+    new = {"hashes": {"warprows": "new"}, "kernels": {keys[0]: "aa", keys[1]: "b2", keys[2]: "cc"}}
+    # fp16: same kernel; bf16: changed; fp32 'other': not measured by the old tree; fp32 N=2048: no fingerprint
+    assert same.restampable(rows, old, new) == [True, False, False, False]

@@ -98,12 +98,34 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
         ran = [r for r in lines if (r["dtype"], r["n_rows"], r["n_cols"]) == (entry.dtype, entry.n_rows, entry.n_cols)
                and not r["error"] and math.isfinite(r["median_us"])]
         fastest = min(ran, key=lambda r: r["median_us"])
-        assert (found.iloc[0]["variant"], found.iloc[0]["tunables"]) == (entry.variant, entry.tunables)
-        assert found.iloc[0]["median_us"] == pytest.approx(fastest["median_us"]) == pytest.approx(entry.median_us)
+        kept = found[found["chosen"]] if found["chosen"].any() else found.iloc[:1]  # a tie-break's choice, or rank 1
+        assert (kept.iloc[0]["variant"], kept.iloc[0]["tunables"]) == (entry.variant, entry.tunables)
+        assert kept.iloc[0]["median_us"] == pytest.approx(entry.median_us)
+        assert found.iloc[0]["median_us"] == pytest.approx(fastest["median_us"])
         assert found.iloc[0]["vs_fastest"] == 1.0 and found["rank"].tolist() == list(range(1, len(found) + 1))
     pick = tv.explain("fp16", 4096, 2048, H200)  # a Triton (not Gluon) pick: the interpreter runs it here
     found = tv.candidates(log, "fp16", 4096, 2048, pick)
     assert found["picked"].sum() == 1 and found.loc[found["picked"], "variant"].item() == pick.variant
+
+
+def test_a_tie_break_is_shown_and_its_choice_kept(tmp_path: Path) -> None:
+    """A log written with autotune.break_ties: the tied configs' replay us and the one kept are columns, ranks stay
+    by the flushed median, and the figure labels both."""
+    from profiling import figures
+
+    base = {"dtype": "fp16", "n_rows": 4096, "n_cols": 2048, "torch_us": 14.0, "error": "", "seconds": 0.1}
+    records = [{**base, "variant": "torch", "tunables": {}, "median_us": 14.0},
+               {**base, "variant": "teaching", "tunables": {"num_warps": 4}, "median_us": 12.74, "tiebreak_us": 8.3},
+               {**base, "variant": "warprows", "tunables": {"num_warps": 4, "threads_per_row": 32},
+                "median_us": 12.88, "tiebreak_us": 6.6, "chosen": True}]
+    path = tmp_path / "tie.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    found = tv.candidates(tv.read_tune_log(path), "fp16", 4096, 2048)
+    assert found["variant"].tolist() == ["teaching", "warprows", "torch"]
+    assert found["chosen"].tolist() == [False, True, False]
+    assert found["tiebreak_us"].iloc[:2].tolist() == [8.3, 6.6] and math.isnan(found["tiebreak_us"].iloc[2])
+    text = figures.candidates_figure(found.assign(picked=found["chosen"]), "t").data[0].text
+    assert "replay 6.60 µs: kept" in text[1] and "replay 8.30 µs" in text[2] and "replay" not in text[0]
 
 
 def test_bad_tune_log_is_a_clear_error(tmp_path: Path) -> None:

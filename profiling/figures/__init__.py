@@ -648,14 +648,18 @@ def ratio_figure(table: pd.DataFrame, label_a: str, label_b: str, dtype: str, me
 
 def candidates_figure(candidates: pd.DataFrame, title: str) -> go.Figure:
     """The tuner's candidates for one shape (tuning_view.candidates): median µs per config, fastest at the top,
-    auto's pick in red, torch.softmax dark grey; failed candidates are left out (their table says why)."""
+    auto's pick in red, torch.softmax dark grey, a tie-break's CUDA-graph us beside the tied configs and ': kept' on
+    the one it kept; failed candidates are left out (their table says why)."""
     ran = candidates[candidates["median_us"].notna()].iloc[::-1]
     labels = [f"{v} {t}" if t != "{}" else v for v, t in zip(ran["variant"], ran["tunables"], strict=True)]
     colors = ["#d62728" if picked else VARIANT_COLORS["torch"] if v == dd.TORCH else _alpha(variant_color(v), 0.55)
               for v, picked in zip(ran["variant"], ran["picked"], strict=True)]
     fig = go.Figure(go.Bar(x=ran["median_us"].astype(float), y=labels, orientation="h", marker_color=colors,
-                           text=[f"{t:.2f} µs ({r:.2f}x)" for t, r in zip(ran["median_us"], ran["vs_fastest"],
-                                                                         strict=True)],
+                           text=[f"{t:.2f} µs ({r:.2f}x)" + (f", replay {b:.2f} µs" if b == b else "")
+                                 + (": kept" if kept else "") for t, r, b, kept in
+                                 zip(ran["median_us"], ran["vs_fastest"], ran.get("tiebreak_us", pd.Series(
+                                     math.nan, index=ran.index)), ran.get("chosen", pd.Series(False, index=ran.index)),
+                                     strict=True)],
                            textposition="outside", name="candidates",
                            hovertemplate="%{y}<br>%{x:.3f} µs<extra></extra>"))
     _layout(fig, title, "median time per call (µs)", "", log_x=False, height=max(260, 22 * len(ran) + 110))

@@ -54,15 +54,13 @@ def exp_rows(values, row_max, EXP: gl.constexpr):
     numerators are 2**64 x exp (flushed only below 2**-190; flushed at 2**-126 they cost up to 127 ULP,
     scripts/ftz_exp_emulation.py). fp32 (EXP=0): gl.exp(values - row_max). Mid N under L2-resident replay is
     instruction-bound (docs/kernel-changes.md, section 13)."""
-    if EXP == 2:
-        return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [values * LOG2E - row_max * LOG2E],
-                                         dtype=gl.float32, is_pure=True, pack=1)
-    elif EXP == 1:  # scaled by 2**64 (cancels in the normalization): ftz then flushes only below 2**-190
-        return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f",
-                                         [values * LOG2E - (row_max * LOG2E - SUBNORMAL_SHIFT)], dtype=gl.float32,
-                                         is_pure=True, pack=1)
-    else:
+    if EXP == 0:
         return gl.exp(values - row_max)
+    offset = row_max * LOG2E
+    if EXP == 1:  # scaled by 2**64 (cancels in the normalization): ftz then flushes only below 2**-190
+        offset = offset - SUBNORMAL_SHIFT
+    return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [values * LOG2E - offset],
+                                     dtype=gl.float32, is_pure=True, pack=1)
 
 
 @gluon.jit

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -42,8 +44,6 @@ def config_key(config: dict) -> str:
 def fingerprints(configs: list[dict]) -> dict:
     """{'hashes': variant -> kernel_source_hash, 'kernels': config key -> fingerprint} under the `kernels` and
     `profiling` on sys.path (run in a subprocess per tree, see tree_fingerprints)."""
-    import os
-
     os.environ.pop("TRITON_INTERPRET", None)  # offline compiles and auto's GPU-side picks
     import kernels
     from kernels import auto
@@ -119,7 +119,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="blockscope-measured-at-") as tmp:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.measured_at, "kernels", "profiling"],
                                  check=True, capture_output=True).stdout
-        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(tmp, filter="data")
         old = tree_fingerprints(Path(tmp), configs)
     new = tree_fingerprints(ROOT, configs)

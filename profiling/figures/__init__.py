@@ -655,10 +655,9 @@ def candidates_figure(candidates: pd.DataFrame, title: str) -> go.Figure:
     colors = ["#d62728" if picked else VARIANT_COLORS["torch"] if v == dd.TORCH else _alpha(variant_color(v), 0.55)
               for v, picked in zip(ran["variant"], ran["picked"], strict=True)]
     fig = go.Figure(go.Bar(x=ran["median_us"].astype(float), y=labels, orientation="h", marker_color=colors,
-                           text=[f"{t:.2f} µs ({r:.2f}x)" + (f", replay {b:.2f} µs" if b == b else "")
+                           text=[f"{t:.2f} µs ({r:.2f}x)" + (f", replay {b:.2f} µs" if math.isfinite(b) else "")
                                  + (": kept" if kept else "") for t, r, b, kept in
-                                 zip(ran["median_us"], ran["vs_fastest"], ran.get("tiebreak_us", pd.Series(
-                                     math.nan, index=ran.index)), ran.get("chosen", pd.Series(False, index=ran.index)),
+                                 zip(ran["median_us"], ran["vs_fastest"], ran["tiebreak_us"], ran["chosen"],
                                      strict=True)],
                            textposition="outside", name="candidates",
                            hovertemplate="%{y}<br>%{x:.3f} µs<extra></extra>"))

@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 GPU_PYTHON ?= python3   # on the GPU box: the interpreter that holds CUDA torch + triton (no venv)
 PORT ?= 8501
 
-.PHONY: run test test-gpu chromium clean
+.PHONY: run test test-gpu native chromium clean
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ run: $(VENV)/.installed
 test: $(VENV)/.test-installed chromium
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -m "not gpu"
+
+# On a GPU box: the native replay of `auto`'s repeated calls (kernels/native.py; ~15 s once, cached per torch).
+native:
+	$(GPU_PYTHON) -m profiling native --build
 
 # On the GPU machine (no venv, no streamlit): the same kernels at full sizes plus timing/trace checks.
 test-gpu:

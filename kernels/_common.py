@@ -240,11 +240,12 @@ RECORDERS: list[list] = []  # open kernels.replay.recording() blocks, innermost 
 def run_compiled(compiled, grid: tuple[int, int, int], stream: int, packed_metadata: tuple, bound: list,
                  hooks: tuple) -> None:
     """CompiledKernel.run of one launch (grid in programs x, y, z; packed_metadata (num_warps, num_ctas, shared
-    bytes)), reported to an open replay recording."""
+    bytes)), reported to an open replay recording as (CudaLauncher, grid, CUfunction, packed metadata, bound
+    arguments, CompiledKernel)."""
     compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, packed_metadata,
                  compiled.launch_metadata(grid, stream, *bound), *hooks, *bound)
     if RECORDERS:
-        RECORDERS[-1].append((compiled.run, grid, compiled.function, packed_metadata, bound))
+        RECORDERS[-1].append((compiled.run, grid, compiled.function, packed_metadata, bound, compiled))
 
 
 def compiled_kernel(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int], num_warps: int,

@@ -18,6 +18,11 @@ times auto's two eager paths from the idle stream (3 rounds of 8 calls each, wel
 later calls of that input take it without any stream check; where torch.softmax wins, idle calls take it and a
 busy stream (work queued ahead, so the launch overlaps it) or a CUDA graph being captured takes the tuned Triton
 choice. BLOCKSCOPE_AUTO_EAGER=0 turns the eager check off.
+
+Native replay (kernels/native.py, once built by `python -m profiling native --build`): the recorded launch is also
+registered in a C++ module whose one call does a repeated input's whole host path (lookup, allocation, launch); it is
+the first thing softmax_auto tries. Its host path is shorter than torch.softmax's own, so an input it takes skips the
+idle-stream check: the Triton kernel is the faster choice on an idle stream too.
 """
 
 from __future__ import annotations
@@ -27,12 +32,13 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-from . import splitrow
+from . import native, splitrow
 from ._common import DTYPE_NAMES, check_input, check_tunables, empty_like_rows, interpreting, next_power_of_2
 from .plan import LaunchPlan
 from .reference import torch_softmax
@@ -222,10 +228,16 @@ def _device_name(x: torch.Tensor) -> str | None:
 
 
 def clear_choices() -> None:
-    """Forget memoized choices (after a new tuning table is written), eager timings and the eager setting."""
+    """Forget memoized choices (after a new tuning table is written), eager timings, the eager setting and the
+    launches registered for native replay."""
+    global _NATIVE_RUN
     _CHOICES.clear()
     _EAGER.clear()
     _FAST.clear()
+    module = native.load() if native._tried else None
+    if module is not None:
+        module.clear()
+    _NATIVE_RUN = None
 
 
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None, **tunables: int) -> LaunchPlan:
@@ -337,11 +349,11 @@ class _Seen:
     one from an idle stream too, or for inputs never host-bound), and the replay of the launch (kernels/replay.py),
     recorded at the first contiguous Triton call of a replayable variant."""
 
-    __slots__ = ("launcher", "chosen", "eager_key", "replayable", "recorded", "replay")
+    __slots__ = ("launcher", "chosen", "eager_key", "replayable", "recorded", "replay", "native")
 
     def __init__(self, launcher: Callable, chosen: dict, eager_key: tuple | None, replayable: bool) -> None:
         self.launcher, self.chosen, self.eager_key = launcher, chosen, eager_key
-        self.replayable, self.recorded, self.replay = replayable, False, None
+        self.replayable, self.recorded, self.replay, self.native = replayable, False, None, False
 
     def launch(self, x: torch.Tensor) -> torch.Tensor:
         """The Triton path of a call: the replay when there is one and it takes x, else the launcher (recording
@@ -357,7 +369,36 @@ class _Seen:
         with recording() as launches:
             y = self.launcher(x, **self.chosen)
         self.recorded, self.replay = True, build(launches, x, y)
+        if self.replay is not None and len(launches) == 1 and _register_native(launches[0], x, y):
+            self.native, self.eager_key = True, None  # its host path is shorter than torch.softmax's: no check
         return y
+
+
+_NATIVE_RUN: Callable[[torch.Tensor], torch.Tensor | None] | None = None  # native module's run, once it has a launch
+NATIVE_FAILURES: list[str] = []  # why launches could not be registered for native replay (first 16)
+_NATIVE_WARNED = False
+
+
+def _register_native(launch: tuple, x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Register a replayable launch in the native module where one is built; whether it was."""
+    global _NATIVE_RUN, _NATIVE_WARNED
+    module = native.load()
+    if module is None:
+        if not _NATIVE_WARNED and native.enabled():
+            _NATIVE_WARNED = True
+            warnings.warn(f"blockscope auto: native replay not in use ({native.load_error()}); repeated calls take "
+                          "the Python replay, a few us more host time per call than torch.softmax. Build it once "
+                          "with `python -m profiling native --build` (BLOCKSCOPE_NATIVE=0 silences this)",
+                          RuntimeWarning, stacklevel=4)
+        return False
+    try:
+        native.register(module, launch, x, y)
+    except (ValueError, RuntimeError, TypeError) as error:
+        if len(NATIVE_FAILURES) < 16:
+            NATIVE_FAILURES.append(f"{tuple(x.shape)} {x.dtype}: {error}")
+        return False
+    _NATIVE_RUN = module.run
+    return True
 
 
 _FAST: dict[tuple, _Seen] = {}  # (shape, dtype, device) of a CUDA input seen before -> what its calls take
@@ -365,6 +406,10 @@ _FAST: dict[tuple, _Seen] = {}  # (shape, dtype, device) of a CUDA input seen be
 
 def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim with the variant and tunables tuned for this GPU, dtype and shape."""
+    if not tunables and _NATIVE_RUN is not None:
+        y = _NATIVE_RUN(x)  # a repeated input's whole call in C++, or None
+        if y is not None:
+            return y
     if not tunables and type(x) is torch.Tensor and not (x.requires_grad and torch.is_grad_enabled()):
         seen = _FAST.get((x.shape, x.dtype, x.device))  # the choice made for this input before: no re-validation
         if seen is not None:
@@ -421,6 +466,8 @@ def _eager_prefers_torch(seen: _Seen, x: torch.Tensor) -> bool:
             _EAGER.clear()
         device = x.device
         seen.launch(x)  # records the replay (the path timed) if there is one
+        if seen.native:  # registered for native replay: shorter than torch.softmax's host path, no check
+            return False
         found = _EAGER[seen.eager_key] = eager_prefers_torch(
             lambda: seen.launch(x), lambda: _host_bound(device) and _route_to_torch(x),
             lambda: torch.cuda.synchronize(device))[0]

@@ -137,6 +137,12 @@ def softmax(x: torch.Tensor, dim: int | str = -1, variant: str | None = None, *,
     writes into x and returns x. Neither takes autograd (as torch's out= ops). The old positional form
     softmax(x, "online", tile=2048) still works: a str second argument is the variant.
     """
+    if variant == "auto" and dim == -1 and out is None and not inplace and not tunables:
+        run = auto._NATIVE_RUN  # a repeated input's whole call in C++ (kernels/native.py); None where it cannot
+        if run is not None and not torch.compiler.is_compiling():  # (autograd, subclasses, a new shape, ...)
+            y = run(x)
+            if y is not None:
+                return y
     if isinstance(dim, str):  # softmax(x, "online"): the variant, as before `dim` existed
         if variant is not None:
             raise TypeError(f"softmax: variant given twice ({dim!r} and {variant!r}); allowed: one of them")

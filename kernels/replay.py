@@ -35,7 +35,7 @@ _FORM_37 = ("kernel_metadata", "launch_metadata", "launch_enter_hook", "launch_e
 @contextlib.contextmanager
 def recording() -> Iterator[list]:
     """Collect the launches made inside the block: (CudaLauncher, grid (x, y, z), CUfunction, packed kernel
-    metadata, bound arguments) each, None for one made another way (JITFunction.run)."""
+    metadata, bound arguments, CompiledKernel) each, None for one made another way (JITFunction.run)."""
     launches: list = []
     _common.RECORDERS.append(launches)
     try:
@@ -131,7 +131,7 @@ def build(launches: list, x: torch.Tensor, y: torch.Tensor,
     (see the module docstring). `stream`: device index -> current stream handle (default Triton's getter)."""
     if len(launches) != 1 or launches[0] is None:
         return None
-    launcher, grid, function, packed_metadata, bound = launches[0]
+    launcher, grid, function, packed_metadata, bound = launches[0][:5]
     form = call_form(launcher)
     if form is None or not x.is_contiguous() or not y.is_contiguous() or y.shape != x.shape or y.dtype != x.dtype \
             or y.device != x.device:

@@ -1,4 +1,4 @@
-"""`python -m profiling <command>`: occupancy, inspect, seed, sweep, export, bench, numerics.
+"""`python -m profiling <command>`: occupancy, inspect, seed, sweep, export, bench, numerics, native.
 
 Each command lives in a profiling.cli module exposing `register(subparsers)`; a handler returns an exit
 status or raises CLIError (printed as one line, exit 2).
@@ -13,7 +13,7 @@ import sys
 from .cli import CLIError, Parser
 
 COMMAND_MODULES = ("profiling.cli.compile", "profiling.cli.measure", "profiling.cli.bench", "profiling.cli.export",
-                   "profiling.cli.numerics")
+                   "profiling.cli.numerics", "profiling.cli.native")
 BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 
 

@@ -334,12 +334,25 @@ def describe(shape_records: list[dict]) -> str:
             f"best {label}")
 
 
+GRID_MID_N: tuple[int, ...] = (1504, 24000, 96000)  # 16-byte-aligned rows about 3/4 into the buckets the sweep's
+# N leave without one (2048, 32768 and the first past 65536; the sweep has 1000, 3000, 6000, 12000, 50000): there the
+# only aligned entry was the bucket's power of two, whose layout can be the slowest one for a row of two pieces
+# (fp16 5000x1536 took 4096x2048's 64 threads per row: 7.3 us, where 32 threads take 6.3; kernel-changes section
+# 13). Not the bench's off-grid N (1536, 32768, 100000): those stay shapes the tuner never saw.
+
+
+def grid_mid_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
+    """(R, N) of GRID_MID_N at the rows every N is tuned at (R=4096, ~512 MB)."""
+    return [(rows, n) for n in GRID_MID_N for rows in default_rows(n, dtype)]
+
+
 def bench_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
     """(R, N) `auto` is tuned on: `python -m profiling bench`'s default sweep N at R=4096 and its ~512 MB large
-    set, plus the mid tier (~16 MB of small-N rows)."""
+    set, plus the mid tier (~16 MB of small-N rows) and the buckets' mid points (GRID_MID_N)."""
     from .bench import shapes
 
-    return list(dict.fromkeys(shapes("default", dtype) + mid_tier_shapes(dtype) + shapes("large", dtype)))
+    return list(dict.fromkeys(shapes("default", dtype) + mid_tier_shapes(dtype) + grid_mid_shapes(dtype)
+                              + shapes("large", dtype)))
 
 
 def tune(dtypes: Iterable[str], n_values: Iterable[int] | None, timer: Timer, rows: Iterable[int] | None = None,

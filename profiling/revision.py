@@ -35,7 +35,8 @@ HASH_DIGITS = 12
 UNKNOWN = "unknown"
 STATUS_VALUES: tuple[str, ...] = ("current", "stale", "unknown", "other_version")
 TORCH_BACKENDS: tuple[str, ...] = ("torch", "inductor")  # kernels come from the torch package itself
-DATA_FILES: dict[str, tuple[str, ...]] = {"auto": ("tuned/*.json",)}  # non-Python inputs of a module's launch
+DATA_FILES: dict[str, tuple[str, ...]] = {"auto": ("tuned/*.json",),  # non-Python inputs of a module's launch
+                                          "native": ("native_launch.cpp",)}
 
 
 def _imported_modules(path: Path) -> set[str]:

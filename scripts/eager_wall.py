@@ -1,19 +1,24 @@
-"""Eager-mode wall time per call (host included) of `auto` vs torch.softmax, and what the idle-stream check buys.
+"""Eager-mode wall time per call (host included) of `auto` vs torch.softmax, and what the idle-stream check and the
+native replay buy.
 
-python3 scripts/eager_wall.py --out FILE.csv
+python3 scripts/eager_wall.py --out FILE.csv [--calls 200] [--rounds 9] [--no-native]
 
-Per shape: a plain Python loop of calls (`--calls` per round, one synchronize at the end, best of `--rounds`)
-for torch.softmax, `kernels.softmax(x, variant="auto")` (the public entry, autograd wrapper included) and the
-raw `auto` launcher, each with the eager check on and off (BLOCKSCOPE_AUTO_EAGER=0), plus the GPU time of `auto`
-with launches queued behind a busy stream (profiling.timing back_to_back_flushed): the check must leave it on
-the tuned Triton kernel. Issue 13's goal: eager wall per call within 1.1x of torch.softmax on every shape.
+Per shape, three passes; in each, torch.softmax, `kernels.softmax(x, variant="auto")` (the public entry) and the raw
+`auto` launcher take turns: every round times a plain Python loop of `--calls` calls of each (one synchronize at
+the end), and each keeps its best round (the host's speed drifts: only ratios within a pass compare). Passes: as
+shipped (native module on, eager check on), the eager check off (BLOCKSCOPE_AUTO_EAGER=0), the native module off
+(BLOCKSCOPE_NATIVE=0: the Python replay). The native module is built first unless --no-native. Then the GPU time
+of `auto` with launches queued behind a busy stream (profiling.timing back_to_back_flushed): the check must leave
+it on the tuned Triton kernel. Issue 13's goal: eager wall per call within 1.1x of torch.softmax on every shape.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -22,55 +27,94 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 import kernels  # noqa: E402
-from kernels import auto  # noqa: E402
+from kernels import auto, native  # noqa: E402
 from profiling import timing  # noqa: E402
 
 SHAPES = [("fp16", 64, 4096), ("fp32", 1, 1000), ("fp16", 4096, 1000), ("bf16", 65536, 96), ("fp16", 1, 128),
           ("fp32", 256, 4096), ("bf16", 1024, 2048), ("fp16", 8, 32768), ("fp16", 4096, 4096),
           ("fp32", 4096, 32768)]
+PASSES = (("shipped", {}), ("check off", {auto.EAGER_ENV: "0"}), ("no native", {native.ENV: "0"}))
 
 
-def wall_us(fn, calls: int, rounds: int) -> float:
-    """Best of `rounds` loops of `calls` calls from an idle stream (auto's own measure), after 20 warm-up calls."""
-    for _ in range(20):
-        fn()
-    return min(auto.eager_wall_us(fn, calls, torch.cuda.synchronize) for _ in range(rounds))
+def interleaved_us(fns: dict[str, Callable[[], object]], calls: int, rounds: int) -> dict[str, float]:
+    """Best wall us per call of each fn over `rounds` rounds in which the fns take turns (20 warm-up calls each)."""
+    for fn in fns.values():
+        for _ in range(20):
+            fn()
+    best = dict.fromkeys(fns, math.inf)
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            best[name] = min(best[name], auto.eager_wall_us(fn, calls, torch.cuda.synchronize))
+    return best
+
+
+def run_pass(x: torch.Tensor, env: dict[str, str], calls: int, rounds: int) -> tuple[dict[str, float], str]:
+    """One pass with `env` set: torch, public and raw auto us per call, and what auto's idle calls of x ran."""
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    native.reset()
+    auto.clear_choices()
+    try:
+        times = interleaved_us({"torch": lambda: torch.softmax(x, -1),
+                                "auto": lambda: kernels.softmax(x, variant="auto"),
+                                "raw": lambda: auto.softmax_auto(x)}, calls, rounds)
+        seen = auto._FAST[(x.shape, x.dtype, x.device)]
+        key = (*x.shape, x.dtype, torch.cuda.get_device_name(x.device))
+        pick = "torch" if auto._EAGER.get(key) else auto.choose(*key)[0] + (" (native)" if seen.native else "")
+        return times, pick
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        native.reset()
+        auto.clear_choices()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--no-native", action="store_true", help="do not build the native module first")
     args = parser.parse_args()
+    if not args.no_native:
+        result = native.build()
+        print(f"native build: {'cached' if result.cached else f'{result.seconds:.1f} s'} ({result.path})")
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, native module: "
+          f"{'loaded' if native.load() is not None else native.load_error()}; best of {args.rounds} interleaved "
+          f"rounds of {args.calls} calls; us per call (auto / torch of the same pass)")
+    print("| dtype | R | N | torch us | auto us | raw us | auto / torch | check off: auto / torch | no native: auto / "
+          "torch | auto GPU us, busy stream | eager pick |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     rows = []
-    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print("| dtype | R | N | torch us | auto us (check on) | auto us (check off) | raw launcher on / off | "
-          "on / torch | auto GPU us, busy stream | eager pick |")
-    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---|")
     for dtype_name, n_rows, n_cols in SHAPES:
         x = torch.randn(n_rows, n_cols, device="cuda", dtype=kernels.dtype_from_name(dtype_name))
-        result = {"dtype": dtype_name, "n_rows": n_rows, "n_cols": n_cols,
-                  "torch_us": wall_us(lambda x=x: torch.softmax(x, -1), args.calls, args.rounds)}
-        for label, env in (("on", "1"), ("off", "0")):
-            os.environ[auto.EAGER_ENV] = env
-            auto.clear_choices()
-            result[f"auto_{label}_us"] = wall_us(lambda x=x: kernels.softmax(x, variant="auto"), args.calls,
-                                                 args.rounds)
-            result[f"raw_{label}_us"] = wall_us(lambda x=x: auto.softmax_auto(x), args.calls, args.rounds)
-            if label == "on":  # what the idle-stream check picked (cleared before the 'off' run)
-                key = (n_rows, n_cols, x.dtype, torch.cuda.get_device_name(x.device))
-                result["eager_pick"] = "torch" if auto._EAGER.get(key) else auto.choose(*key)[0]
-        os.environ[auto.EAGER_ENV] = "1"
+        result = {"dtype": dtype_name, "n_rows": n_rows, "n_cols": n_cols}
+        picks = {}
+        for label, env in PASSES:
+            times, picks[label] = run_pass(x, env, args.calls, args.rounds)
+            key = label.replace(" ", "_")
+            for name, value in times.items():
+                result[f"{key}_{name}_us"] = value
+            result[f"{key}_auto_over_torch"] = times["auto"] / times["torch"]
+            result[f"{key}_raw_over_torch"] = times["raw"] / times["torch"]
+        result["eager_pick"] = picks["shipped"]
         result["auto_gpu_busy_us"] = timing.benchmark(lambda x=x: auto.softmax_auto(x),
                                                       "back_to_back_flushed").median_us
-        result["on_over_torch"] = result["auto_on_us"] / result["torch_us"]
         rows.append(result)
-        print(f"| {dtype_name} | {n_rows} | {n_cols} | {result['torch_us']:.1f} | {result['auto_on_us']:.1f} | "
-              f"{result['auto_off_us']:.1f} | {result['raw_on_us']:.1f} / {result['raw_off_us']:.1f} | "
-              f"{result['on_over_torch']:.2f} | {result['auto_gpu_busy_us']:.1f} | {result['eager_pick']} |",
-              flush=True)
-    pd.DataFrame(rows).to_csv(args.out, index=False)
+        print(f"| {dtype_name} | {n_rows} | {n_cols} | {result['shipped_torch_us']:.1f} | "
+              f"{result['shipped_auto_us']:.1f} | {result['shipped_raw_us']:.1f} | "
+              f"{result['shipped_auto_over_torch']:.2f} | {result['check_off_auto_over_torch']:.2f} | "
+              f"{result['no_native_auto_over_torch']:.2f} | {result['auto_gpu_busy_us']:.1f} | "
+              f"{result['eager_pick']} |", flush=True)
+    frame = pd.DataFrame(rows)
+    frame.to_csv(args.out, index=False)
+    for label, _ in PASSES:
+        ratios = frame[f"{label.replace(' ', '_')}_auto_over_torch"]
+        print(f"{label}: auto / torch {ratios.min():.2f}-{ratios.max():.2f}, geomean "
+              f"{math.exp(ratios.map(math.log).mean()):.2f}; over 1.1 on {int((ratios > 1.1).sum())} of {len(ratios)}")
     print(f"wrote {len(rows)} rows to {args.out}")
     return 0
 

@@ -2,8 +2,10 @@
 
 Per variant, on a small input (fp16 64 x 1024 by default, a kernel of a few us, so a loop of calls is bound by the
 host): the launcher as users call it (checks, plan, compiled-kernel lookup, Triton's launch wrapper) and its replay
-(kernels/replay.py: one allocation and the C launch, checked equal to the launcher's output first); then
-torch.softmax, torch.empty_like and `auto` raw and through kernels.softmax. Each is called `--calls` times in a
+(kernels/replay.py: one allocation and the C launch, checked equal to the launcher's output first) and its native
+replay (kernels/native.py: the whole call in C++, built first unless --no-native; checked equal too); then
+torch.softmax, torch.empty_like and `auto` raw and through kernels.softmax, with the native module and without it
+(BLOCKSCOPE_NATIVE=0). Each is called `--calls` times in a
 Python loop, best of `--rounds` loops, the GPU synchronized before each loop and after it (wall time / calls of a
 host-bound loop: host time).
 """
@@ -11,6 +13,7 @@ host-bound loop: host time).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,9 +24,9 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 import kernels  # noqa: E402
-from kernels import auto, replay  # noqa: E402
+from kernels import auto, native, replay  # noqa: E402
 
-VARIANTS = ("teaching", "multirow", "online", "persistent", "staged", "warprows", "cluster")
+VARIANTS = ("teaching", "multirow", "online", "persistent", "staged", "warprows", "stagedrows", "cluster")
 
 
 def host_us(fn, calls: int, rounds: int) -> float:
@@ -71,6 +74,11 @@ def pieces(x: torch.Tensor, add) -> None:
     add("torch.compiler.is_compiling()", torch.compiler.is_compiling, "pieces")
     add("kernels.get_variant('auto')", lambda: kernels.get_variant("auto"), "pieces")
     add("torch._softmax(x, -1, False)", lambda: torch._softmax(x, -1, False), "pieces")
+    module = native.load()
+    if module is not None:
+        add("a C call with no work (native module.size())", module.size, "pieces")
+        other = x[:1]
+        add("native run declining (no entry for this shape)", lambda: module.run(other), "pieces")
 
 
 def main() -> int:
@@ -80,7 +88,13 @@ def main() -> int:
     parser.add_argument("--shape", default="fp16:64:1024", help="dtype:R:N")
     parser.add_argument("--out", help="CSV of the rows printed")
     parser.add_argument("--pieces", action="store_true", help="also time the pieces of the teaching replay")
+    parser.add_argument("--no-native", action="store_true", help="leave the native module out (no build)")
     args = parser.parse_args()
+    module = None
+    if not args.no_native:
+        result = native.build()
+        print(f"native build: {'cached' if result.cached else f'{result.seconds:.1f} s'} ({result.path})")
+        module = native.load()
     dtype_name, n_rows, n_cols = args.shape.split(":")
     dtype = kernels.dtype_from_name(dtype_name)
     x = torch.randn(int(n_rows), int(n_cols), device="cuda", dtype=dtype)
@@ -107,13 +121,26 @@ def main() -> int:
             continue
         torch.testing.assert_close(replayed(x), y, rtol=0, atol=0)
         add("replay", lambda replayed=replayed: replayed(x), name)
-    auto.clear_choices()
-    kernels.softmax(x, variant="auto")
-    seen = auto._FAST[(x.shape, x.dtype, x.device)]
-    add("softmax_auto (fast path, as called)", lambda: auto.softmax_auto(x), "auto")
-    add("kernels.softmax(variant='auto')", lambda: kernels.softmax(x, variant="auto"), "auto")
-    print(f"auto: pick {auto.choose(*x.shape, x.dtype, torch.cuda.get_device_name())}, replay "
-          f"{'yes' if seen.replay is not None else 'no'}, eager check kept: {seen.eager_key is not None}")
+        if module is not None:
+            module.clear()
+            native.register(module, launches[0], x, y)
+            torch.testing.assert_close(module.run(x), y, rtol=0, atol=0)
+            add("native", lambda: module.run(x), name)
+    for label in ("native", "no native") if module is not None else ("no native",):
+        if label == "no native":
+            native.reset()
+            os.environ[native.ENV] = "0"
+        auto.clear_choices()
+        kernels.softmax(x, variant="auto")
+        kernels.softmax(x, variant="auto")
+        seen = auto._FAST[(x.shape, x.dtype, x.device)]
+        add(f"softmax_auto (as called, {label})", lambda: auto.softmax_auto(x), "auto")
+        add(f"kernels.softmax(variant='auto') ({label})", lambda: kernels.softmax(x, variant="auto"), "auto")
+        print(f"auto ({label}): pick {auto.choose(*x.shape, x.dtype, torch.cuda.get_device_name())}, replay "
+              f"{'yes' if seen.replay is not None else 'no'}, native {'yes' if seen.native else 'no'}, eager check "
+              f"kept: {seen.eager_key is not None}")
+    os.environ.pop(native.ENV, None)
+    native.reset()
     if args.pieces:
         pieces(x, add)
     if args.out:

@@ -3,9 +3,11 @@ the tuning table under --out.
 
 python3 scripts/tune_h200.py --out $OUT [--dtypes fp16,fp32] [--powers-of-two --min-n 128 --max-n 1048576]
     [--check-off-grid] [--challenge kernels/tuned/nvidia-h200.json --variants staged,staged_split --min-n 4096]
-    [--mid-tier kernels/tuned/nvidia-h200.json]
-Shapes: the bench's (the sweep's N at R=4096, the ~16 MB mid tier of small N, the ~512 MB large set);
---mid-tier extends a table with the mid-tier shapes it has no entry for (merged, provenance under "retuned");
+    [--mid-tier kernels/tuned/nvidia-h200.json] [--extend kernels/tuned/nvidia-h200.json]
+Shapes: the bench's (the sweep's N at R=4096, the ~16 MB mid tier of small N, the buckets' mid points
+autotune.GRID_MID_N, the ~512 MB large set);
+--mid-tier extends a table with the mid-tier shapes it has no entry for, --extend with every grid shape it has no
+entry for (merged, provenance under "retuned");
 with --powers-of-two, N = min-n..max-n
 in powers of two at R=4096 (N <= 262144) and ~512 MB. Timing: profiling.timing back_to_back_flushed median
 (L2 flushed before each rep, launches back to back), the timer the bench uses; the fastest three and torch are
@@ -53,6 +55,8 @@ def main() -> None:
     parser.add_argument("--variants", default="staged,staged_split")
     parser.add_argument("--mid-tier", type=Path, help="a tuning table to extend with the mid tier (~16 MB of "
                         "small-N rows, autotune.mid_tier_shapes): tunes those shapes and writes the merged table")
+    parser.add_argument("--extend", type=Path, help="a tuning table to extend with every shape of the grid "
+                        "(autotune.bench_shapes) it has no entry for: tunes those and writes the merged table")
     parser.add_argument("--no-tiebreak", action="store_true", help="pick the fastest flushed median alone")
     args = parser.parse_args()
     tiebreak = None if args.no_tiebreak else graph_median_us
@@ -72,17 +76,18 @@ def main() -> None:
             print(autotune.describe(records), flush=True)
 
         command = "python3 scripts/tune_h200.py " + " ".join(sys.argv[1:])
-        if args.mid_tier:
-            base = json.loads(args.mid_tier.read_text())
+        if args.mid_tier or args.extend:
+            base = json.loads((args.mid_tier or args.extend).read_text())
             tuned = {(e["dtype"], int(e["n_rows"]), int(e["n_cols"])) for e in base["entries"]}
+            grid = autotune.mid_tier_shapes if args.mid_tier else autotune.bench_shapes
 
-            def untuned_mid_tier(dtype):  # the mid-tier shapes the table has no entry for yet
+            def untuned(dtype):  # the grid's shapes the table has no entry for yet
                 from kernels import DTYPE_NAMES
 
-                return [(r, n) for r, n in autotune.mid_tier_shapes(dtype) if (DTYPE_NAMES[dtype], r, n) not in tuned]
+                return [(r, n) for r, n in grid(dtype) if (DTYPE_NAMES[dtype], r, n) not in tuned]
 
             records, seconds = autotune.tune(args.dtypes.split(","), None, flushed_median_us, on_shape=on_shape,
-                                             shapes_of=untuned_mid_tier, tiebreak=tiebreak)
+                                             shapes_of=untuned, tiebreak=tiebreak)
             table = autotune.merge_table(base, records, seconds, command)
         elif args.challenge:
             base = json.loads(args.challenge.read_text())

@@ -224,6 +224,21 @@ def test_tune_grid_reports_each_shape_and_default_rows():
     assert autotune.describe(seen[0]).startswith("fp32 R=3 N=8: torch 7.0 us, best ")
 
 
+def test_the_grid_mid_points_are_aligned_rows_in_buckets_without_one_and_never_the_benchs_off_grid_n():
+    from profiling.bench import OFFGRID
+    from profiling.sweep import default_n_values
+
+    default = default_n_values()
+    for n_cols in autotune.GRID_MID_N:
+        assert n_cols not in {n for _, n in OFFGRID}  # off-grid shapes stay off the grid
+        assert all(auto.row_alignment(n_cols, size) == 16 for size in (2, 4))
+        group = auto.entry_group(n_cols)
+        assert not [n for n in default if auto.entry_group(n) == group and n & (n - 1) and n % 8 == 0], n_cols
+        for dtype in (torch.float16, torch.float32):
+            assert (4096, n_cols) in autotune.bench_shapes(dtype)
+    assert autotune.grid_mid_shapes(torch.float16)[:2] == [(4096, 1504), (178481, 1504)]
+
+
 def test_challenge_retunes_part_of_a_table_and_merges_with_provenance():
     """The --challenge path: torch, the entry's pick and the challengers' candidates are timed on the table's shapes
     with N >= min_n; winners replace those entries, the rest stand, provenance goes under `retuned`."""

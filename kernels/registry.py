@@ -137,9 +137,13 @@ def softmax(x: torch.Tensor, dim: int | str = -1, variant: str | None = None, *,
     writes into x and returns x. Neither takes autograd (as torch's out= ops). The old positional form
     softmax(x, "online", tile=2048) still works: a str second argument is the variant.
     """
-    if variant == "auto" and dim == -1 and out is None and not inplace and not tunables:
-        run = auto._NATIVE_RUN  # a repeated input's whole call in C++ (kernels/native.py); None where it cannot
-        if run is not None and not torch.compiler.is_compiling():  # (autograd, subclasses, a new shape, ...)
+    # auto's repeated input: its whole call in C++ (kernels/native.py), or None (autograd, subclasses, a new shape).
+    # Never while tracing: traced calls take the blockscope::softmax op below without reading _NATIVE_RUN (a guard on
+    # it would recompile the graph once it is set).
+    if variant == "auto" and dim == -1 and out is None and not inplace and not tunables \
+            and not torch.compiler.is_compiling():
+        run = auto._NATIVE_RUN
+        if run is not None:
             y = run(x)
             if y is not None:
                 return y

@@ -211,7 +211,7 @@ DIRECT_LAUNCH = os.environ.get("BLOCKSCOPE_DIRECT_LAUNCH", "1") != "0"  # 0: alw
 
 
 def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int], num_warps: int,
-           num_stages: int = 1, cooperative: bool = False) -> None:
+           num_stages: int = 1, cooperative: bool = False, options: dict[str, int] | None = None) -> None:
     """Launch a @triton.jit kernel: `args` are its runtime arguments in order, `constexprs` the rest by name.
 
     On a GPU the compiled kernel is cached here per (device, constexprs, options, Triton's specialization of
@@ -220,8 +220,9 @@ def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int
     what the direct path needs, the kernel is launched the usual way. `cooperative` compiles with Triton's
     `launch_cooperative_grid` option: the launch carries CU_LAUNCH_ATTRIBUTE_COOPERATIVE, so all its programs are
     resident together or the launch fails (RuntimeError); callers check `cooperative_launch_supported()` first.
+    `options`: more Triton compile options (the plan's compile_options: maxnreg).
     """
-    options = {"launch_cooperative_grid": True} if cooperative and not interpreting() else {}
+    options = {**(options or {}), **({"launch_cooperative_grid": True} if cooperative and not interpreting() else {})}
     direct = None
     if DIRECT_LAUNCH and not interpreting() and args[0].is_cuda:
         direct = _direct(kernel, grid, args, constexprs, num_warps, num_stages, options)

@@ -20,6 +20,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
 from . import cluster as clusters
+from . import warprows
 from ._common import (
     NUM_WARPS_ALLOWED,
     VECTOR_BYTES,
@@ -38,6 +39,11 @@ MAX_N = 2**20  # over a cluster of programs (one program: MAX_ROW_BYTES of row; 
 MIN_COPY_BYTES = 4  # cp.async moves 4, 8 or 16 bytes
 WARPS_ALLOWED = tuple(w for w in NUM_WARPS_ALLOWED if w >= 4)
 CLUSTER_CHUNK_BYTES = 64 * 1024  # a row over a cluster: chunks of this, 3 programs per SM on sm_90
+SM_SHARED_BYTES = 228 * 1024  # sm_90: shared memory per SM, of which each resident block reserves 1 KB
+SM_REGISTERS = 65536  # sm_90: 32-bit registers per SM
+SM_THREADS = 2048
+FTZ_SAFE_RANGE = gl.constexpr(87.0)  # x - max >= -87 keeps exp(x - max) >= 2**-125.5: ex2.approx.ftz flushes none
+SHARED_OVERHEAD_BYTES = 1024 + 256  # per block: the reserved 1 KB, the reductions' scratch and the exchange buffer
 TUNABLES = {"num_warps": f"warps per program, one of {WARPS_ALLOWED}; default 8",
             "cluster": f"programs per row, one thread-block cluster (sm_90+), 1 to {clusters.MAX_CLUSTER}; default "
                        f"cdiv(row bytes, {CLUSTER_CHUNK_BYTES // 1024} KB)"}
@@ -75,8 +81,64 @@ def _announce():
 
 
 @gluon.jit
-def _row_stats(bar, m, s, rank, CLUSTER: gl.constexpr):
-    """kernels.cluster's exchange and combination of the cluster's (max, sum) pairs, in Gluon."""
+def _log2_offset(m, EXP: gl.constexpr):
+    """fp16 (EXP=2): the addend of _numerators for a row (or chunk) maximum m, m * log2(e) rounded once (mul.rn:
+    never contracted into an FMA, so the exchange combines exactly the offsets the numerators used); unused
+    otherwise."""
+    return gl.inline_asm_elementwise("mul.rn.f32 $0, $1, 0f3FB8AA3B;", "=f,f", [m], dtype=gl.float32,
+                                     is_pure=True, pack=1)
+
+
+@gluon.jit
+def _numerators(values, shift, offset, FORM: gl.constexpr):
+    """exp(values - shift), up to a factor common to the row: FORM 2 (fp16) ex2.approx.ftz of one FMA with the given
+    offset; 1 (bf16) 2**64 x exp by ex2.approx.ftz (warprows.exp_rows); 3 (fp32 rows whose finite values all lie
+    within FTZ_SAFE_RANGE of the shift) ex2.approx.ftz of (values - shift) * log2(e), gl.exp's own arithmetic less its
+    subnormal-result handling, which no such row needs (bitwise equal to 0's results there); 0 gl.exp."""
+    if FORM == 2:
+        return gl.inline_asm_elementwise("fma.rn.f32 $0, $1, 0f3FB8AA3B, $2;\n\tex2.approx.ftz.f32 $0, $0;",
+                                         "=f,f,f", [values, -offset], dtype=gl.float32, is_pure=True, pack=1)
+    if FORM == 3:
+        return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [(values - shift) * warprows.LOG2E],
+                                         dtype=gl.float32, is_pure=True, pack=1)
+    return warprows.exp_rows(values, shift, FORM)
+
+
+@gluon.jit
+def _sum_pass(part0, part1, part2, lanes, width, shift, offset, LAYOUT: gl.constexpr, SLICE: gl.constexpr,
+              PART0: gl.constexpr, PART1: gl.constexpr, SLICES: gl.constexpr, WHOLE: gl.constexpr,
+              FORM: gl.constexpr):
+    """Per lane, the sum over the staged slices of _numerators (lanes past the chunk's width: 0)."""
+    total = gl.zeros([SLICE], gl.float32, LAYOUT)
+    for i in gl.static_range(SLICES):
+        values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(LAYOUT).to(gl.float32)
+        numerators = _numerators(values, shift, offset, FORM)
+        if i >= WHOLE:
+            numerators = gl.where(i * SLICE + lanes < width, numerators, 0.0)
+        total += numerators
+    return total
+
+
+@gluon.jit
+def _store_pass(part0, part1, part2, lanes, width, target, row_max, offset, inverse, LAYOUT: gl.constexpr,
+                SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr, SLICES: gl.constexpr,
+                WHOLE: gl.constexpr, FORM: gl.constexpr):
+    """Store _numerators x inverse of every staged slice (lanes past the chunk's width: not stored)."""
+    for i in gl.static_range(SLICES):
+        cols = i * SLICE + lanes
+        values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(LAYOUT).to(gl.float32)
+        y = (_numerators(values, row_max, offset, FORM) * inverse).to(target.dtype.element_ty)
+        if i < WHOLE:
+            gl.store(target + cols, y)
+        else:
+            gl.store(target + cols, y, mask=cols < width)
+
+
+@gluon.jit
+def _row_stats(bar, m, s, rank, CLUSTER: gl.constexpr, EXP: gl.constexpr):
+    """kernels.cluster's exchange and combination of the cluster's (max, sum) pairs, in Gluon. fp16: each partial
+    sum is rescaled by exp2 of the difference of the offsets its numerators used, so the combined sum and the
+    numerators of the store pass carry the same factor; otherwise by exp(m_i - M). Returns (M, M's offset, sum)."""
     base = gl.inline_asm_elementwise(clusters.EXCHANGE_PTX, "=r,r,f,f,r,r", [bar, m, s, rank, CLUSTER],
                                      dtype=gl.int32, is_pure=False, pack=1)
     row_max = -float("inf")
@@ -84,22 +146,27 @@ def _row_stats(bar, m, s, rank, CLUSTER: gl.constexpr):
         row_max = gl.maximum(row_max, gl.inline_asm_elementwise(clusters.SLOT_PTX, "=f,=f,r,r", [base, i],
                                                                  dtype=(gl.float32, gl.float32), is_pure=False,
                                                                  pack=1)[0])
+    row_offset = _log2_offset(row_max, EXP)
     total = 0.0
     for i in gl.static_range(CLUSTER):
         peer_max, peer_sum = gl.inline_asm_elementwise(clusters.SLOT_PTX, "=f,=f,r,r", [base, i],
                                                        dtype=(gl.float32, gl.float32), is_pure=False, pack=1)
-        total += peer_sum * gl.exp(peer_max - row_max)
-    return row_max, total
+        if EXP == 2:
+            total += peer_sum * gl.exp2(_log2_offset(peer_max, EXP) - row_offset)
+        else:
+            total += peer_sum * gl.exp(peer_max - row_max)
+    return row_max, row_offset, total
 
 
 @gluon.jit
 def row_softmax_staged_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols: gl.constexpr,
                               SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr, PART2: gl.constexpr,
-                              VEC: gl.constexpr, CLUSTER: gl.constexpr):
+                              VEC: gl.constexpr, CLUSTER: gl.constexpr, EXP: gl.constexpr):
     # read N (global -> shared, once) + write N elements per row; shared memory is read 3 times. CLUSTER > 1: a row
     # per thread-block cluster, each program staging CHUNK columns, (max, sum) exchanged as in kernels.cluster
     SLICES: gl.constexpr = PART0 + PART1 + PART2
     CHUNK: gl.constexpr = SLICES * SLICE
+    WHOLE: gl.constexpr = (n_cols - (CLUSTER - 1) * CHUNK) // SLICE  # slices whole in every program: no mask
     layout: gl.constexpr = gl.BlockedLayout([VEC], [32], [gl.num_warps()], [0])
     part0, part1, part2 = _allocate(input_ptr.dtype.element_ty, SLICE, PART0, PART1, PART2)
     if CLUSTER > 1:
@@ -117,43 +184,65 @@ def row_softmax_staged_kernel(output_ptr, input_ptr, input_row_stride, output_ro
     target = output_ptr + row * (output_row_stride // VEC * VEC) + first
     for i in gl.static_range(SLICES):
         cols = i * SLICE + lanes
-        async_copy.async_copy_global_to_shared(_slice(part0, part1, part2, i, PART0, PART1, SLICE), source + cols,
-                                               mask=cols < width)
+        if i < WHOLE:
+            async_copy.async_copy_global_to_shared(_slice(part0, part1, part2, i, PART0, PART1, SLICE),
+                                                   source + cols)
+        else:
+            async_copy.async_copy_global_to_shared(_slice(part0, part1, part2, i, PART0, PART1, SLICE),
+                                                   source + cols, mask=cols < width)
         async_copy.commit_group()
-    running = gl.full([SLICE], -float("inf"), gl.float32, layout)
+    # fp16 maxima two at a time (exact; bf16 has no cheaper max than fp32's on sm_90); fp32 also the smallest finite
+    # value, which decides the exp's form below
+    MAX_TYPE: gl.constexpr = gl.float16 if input_ptr.dtype.element_ty == gl.float16 else gl.float32
+    running = gl.full([SLICE], -float("inf"), MAX_TYPE, layout)
+    low = gl.full([SLICE], float("inf"), gl.float32, layout)
     for i in gl.static_range(SLICES):  # each thread reads back what it copied: its own wait_group suffices
         async_copy.wait_group(SLICES - 1 - i)
-        cols = i * SLICE + lanes
-        values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(layout).to(gl.float32)
-        running = gl.maximum(running, gl.where(cols < width, values, -float("inf")))
-    row_max = gl.max(running, axis=0)
+        values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(layout).to(MAX_TYPE)
+        if i >= WHOLE:
+            values = gl.where(i * SLICE + lanes < width, values, -float("inf"))
+        running = gl.maximum(running, values)
+        if EXP == 0:
+            low = gl.minimum(low, gl.where(values > -float("inf"), values, float("inf")))
+    row_max = gl.max(running.to(gl.float32), axis=0)
     if CLUSTER > 1:
         shift = gl.where(row_max == -float("inf"), 0.0, row_max)  # a chunk of -inf: exp(-inf) = 0, not exp(nan)
     else:
         shift = row_max
-    total = gl.zeros([SLICE], gl.float32, layout)
-    for i in gl.static_range(SLICES):
-        cols = i * SLICE + lanes
-        values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(layout).to(gl.float32)
-        total += gl.where(cols < width, gl.exp(values - shift), 0.0)
+    offset = _log2_offset(shift, EXP)
+    if EXP == 0:
+        row_min = gl.min(low, axis=0)
+        if shift - row_min <= FTZ_SAFE_RANGE:  # every exp of this chunk a normal number (or exactly 0)
+            total = _sum_pass(part0, part1, part2, lanes, width, shift, offset, layout, SLICE, PART0, PART1,
+                              SLICES, WHOLE, 3)
+        else:
+            total = _sum_pass(part0, part1, part2, lanes, width, shift, offset, layout, SLICE, PART0, PART1,
+                              SLICES, WHOLE, 0)
+    else:
+        total = _sum_pass(part0, part1, part2, lanes, width, shift, offset, layout, SLICE, PART0, PART1, SLICES,
+                          WHOLE, EXP)
     if CLUSTER > 1:
-        row_max, row_sum = _row_stats(bar, row_max, gl.sum(total, axis=0), rank, CLUSTER)
+        row_max, offset, row_sum = _row_stats(bar, row_max, gl.sum(total, axis=0), rank, CLUSTER, EXP)
         inverse = 1.0 / row_sum
     else:
         inverse = 1.0 / gl.sum(total, axis=0)  # one reciprocal per row
-    for i in gl.static_range(SLICES):
-        cols = i * SLICE + lanes
-        values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(layout).to(gl.float32)
-        gl.store(target + cols, (gl.exp(values - row_max) * inverse).to(output_ptr.dtype.element_ty),
-                 mask=cols < width)
-
+    if EXP == 0:
+        if row_max - row_min <= FTZ_SAFE_RANGE:
+            _store_pass(part0, part1, part2, lanes, width, target, row_max, offset, inverse, layout, SLICE, PART0,
+                        PART1, SLICES, WHOLE, 3)
+        else:
+            _store_pass(part0, part1, part2, lanes, width, target, row_max, offset, inverse, layout, SLICE, PART0,
+                        PART1, SLICES, WHOLE, 0)
+    else:
+        _store_pass(part0, part1, part2, lanes, width, target, row_max, offset, inverse, layout, SLICE, PART0, PART1,
+                    SLICES, WHOLE, EXP)
 
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
     return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
             "n_cols": "constexpr", "SLICE": "constexpr", "PART0": "constexpr", "PART1": "constexpr",
-            "PART2": "constexpr", "VEC": "constexpr", "CLUSTER": "constexpr"}
+            "PART2": "constexpr", "VEC": "constexpr", "CLUSTER": "constexpr", "EXP": "constexpr"}
 
 
 def whole_copies(rows: torch.Tensor, vec: int) -> bool:
@@ -208,6 +297,19 @@ def default_cluster(n_cols: int, itemsize: int) -> int:
     return max(1, min(clusters.MAX_CLUSTER, -(-n_cols * itemsize // CLUSTER_CHUNK_BYTES)))
 
 
+def register_cap(chunk_bytes: int, num_warps: int) -> int:
+    """The `maxnreg` of the compile, 0 for none: registers per thread (a multiple of 8) at which registers let as
+    many programs share an SM as its shared memory does (sm_90), where that is 64 to 120. There ptxas' own choice
+    (up to 80, prefetching shared loads) can cost a resident program (bf16 at 25000 columns per program: 74
+    registers, 3 programs per SM where shared memory holds 4); below 64 a cap makes it serialize the loads instead
+    (H200, data/probe_lean_wide_h200.csv: fp16 777x100000 over 7 programs at 32 registers 78% of copy, uncapped
+    87%), and at 128 or more registers bind nothing."""
+    threads = 32 * num_warps
+    programs = max(1, min(SM_THREADS // threads, SM_SHARED_BYTES // (chunk_bytes + SHARED_OVERHEAD_BYTES)))
+    cap = SM_REGISTERS // (programs * threads) // 8 * 8
+    return cap if 64 <= cap < 128 else 0
+
+
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
     """Grid (R x cluster,); slices of VEC x 32 x num_warps elements; shared memory per program = its chunk (the row,
     or cdiv(N, cluster) columns) rounded up to whole slices, in at most three power-of-two buffers."""
@@ -237,10 +339,11 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         variant=NAME, kernel_name="row_softmax_staged_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
         grid=(n_rows * cluster,), num_warps=num_warps, num_stages=1, tile_width=chunk, rows_per_program=1,
         constexprs={"n_cols": n_cols, "SLICE": slice_width, "PART0": parts[0], "PART1": parts[1], "PART2": parts[2],
-                    "VEC": vec, "CLUSTER": cluster},
+                    "VEC": vec, "CLUSTER": cluster, "EXP": warprows.exp_form(dtype)},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols},
         tunables={"num_warps": num_warps, **({"cluster": cluster} if cluster > 1 else {})},
         launch_shared_bytes=clusters.EXCHANGE_BYTES if cluster > 1 else 0, cluster_size=cluster,
+        compile_options={"maxnreg": cap} if (cap := register_cap(chunk * itemsize, num_warps)) else {},
     )
 
 
@@ -276,7 +379,8 @@ def softmax_staged(x: torch.Tensor, **tunables: int) -> torch.Tensor:
         clusters.check_clusters(rows.device)
         clusters.launch_cluster(row_softmax_staged_kernel, launch, args, launch.constexprs)
     else:
-        launch_kernel(row_softmax_staged_kernel, launch.grid, args, launch.constexprs, launch.num_warps)
+        launch_kernel(row_softmax_staged_kernel, launch.grid, args, launch.constexprs, launch.num_warps,
+                      options=launch.compile_options)
     if target is not output:
         output.copy_(target)
     return output.view(x.shape)

@@ -46,20 +46,21 @@ TUNABLES = {
 
 @gluon.jit
 def exp_rows(values, row_max, EXP: gl.constexpr):
-    """exp(values - row_max), up to a factor common to the row (exp_form). 16-bit outputs: ex2.approx.ftz of one
-    FMA, values * log2(e) - row_max * log2(e) (the rounding of row_max * log2(e) scales a row's numerators and their
-    sum alike, so it cancels in the normalization); the ex2.approx.f32 behind gl.exp spends a compare and two
-    predicated multiplies per element on subnormal results (SASS, sm_90). fp16 (EXP=2) cannot hold an output below
-    2**-24, so flushing below 2**-126 changes none; bf16 (EXP=1) holds subnormals down to 2**-133, so its
-    numerators are 2**64 x exp (flushed only below 2**-190; flushed at 2**-126 they cost up to 127 ULP,
-    scripts/ftz_exp_emulation.py). fp32 (EXP=0): gl.exp(values - row_max). Mid N under L2-resident replay is
-    instruction-bound (docs/kernel-changes.md, section 13)."""
+    """exp(values - row_max), up to a factor common to the row (exp_form), for 16-bit outputs by ex2.approx.ftz
+    (the ex2.approx.f32 behind gl.exp spends a compare and two predicated multiplies per element on subnormal
+    results, SASS sm_90; mid N under L2-resident replay is instruction-bound, docs/kernel-changes.md section 13).
+    fp16 (EXP=2): one FMA, values * log2(e) - row_max * log2(e) (the rounding of row_max * log2(e) scales a row's
+    numerators and their sum alike, so it cancels in the normalization; |row_max| <= 65504 keeps it finite); no fp16
+    output is below 2**-24, so flushing below 2**-126 changes none. bf16 (EXP=1): 2**64 x exp as (values - row_max)
+    * log2(e) + 64 (the difference of two bf16 values is exact in fp32; row_max * log2(e) would overflow fp32 at
+    bf16's largest values); bf16 holds subnormals down to 2**-133, flushed only below 2**-190 this way (at 2**-126
+    they cost up to 127 ULP, scripts/ftz_exp_emulation.py). fp32 (EXP=0): gl.exp(values - row_max)."""
     if EXP == 0:
         return gl.exp(values - row_max)
-    offset = row_max * LOG2E
-    if EXP == 1:  # scaled by 2**64 (cancels in the normalization): ftz then flushes only below 2**-190
-        offset = offset - SUBNORMAL_SHIFT
-    return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [values * LOG2E - offset],
+    if EXP == 1:  # scaled by 2**64 (cancels in the normalization)
+        return gl.inline_asm_elementwise("fma.rn.f32 $0, $1, 0f3FB8AA3B, 0f42800000;\n\tex2.approx.ftz.f32 $0, $0;",
+                                         "=f,f", [values - row_max], dtype=gl.float32, is_pure=True, pack=1)
+    return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [values * LOG2E - row_max * LOG2E],
                                      dtype=gl.float32, is_pure=True, pack=1)
 
 

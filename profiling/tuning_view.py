@@ -33,7 +33,9 @@ TUNE_LOG_PATHS: tuple[Path, ...] = (TUNE_LOG_PATH, dd.ROOT / "data" / "tuning" /
                                     dd.ROOT / "data" / "tuning" / "h200_challenge_tiebreak16.jsonl",
                                     dd.ROOT / "data" / "tuning" / "h200_challenge_tiebreak32.jsonl",
                                     dd.ROOT / "data" / "tuning" / "h200_grid_mid.jsonl",
-                                    dd.ROOT / "data" / "tuning" / "h200_challenge_n8192.jsonl")
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_n8192.jsonl",
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_staged_lean16.jsonl",
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_staged_fp32range.jsonl")
 DTYPES = ("fp16", "bf16", "fp32")
 DTYPE_ORDER = {"fp16": ("fp16", "bf16", "fp32"), "bf16": ("bf16", "fp16", "fp32"), "fp32": ("fp32", "fp16", "bf16")}
 LOG_COLUMNS = ("dtype", "n_rows", "n_cols", "variant", "tunables", "median_us", "torch_us", "error", "seconds")

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Peer backends (liger-kernel, quack-kernels + CUTLASS DSL) for a GPU machine without network, in two steps.
+# Peer backends (liger-kernel, quack-kernels + CUTLASS DSL) for a GPU machine without network, in three steps.
 #
-# Here (with network):   bash scripts/peer_wheels.sh download      -> .peers/a (wheels + first half of the 92 MB
-#                                                                      cu13 libs wheel) and .peers/b (second half)
+# Here (with network):   bash scripts/peer_wheels.sh download      -> .peers/a (wheels + the first third of the 92 MB
+#                                                                      cu13 libs wheel), .peers/b and .peers/c
 # There, first call:     source scripts/peer_wheels.sh stage       (carry .peers/a: unpacks the wheels, keeps part a)
-# There, next call:      source scripts/peer_wheels.sh finish      (carry .peers/b: joins the cu13 wheel, unpacks it)
+# There, next call:      source scripts/peer_wheels.sh more        (carry .peers/b: keeps part b)
+# There, last call:      source scripts/peer_wheels.sh finish      (carry .peers/c: joins the cu13 wheel, checks its
+#                                                                   sha256, unpacks it)
 # Each `source` leaves PYTHONPATH pointing at the unpacked packages (liger works after `stage`, quack after `finish`).
-# The halves exist because one call carries at most 64 MiB; make the two calls back to back while the machine is warm.
+# The parts exist because one call carries at most 64 MiB with the working tree (~16 MB); make the calls back to
+# back while the machine is warm.
 set -u
 PEERS_SITE=${PEERS_SITE:-/tmp/blockscope-peers/site}
 PEERS_PARTS=${PEERS_PARTS:-/tmp/blockscope-peers/parts}
@@ -26,22 +29,32 @@ case "${1:-}" in
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
       --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
       --platform manylinux2014_x86_64 --platform any -d .peers/a $WHEELS || return 1 2>/dev/null || exit 1
-    (cd .peers/a && split -b 44M "$CU13" cu13.part- && mv cu13.part-ab ../b/ && rm "$CU13")
+    rm -rf .peers/b .peers/c && mkdir -p .peers/b .peers/c
+    (cd .peers/a && sha256sum "$CU13" > ../c/cu13.sha256 && split -b 31M "$CU13" cu13.part- \
+      && mv cu13.part-ab ../b/ && mv cu13.part-ac ../c/ && rm "$CU13")
     grep -qx '/.peers/' .git/info/exclude 2>/dev/null || echo '/.peers/' >> .git/info/exclude
-    du -sh .peers/a .peers/b ;;
+    du -sh .peers/a .peers/b .peers/c ;;
   stage)
     mkdir -p "$PEERS_SITE" "$PEERS_PARTS"
     cp .peers/a/cu13.part-aa "$PEERS_PARTS/"
     for w in .peers/a/*.whl; do python3 -m zipfile -e "$w" "$PEERS_SITE"; done
     peers_path ;;
+  more)
+    mkdir -p "$PEERS_PARTS" && cp .peers/b/cu13.part-ab "$PEERS_PARTS/"
+    peers_path ;;
   finish)
-    if [ ! -f "$PEERS_PARTS/cu13.part-aa" ]; then
-      echo "peer_wheels: part a is not on this machine (a fresh machine: run 'stage' first)" >&2
+    if [ ! -f "$PEERS_PARTS/cu13.part-aa" ] || [ ! -f "$PEERS_PARTS/cu13.part-ab" ]; then
+      echo "peer_wheels: parts a and b are not on this machine (a fresh machine: run 'stage' and 'more' first)" >&2
     else
-      cat "$PEERS_PARTS/cu13.part-aa" .peers/b/cu13.part-ab > "$PEERS_PARTS/$CU13"
-      python3 -m zipfile -e "$PEERS_PARTS/$CU13" "$PEERS_SITE" && rm "$PEERS_PARTS/$CU13"
+      cat "$PEERS_PARTS/cu13.part-aa" "$PEERS_PARTS/cu13.part-ab" .peers/c/cu13.part-ac > "$PEERS_PARTS/$CU13"
+      if (cd "$PEERS_PARTS" && sha256sum -c --quiet "$OLDPWD/.peers/c/cu13.sha256"); then
+        python3 -m zipfile -e "$PEERS_PARTS/$CU13" "$PEERS_SITE"
+      else
+        echo "peer_wheels: the joined cu13 wheel does not match its sha256 (parts from another download?)" >&2
+      fi
+      rm -f "$PEERS_PARTS/$CU13"
     fi
     peers_path ;;
   path) peers_path ;;
-  *) echo "usage: bash scripts/peer_wheels.sh download | source scripts/peer_wheels.sh stage|finish|path" >&2 ;;
+  *) echo "usage: bash scripts/peer_wheels.sh download | source scripts/peer_wheels.sh stage|more|finish|path" >&2 ;;
 esac

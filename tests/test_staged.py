@@ -217,3 +217,52 @@ def test_relabel_rewrites_only_unmeasured_rows_a_variant_rule_leaves_out():
     assert changed == {"staged": 1}
     assert table.loc[0, "error"].startswith("unsupported: staged: N = 129 is odd")
     assert table.loc[1, "error"] == rows.loc[1, "error"] and table.loc[2, "error"] == ""
+
+
+def test_offline_sm90_compile_fp32_has_both_exp_forms_and_16_bit_only_the_ftz_one():
+    """fp32: a per-program branch between ex2.approx.ftz (every finite value within FTZ_SAFE_RANGE of the max) and
+    gl.exp's ex2.approx.f32; 16-bit: ftz only (warprows.exp_rows; in one program: over a cluster the few exps that
+    combine the partial sums are gl.exp's)."""
+    from profiling import compiled
+
+    fp32 = compiled.inspect_offline("staged", 300000, "fp32", n_rows=300, cache=False, cluster=16).ptx
+    assert "ex2.approx.ftz.f32" in fp32 and re.search(r"ex2\.approx\.f32\s", fp32)
+    for dtype in ("fp16", "bf16"):
+        ptx = compiled.inspect_offline("staged", 50000, dtype, n_rows=777, cache=False, cluster=1).ptx
+        assert "ex2.approx.ftz.f32" in ptx and not re.search(r"ex2\.approx\.f32\s", ptx), dtype
+
+
+def test_register_cap_matches_shared_memory_residency_only_where_it_binds():
+    assert staged.register_cap(53280, 8) == 64  # 4 programs of 256 threads by shared memory
+    assert staged.register_cap(65568, 8) == 80  # 3
+    assert staged.register_cap(28704, 8) == 0  # 7 programs: a cap of 32 would serialize the loads
+    assert staged.register_cap(131136, 16) == 0  # one program of 512 threads: registers bind nothing
+    plan = staged.plan(777, 100000, torch.bfloat16)
+    assert plan.compile_options == {"maxnreg": 64}
+
+
+@needs_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("cluster", [1, 4])
+def test_fp32_rows_both_sides_of_the_ftz_range_on_gpu(cluster):
+    """Rows whose values span less than FTZ_SAFE_RANGE take ex2.approx.ftz, wider ones gl.exp: the subnormal
+    outputs of the wide rows must survive (ftz would flush them to 0), -inf and a chunk of -inf take either."""
+    from profiling.numerics.ulp import round_to_dtype, ulp_distance
+
+    torch.manual_seed(cluster)
+    n_cols = 40000
+    x = torch.randn(6, n_cols, device="cuda", dtype=torch.float32)
+    x[1, ::7] = -90.0  # range ~94 > 87: gl.exp; exp(-94) / sum (~1e3) is an fp32 subnormal
+    x[2, 5] = -float("inf")  # -inf among normals: ftz
+    x[3, : n_cols // 2] = -float("inf")  # the first chunks all -inf
+    x[4] *= 20  # range ~ 180
+    x[5, 3] = 80.0  # a range of ~85 from the max: ftz, every exp a normal number
+    y = softmax(x, "staged", cluster=cluster)
+    assert_softmax_close(y, x, f"staged fp32 cluster={cluster}")
+    expected = round_to_dtype(torch.softmax(x.double(), -1), torch.float32)
+    subnormal = (expected != 0) & (expected.abs() < torch.finfo(torch.float32).tiny)
+    assert subnormal[1].any() and subnormal[4].any()
+    assert (y[subnormal] != 0).all(), "a subnormal output was flushed to 0"
+    normal = [0, 2, 3]  # standard-normal rows: the GPU budget of test_numerics; the others (outputs down to 1e-35)
+    # carry the approximate exp's larger error on far-from-max values (docs/kernel-changes.md 7), gl.exp's as well
+    assert ulp_distance(y[normal], expected[normal]).max().item() <= 64

@@ -87,9 +87,10 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
     lines = [record for records in by_shape.values() for record in records]
     log = tv.read_tune_logs()
     assert len(log) == len(lines)
-    assert tv.log_sources(log, "fp16", 4096, 32768) == ["h200_challenge_cluster.jsonl"]
+    assert tv.log_sources(log, "fp16", 4096, 32768) == ["h200_challenge_staged_lean16.jsonl"]
     assert tv.log_sources(log, "fp16", 4096, 1000) == ["h200_challenge_tiebreak16.jsonl"]
-    assert tv.log_sources(log, "fp32", 4096, 16384) == ["h200_challenge_stagedrows32.jsonl"]
+    assert tv.log_sources(log, "fp32", 4096, 16384) == ["h200_challenge_staged_fp32range.jsonl"]
+    assert tv.log_sources(log, "fp32", 4096, 12000) == ["h200_challenge_stagedrows32.jsonl"]
     assert tv.log_sources(log, "fp32", 4096, 2048) == ["h200_challenge_tiebreak32.jsonl"]
     assert tv.log_sources(log, "fp16", 4096, 32769) == [tv.TUNE_LOG_PATH.name]  # no challenger ran at odd N
     table = tv.entries_table(auto.load_table(H200))

@@ -234,7 +234,7 @@ def clear_choices() -> None:
     _CHOICES.clear()
     _EAGER.clear()
     _FAST.clear()
-    module = native.load() if native._tried else None
+    module = native.loaded()
     if module is not None:
         module.clear()
     _NATIVE_RUN = None
@@ -404,12 +404,25 @@ def _register_native(launch: tuple, x: torch.Tensor, y: torch.Tensor) -> bool:
 _FAST: dict[tuple, _Seen] = {}  # (shape, dtype, device) of a CUDA input seen before -> what its calls take
 
 
+def native_call(x: torch.Tensor) -> torch.Tensor | None:
+    """A repeated input's whole call in C++ (kernels/native.py), or None (none registered, autograd, subclasses,
+    a new shape): the first try of both public entries, kernels.softmax(variant="auto") and softmax_auto."""
+    return None if _NATIVE_RUN is None else _NATIVE_RUN(x)
+
+
 def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim with the variant and tunables tuned for this GPU, dtype and shape."""
     if not tunables and _NATIVE_RUN is not None:
         y = _NATIVE_RUN(x)  # a repeated input's whole call in C++, or None
         if y is not None:
             return y
+    return softmax_auto_after_native(x, tunables)
+
+
+def softmax_auto_after_native(x: torch.Tensor, tunables: dict) -> torch.Tensor:
+    """softmax_auto once the native replay has declined x (or was not tried): the Python replay of a repeated
+    input, the eager route, or the checked first call. kernels.softmax(variant="auto") calls it after its own native
+    try, so a miss looks the input up once."""
     if not tunables and type(x) is torch.Tensor and not (x.requires_grad and torch.is_grad_enabled()):
         seen = _FAST.get((x.shape, x.dtype, x.device))  # the choice made for this input before: no re-validation
         if seen is not None:

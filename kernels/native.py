@@ -95,6 +95,10 @@ class BuildResult:
     seconds: float  # compile wall time (0 when the build existed)
     cached: bool
 
+    def summary(self) -> str:
+        """One line for scripts and the CLI: 'cached (path)' or 'N.N s (path)'."""
+        return f"{'cached' if self.cached else f'{self.seconds:.1f} s'} ({self.path})"
+
 
 def build(force: bool = False) -> BuildResult:
     """Compile the module unless this source's build exists (RuntimeError with the compiler's message if it fails).
@@ -148,6 +152,11 @@ def load() -> ModuleType | None:
         return None
     _loaded = module
     return module
+
+
+def loaded() -> ModuleType | None:
+    """The module if load() has already loaded it, else None; never tries to load."""
+    return _loaded
 
 
 def load_error() -> str | None:

@@ -147,6 +147,8 @@ def softmax(x: torch.Tensor, dim: int | str = -1, variant: str | None = None, *,
             y = run(x)
             if y is not None:
                 return y
+        if type(x) is torch.Tensor and not (x.requires_grad and torch.is_grad_enabled()):
+            return auto.softmax_auto_after_native(x, {})
     if isinstance(dim, str):  # softmax(x, "online"): the variant, as before `dim` existed
         if variant is not None:
             raise TypeError(f"softmax: variant given twice ({dim!r} and {variant!r}); allowed: one of them")

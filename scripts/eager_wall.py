@@ -81,7 +81,7 @@ def main() -> int:
     args = parser.parse_args()
     if not args.no_native:
         result = native.build()
-        print(f"native build: {'cached' if result.cached else f'{result.seconds:.1f} s'} ({result.path})")
+        print(f"native build: {result.summary()}")
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, native module: "
           f"{'loaded' if native.load() is not None else native.load_error()}; best of {args.rounds} interleaved "
           f"rounds of {args.calls} calls; us per call (auto / torch of the same pass)")

@@ -93,7 +93,7 @@ def main() -> int:
     module = None
     if not args.no_native:
         result = native.build()
-        print(f"native build: {'cached' if result.cached else f'{result.seconds:.1f} s'} ({result.path})")
+        print(f"native build: {result.summary()}")
         module = native.load()
     dtype_name, n_rows, n_cols = args.shape.split(":")
     dtype = kernels.dtype_from_name(dtype_name)

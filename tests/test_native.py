@@ -284,11 +284,11 @@ def test_the_public_entry_tries_the_native_run_first_for_auto(monkeypatch):
     assert kernels.softmax(x, variant="auto") is answer and len(taken) == 1
     other = torch.randn(3, 4)  # the run declines: the usual path
     assert_softmax_close(kernels.softmax(other, variant="auto"), other)
-    assert len(taken) == 3  # once in kernels.softmax, once in softmax_auto
+    assert len(taken) == 2  # a miss is looked up once: kernels.softmax goes on to softmax_auto_after_native
     for call in (lambda: kernels.softmax(x, 0, variant="auto"), lambda: kernels.softmax(x, variant="teaching"),
                  lambda: kernels.softmax(x, variant="auto", out=torch.empty(2, 4))):
         call()
-    assert all(t.shape != (2, 4) for t in taken[3:])  # other dims, variants and out= skip the first try
+    assert all(t.shape != (2, 4) for t in taken[2:])  # other dims, variants and out= skip the first try
 
 
 @pytest.mark.slow

@@ -52,6 +52,8 @@ retuned_text = "".join(f" Retuned {r.get('made_at', '?')} ({r.get('shapes', '?')
 st.caption(f"`{path}` — {table.get('gpu', '?')} (sm {table.get('compute_capability', '?')}), made "
            f"{table.get('made_at', '?')} with torch {table.get('torch_version', '?')}, Triton "
            f"{table.get('triton_version', '?')}; timing: {table.get('timing', '?')}.{retuned_text}")
+native_state, native_text = tuning_view.native_replay_status()
+(st.info if native_state == "not in use" else st.caption)(native_text)
 
 st.subheader("Pick for a shape")
 c1, c2, c3 = st.columns(3)

@@ -334,3 +334,23 @@ def nearest_measured_n(df: pd.DataFrame, dtype: str, n_rows: int, n_cols: int, c
     """The `count` measured N (of `dtype`, R) closest to `n_cols` in log2 distance, for 'not measured' notes."""
     values = sorted({int(n) for n in df.loc[(df["dtype"] == dtype) & (df["n_rows"] == int(n_rows)), "n_cols"]})
     return sorted(sorted(values, key=lambda n: abs(math.log2(n) - math.log2(max(1, n_cols))))[:count])
+
+
+def native_replay_status() -> tuple[str, str]:
+    """(state, one line) on how `auto`'s repeated calls run in this process, state one of 'in use', 'not in use'
+    (the native module of kernels/native.py off, not built or failing to load) and 'no GPU'. Loads the module if
+    built; never compiles."""
+    import torch
+
+    from kernels import native
+
+    if not torch.cuda.is_available():
+        return "no GPU", ("Repeated calls: no CUDA GPU in this process, so `auto` replays nothing here; on a GPU box "
+                          "its repeated inputs run in one C++ call once `make native` has built the module (section "
+                          "14 of docs/kernel-changes.md).")
+    module = native.load()
+    if module is None:
+        return "not in use", (f"Repeated calls: native replay not in use ({native.load_error()}); `auto` replays "
+                              "them from Python, a few µs more host time per call. `make native` builds it once.")
+    return "in use", (f"Repeated calls: native replay loaded (`{native.module_path()}`): one C++ call per repeated "
+                      "input.")

@@ -154,3 +154,19 @@ def test_backend_comparison_is_relative_to_auto() -> None:
     assert compared["median_us"].is_monotonic_increasing
     assert tv.backend_comparison(table, "fp16", 4096, 5000, "cuda_graph").empty
     assert tv.nearest_measured_n(table, "fp16", 4096, 5000) == [1001, 4096]  # measured: 128, 1000, 1001, 4096, ...
+
+
+def test_native_replay_status_names_why_it_is_not_in_use(monkeypatch) -> None:
+    from kernels import native
+
+    state, text = tv.native_replay_status()
+    if not torch.cuda.is_available():
+        assert state == "no GPU" and "no CUDA GPU" in text
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(native, "load", lambda: None)
+    monkeypatch.setattr(native, "load_error", lambda: "not built (python -m profiling native --build)")
+    state, text = tv.native_replay_status()
+    assert state == "not in use" and "not built" in text and "make native" in text
+    monkeypatch.setattr(native, "load", lambda: object())
+    state, text = tv.native_replay_status()
+    assert state == "in use" and "loaded" in text

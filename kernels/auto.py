@@ -404,12 +404,6 @@ def _register_native(launch: tuple, x: torch.Tensor, y: torch.Tensor) -> bool:
 _FAST: dict[tuple, _Seen] = {}  # (shape, dtype, device) of a CUDA input seen before -> what its calls take
 
 
-def native_call(x: torch.Tensor) -> torch.Tensor | None:
-    """A repeated input's whole call in C++ (kernels/native.py), or None (none registered, autograd, subclasses,
-    a new shape): the first try of both public entries, kernels.softmax(variant="auto") and softmax_auto."""
-    return None if _NATIVE_RUN is None else _NATIVE_RUN(x)
-
-
 def softmax_auto(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     """Softmax over the last dim with the variant and tunables tuned for this GPU, dtype and shape."""
     if not tunables and _NATIVE_RUN is not None:

@@ -105,33 +105,46 @@ def _numerators(values, shift, offset, FORM: gl.constexpr):
 
 
 @gluon.jit
-def _sum_pass(part0, part1, part2, lanes, width, shift, offset, LAYOUT: gl.constexpr, SLICE: gl.constexpr,
-              PART0: gl.constexpr, PART1: gl.constexpr, SLICES: gl.constexpr, WHOLE: gl.constexpr,
-              FORM: gl.constexpr):
-    """Per lane, the sum over the staged slices of _numerators (lanes past the chunk's width: 0)."""
-    total = gl.zeros([SLICE], gl.float32, LAYOUT)
-    for i in gl.static_range(SLICES):
-        values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(LAYOUT).to(gl.float32)
-        numerators = _numerators(values, shift, offset, FORM)
-        if i >= WHOLE:
-            numerators = gl.where(i * SLICE + lanes < width, numerators, 0.0)
-        total += numerators
+def _exp_pass(part0, part1, part2, lanes, width, target, shift, low, offset, inverse, LAYOUT: gl.constexpr,
+              SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr, SLICES: gl.constexpr,
+              WHOLE: gl.constexpr, EXP: gl.constexpr, STORE: gl.constexpr):
+    """_pass in _numerators' form for EXP: fp32 (EXP 0) form 3 where every finite value of the chunk (the smallest
+    being `low`) lies within FTZ_SAFE_RANGE of `shift`, gl.exp (form 0) otherwise; 16-bit the form EXP."""
+    if EXP == 0:
+        if shift - low <= FTZ_SAFE_RANGE:  # every exp of this chunk a normal number (or exactly 0)
+            total = _pass(part0, part1, part2, lanes, width, target, shift, offset, inverse, LAYOUT, SLICE, PART0,
+                          PART1, SLICES, WHOLE, 3, STORE)
+        else:
+            total = _pass(part0, part1, part2, lanes, width, target, shift, offset, inverse, LAYOUT, SLICE, PART0,
+                          PART1, SLICES, WHOLE, 0, STORE)
+    else:
+        total = _pass(part0, part1, part2, lanes, width, target, shift, offset, inverse, LAYOUT, SLICE, PART0, PART1,
+                      SLICES, WHOLE, EXP, STORE)
     return total
 
 
 @gluon.jit
-def _store_pass(part0, part1, part2, lanes, width, target, row_max, offset, inverse, LAYOUT: gl.constexpr,
-                SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr, SLICES: gl.constexpr,
-                WHOLE: gl.constexpr, FORM: gl.constexpr):
-    """Store _numerators x inverse of every staged slice (lanes past the chunk's width: not stored)."""
+def _pass(part0, part1, part2, lanes, width, target, shift, offset, inverse, LAYOUT: gl.constexpr,
+          SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr, SLICES: gl.constexpr, WHOLE: gl.constexpr,
+          FORM: gl.constexpr, STORE: gl.constexpr):
+    """One pass over the staged slices: STORE False, per lane the sum of _numerators (lanes past the chunk's width:
+    0); STORE True, _numerators x inverse stored (lanes past the width: not stored), sums 0."""
+    total = gl.zeros([SLICE], gl.float32, LAYOUT)
     for i in gl.static_range(SLICES):
-        cols = i * SLICE + lanes
         values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(LAYOUT).to(gl.float32)
-        y = (_numerators(values, row_max, offset, FORM) * inverse).to(target.dtype.element_ty)
-        if i < WHOLE:
-            gl.store(target + cols, y)
+        numerators = _numerators(values, shift, offset, FORM)
+        if STORE:
+            cols = i * SLICE + lanes
+            y = (numerators * inverse).to(target.dtype.element_ty)
+            if i < WHOLE:
+                gl.store(target + cols, y)
+            else:
+                gl.store(target + cols, y, mask=cols < width)
         else:
-            gl.store(target + cols, y, mask=cols < width)
+            if i >= WHOLE:
+                numerators = gl.where(i * SLICE + lanes < width, numerators, 0.0)
+            total += numerators
+    return total
 
 
 @gluon.jit
@@ -211,31 +224,20 @@ def row_softmax_staged_kernel(output_ptr, input_ptr, input_row_stride, output_ro
         shift = row_max
     offset = _log2_offset(shift, EXP)
     if EXP == 0:
-        row_min = gl.min(low, axis=0)
-        if shift - row_min <= FTZ_SAFE_RANGE:  # every exp of this chunk a normal number (or exactly 0)
-            total = _sum_pass(part0, part1, part2, lanes, width, shift, offset, layout, SLICE, PART0, PART1,
-                              SLICES, WHOLE, 3)
-        else:
-            total = _sum_pass(part0, part1, part2, lanes, width, shift, offset, layout, SLICE, PART0, PART1,
-                              SLICES, WHOLE, 0)
+        row_min = gl.min(low, axis=0)  # decides fp32's exp form (_exp_pass)
     else:
-        total = _sum_pass(part0, part1, part2, lanes, width, shift, offset, layout, SLICE, PART0, PART1, SLICES,
-                          WHOLE, EXP)
+        row_min = shift  # unused
+    total = _exp_pass(part0, part1, part2, lanes, width, target, shift, row_min, offset, 0.0, layout, SLICE, PART0,
+                      PART1, SLICES, WHOLE, EXP, False)
     if CLUSTER > 1:
         row_max, offset, row_sum = _row_stats(bar, row_max, gl.sum(total, axis=0), rank, CLUSTER, EXP)
         inverse = 1.0 / row_sum
     else:
         inverse = 1.0 / gl.sum(total, axis=0)  # one reciprocal per row
-    if EXP == 0:
-        if row_max - row_min <= FTZ_SAFE_RANGE:
-            _store_pass(part0, part1, part2, lanes, width, target, row_max, offset, inverse, layout, SLICE, PART0,
-                        PART1, SLICES, WHOLE, 3)
-        else:
-            _store_pass(part0, part1, part2, lanes, width, target, row_max, offset, inverse, layout, SLICE, PART0,
-                        PART1, SLICES, WHOLE, 0)
-    else:
-        _store_pass(part0, part1, part2, lanes, width, target, row_max, offset, inverse, layout, SLICE, PART0, PART1,
-                    SLICES, WHOLE, EXP)
+    _exp_pass(part0, part1, part2, lanes, width, target, row_max, row_min, offset, inverse, layout, SLICE, PART0,
+              PART1, SLICES, WHOLE, EXP, True)
+
+
 
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
@@ -302,8 +304,9 @@ def register_cap(chunk_bytes: int, num_warps: int) -> int:
     many programs share an SM as its shared memory does (sm_90), where that is 64 to 120. There ptxas' own choice
     (up to 80, prefetching shared loads) can cost a resident program (bf16 at 25000 columns per program: 74
     registers, 3 programs per SM where shared memory holds 4); below 64 a cap makes it serialize the loads instead
-    (H200, data/probe_lean_wide_h200.csv: fp16 777x100000 over 7 programs at 32 registers 78% of copy, uncapped
-    87%), and at 128 or more registers bind nothing."""
+    (H200, fp16 777x100000 over 7 programs against 4, one run each: capped at 32 registers 94.2 vs 79.8 us,
+    data/logs/probe_lean_wide_capped_h200.csv; uncapped 78.0 vs 80.9 us, data/probe_lean_wide_h200.csv), and at
+    128 or more registers bind nothing."""
     threads = 32 * num_warps
     programs = max(1, min(SM_THREADS // threads, SM_SHARED_BYTES // (chunk_bytes + SHARED_OVERHEAD_BYTES)))
     cap = SM_REGISTERS // (programs * threads) // 8 * 8

@@ -75,8 +75,8 @@ def test_offline_sm90_compile_stages_rows_and_reads_each_slice_three_times(dtype
     slices = c["PART0"] + c["PART1"] + c["PART2"]
     copies = re.findall(r"cp\.async\.(c[ag])\.shared\.global", info.ptx)
     assert set(copies) == {copy} and len(copies) == slices  # one copy per thread per slice: 16 (cg) or 4 (ca) bytes
-    assert set(re.findall(r"st\.global\.(\S+)", info.ptx)) == {"v4.b32" if c["VEC"] * torch_dtype.itemsize == 16
-                                                                 else "b32"}
+    assert set(re.findall(r"st\.global\.(\S+)", info.ptx)) == {"cs.v4.b32" if c["VEC"] * torch_dtype.itemsize == 16
+                                                                 else "cs.b32"}  # streaming stores only
     assert info.shared_bytes >= plan.rows_per_program * plan.tile_width * torch_dtype.itemsize
     assert info.n_regs <= max_registers and info.spill_store_bytes == 0  # the passes re-read shared memory
 

@@ -26,6 +26,7 @@ Candidate = tuple[str, dict[str, int]]
 Timer = Callable[[Callable[[], object]], float]  # zero-arg closure -> median microseconds
 RECHECK_TOP, RECHECK_ROUNDS = 3, 3  # configs timed again after the first pass, and how many interleaved rounds
 TIE_FRACTION = 0.03  # rechecked configs within 3% of the fastest are a tie for break_ties
+TIEBREAK_ROUNDS = 3  # interleaved rounds of the tie-break timer; a tied config's tiebreak_us is their median
 
 
 SPLITROW_SHAPES: tuple[tuple[int, int], ...] = ((2048, 2), (4096, 4), (8192, 8), (16384, 16))  # (chunk, warps)
@@ -118,9 +119,12 @@ def _check(output: torch.Tensor, x: torch.Tensor) -> str:
 
 
 def tune_shape(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, device: str = "cuda",
-               candidate_list: Iterable[Candidate] | None = None, tiebreak: Timer | None = None) -> list[dict]:
+               candidate_list: Iterable[Candidate] | None = None, tiebreak: Timer | None = None,
+               incumbent: Candidate | None = None) -> list[dict]:
     """Time torch.softmax and every candidate for one shape; one record per config (us = median). With
-    `tiebreak`, a tie after the recheck is broken by that timer (break_ties)."""
+    `tiebreak`, a tie after the recheck is broken by that timer (break_ties). `incumbent` (a table's current pick
+    when retuning it) is timed first and always rechecked, so it is never replaced without a side-by-side
+    re-measurement (its record gets `incumbent`: True)."""
     x = torch.randn(n_rows, n_cols, device=device, dtype=dtype)
     records = []
     start = time.perf_counter()
@@ -128,7 +132,10 @@ def tune_shape(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, devic
     records.append({"variant": "torch", "tunables": {}, "median_us": torch_us, "error": "",
                     "seconds": time.perf_counter() - start})
     calls: dict[int, Callable[[], object]] = {0: lambda: torch.softmax(x, dim=-1)}
-    for variant, tunables in candidate_list if candidate_list is not None else candidates(n_rows, n_cols, dtype):
+    configs = list(candidate_list) if candidate_list is not None else candidates(n_rows, n_cols, dtype)
+    if incumbent is not None:
+        configs = [incumbent] + [c for c in configs if c != incumbent]
+    for variant, tunables in configs:
         start = time.perf_counter()
         record = {"variant": variant, "tunables": tunables, "median_us": math.nan, "error": ""}
         try:
@@ -141,7 +148,9 @@ def tune_shape(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, devic
             record["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
         record["seconds"] = time.perf_counter() - start
         records.append(record)
-    recheck(records, calls, timer)
+    if incumbent is not None:
+        records[1]["incumbent"] = True
+    recheck(records, calls, timer, always=(1,) if incumbent is not None else ())
     if tiebreak is not None:
         break_ties(records, calls, tiebreak)
     torch_us = records[0]["median_us"]
@@ -151,17 +160,18 @@ def tune_shape(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, devic
 
 
 def recheck(records: list[dict], calls: dict[int, Callable[[], object]], timer: Timer,
-            top: int = RECHECK_TOP, rounds: int = RECHECK_ROUNDS) -> None:
-    """Time the `top` fastest configs of the first pass and torch again, interleaved over `rounds` rounds (the
-    order rotating each round), and rank them by the median of their rounds: a choice one re-measurement would
-    reverse is not kept. Rechecked records get `first_us` (the first pass) and `recheck_us` (every round's us);
-    their `median_us` becomes the median over the rounds. Marks the first-pass winner `reversed` when it lost."""
+            top: int = RECHECK_TOP, rounds: int = RECHECK_ROUNDS, always: Iterable[int] = ()) -> None:
+    """Time the `top` fastest configs of the first pass, torch and the records at `always` (a table's incumbent)
+    again, interleaved over `rounds` rounds (the order rotating each round), and rank them by the median of their
+    rounds: a choice one re-measurement would reverse is not kept. Rechecked records get `first_us` (the first pass)
+    and `recheck_us` (every round's us); their `median_us` becomes the median over the rounds. Marks the first-pass
+    winner `reversed` when it lost."""
     timed = [i for i, r in enumerate(records) if i in calls and not r["error"] and math.isfinite(r["median_us"])]
     if not timed:
         return
     first_winner = min(timed, key=lambda i: records[i]["median_us"])
     chosen = sorted(timed, key=lambda i: records[i]["median_us"])[:top]
-    chosen += [0] if 0 not in chosen and 0 in timed else []
+    chosen += [i for i in (0, *always) if i in timed and i not in chosen]
     rounds_us: dict[int, list[float]] = {i: [] for i in chosen}
     for round_index in range(rounds):
         shift = round_index % len(chosen)
@@ -176,9 +186,11 @@ def recheck(records: list[dict], calls: dict[int, Callable[[], object]], timer: 
 
 
 def break_ties(records: list[dict], calls: dict[int, Callable[[], object]], tiebreak: Timer,
-               tie: float = TIE_FRACTION) -> None:
+               tie: float = TIE_FRACTION, rounds: int = TIEBREAK_ROUNDS) -> None:
     """Among the rechecked configs within `tie` (a fraction) of the fastest, mark the one `tiebreak` times fastest
-    `chosen` (each tied record gets `tiebreak_us`): two configs the tuner's timer cannot tell apart are told apart
+    `chosen`, timed over `rounds` interleaved rounds (order rotating; each tied record gets `tiebreak_us`, the median
+    of its rounds, and `tiebreak_rounds_us`: one replay timing of a ~3 us kernel moved 5% between H200 runs,
+    docs/kernel-changes.md section 16): two configs the tuner's timer cannot tell apart are told apart
     by another GPU-time method (CUDA-graph replay: where the input stays in L2, a kernel's issue rate shows; H200,
     data/tuning/h200_challenge_lean16.jsonl: fp16 4096x2048 teaching 12.74 us vs warprows 12.88 us flushed, and at
     5000x1536 teaching takes 1.25x warprows' time under replay, data/bench_offgrid_h200.md)."""
@@ -189,8 +201,14 @@ def break_ties(records: list[dict], calls: dict[int, Callable[[], object]], tieb
     tied = [i for i in rechecked if records[i]["median_us"] <= fastest * (1 + tie)]
     if len(tied) < 2:
         return
+    rounds_us: dict[int, list[float]] = {i: [] for i in tied}
+    for round_index in range(rounds):
+        shift = round_index % len(tied)
+        for i in tied[shift:] + tied[:shift]:
+            rounds_us[i].append(tiebreak(calls[i]))
     for i in tied:
-        records[i]["tiebreak_us"] = tiebreak(calls[i])
+        records[i]["tiebreak_rounds_us"] = [round(us, 3) for us in rounds_us[i]]
+        records[i]["tiebreak_us"] = statistics.median(rounds_us[i])
     records[min(tied, key=lambda i: records[i]["tiebreak_us"])]["chosen"] = True
 
 
@@ -223,10 +241,14 @@ def check_off_grid(shapes: Iterable[tuple[str, int, int]], timer: Timer, device:
 
 def best_entries(records: list[dict]) -> list[dict]:
     """The fastest error-free config per (dtype, n_rows, n_cols), or the one a tie-break marked `chosen`; 'torch'
-    where no Triton config beat it."""
+    where no Triton config beat it. Where a shape was rechecked, only rechecked configs compete: a config timed once
+    does not win on a first-pass median against medians that include the recheck's rounds."""
+    rechecked = {(r["dtype"], r["n_rows"], r["n_cols"]) for r in records if "recheck_us" in r}
     best: dict[tuple, dict] = {}
     for record in records:
         if record["error"] or not math.isfinite(record["median_us"]):
+            continue
+        if (record["dtype"], record["n_rows"], record["n_cols"]) in rechecked and "recheck_us" not in record:
             continue
         key = (record["dtype"], record["n_rows"], record["n_cols"])
         if key in best and best[key].get("chosen"):
@@ -257,8 +279,9 @@ def challenge(table: dict, dtypes: Iterable[str], variants: Iterable[str], timer
               on_shape: Callable[[list[dict]], None] | None = None, device: str = "cuda",
               max_n: int | None = None, tiebreak: Timer | None = None) -> tuple[list[dict], float]:
     """Retune part of a table against new variants: on each of its shapes with min_n <= N <= max_n (in `dtypes`), torch,
-    the table's own pick and every candidate of `variants` are timed (with the recheck). Returns the records and
-    the seconds spent; `merge_table` folds the winners in."""
+    the table's own pick and every candidate of `variants` are timed (with the recheck, which always includes the
+    table's pick: it is replaced only by a config that beat it side by side). Returns the records and the seconds
+    spent; `merge_table` folds the winners in."""
     start = time.perf_counter()
     variants = list(variants)
     records: list[dict] = []
@@ -266,12 +289,12 @@ def challenge(table: dict, dtypes: Iterable[str], variants: Iterable[str], timer
         if entry["dtype"] not in dtypes or int(entry["n_cols"]) < min_n or (max_n and int(entry["n_cols"]) > max_n):
             continue
         n_rows, n_cols, dtype = int(entry["n_rows"]), int(entry["n_cols"]), dtype_from_name(entry["dtype"])
-        incumbent = [] if entry["variant"] == "torch" else [(entry["variant"], dict(entry.get("tunables", {})))]
-        challengers = [c for c in candidates(n_rows, n_cols, dtype, variants) if c not in incumbent]
+        incumbent = None if entry["variant"] == "torch" else (entry["variant"], dict(entry.get("tunables", {})))
+        challengers = [c for c in candidates(n_rows, n_cols, dtype, variants) if c != incumbent]
         if not challengers:  # nothing new runs here (odd N for 16-bit staging): the entry stands
             continue
-        records += _tune_and_report(n_rows, n_cols, dtype, timer, device, on_shape, incumbent + challengers,
-                                    tiebreak)
+        records += _tune_and_report(n_rows, n_cols, dtype, timer, device, on_shape, challengers, tiebreak,
+                                    incumbent)
     return records, time.perf_counter() - start
 
 
@@ -379,9 +402,10 @@ def tune(dtypes: Iterable[str], n_values: Iterable[int] | None, timer: Timer, ro
 
 def _tune_and_report(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, device: str,
                      on_shape: Callable[[list[dict]], None] | None,
-                     candidate_list: list[Candidate] | None = None, tiebreak: Timer | None = None) -> list[dict]:
+                     candidate_list: list[Candidate] | None = None, tiebreak: Timer | None = None,
+                     incumbent: Candidate | None = None) -> list[dict]:
     """tune_shape, then hand its records to `on_shape` and give the shape's memory back."""
-    shape_records = tune_shape(n_rows, n_cols, dtype, timer, device, candidate_list, tiebreak)
+    shape_records = tune_shape(n_rows, n_cols, dtype, timer, device, candidate_list, tiebreak, incumbent)
     if on_shape:
         on_shape(shape_records)
     if torch.cuda.is_available():

@@ -35,7 +35,9 @@ TUNE_LOG_PATHS: tuple[Path, ...] = (TUNE_LOG_PATH, dd.ROOT / "data" / "tuning" /
                                     dd.ROOT / "data" / "tuning" / "h200_grid_mid.jsonl",
                                     dd.ROOT / "data" / "tuning" / "h200_challenge_n8192.jsonl",
                                     dd.ROOT / "data" / "tuning" / "h200_challenge_staged_lean16.jsonl",
-                                    dd.ROOT / "data" / "tuning" / "h200_challenge_staged_fp32range.jsonl")
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_staged_fp32range.jsonl",
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_bf16_exp.jsonl",
+                                    dd.ROOT / "data" / "tuning" / "h200_challenge_stagedrows_cs.jsonl")
 DTYPES = ("fp16", "bf16", "fp32")
 DTYPE_ORDER = {"fp16": ("fp16", "bf16", "fp32"), "bf16": ("bf16", "fp16", "fp32"), "fp32": ("fp32", "fp16", "bf16")}
 LOG_COLUMNS = ("dtype", "n_rows", "n_cols", "variant", "tunables", "median_us", "torch_us", "error", "seconds")
@@ -253,7 +255,7 @@ def read_tune_log(path: str | Path = TUNE_LOG_PATH) -> pd.DataFrame:
                          f"record per line with {', '.join(LOG_COLUMNS)}") from None
     log = pd.DataFrame(records, columns=[*LOG_COLUMNS, *TIEBREAK_COLUMNS])  # a log before break_ties: NaN / None
     log["tiebreak_us"] = pd.to_numeric(log["tiebreak_us"], errors="coerce").astype(float)
-    log["chosen"] = log["chosen"].fillna(False).astype(bool)
+    log["chosen"] = log["chosen"].map(lambda v: v is True or v == 1)  # None / NaN (no tie-break yet): False
     log["tunables"] = log["tunables"].map(tunables_text)
     log["median_us"] = pd.to_numeric(log["median_us"], errors="coerce").astype(float)
     log["error"] = log["error"].fillna("").astype(str)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -28,6 +29,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 import kernels  # noqa: E402
+from kernels import native  # noqa: E402
 from profiling import timing  # noqa: E402
 from profiling.backends import backend_names, get_backend, unsupported_reason  # noqa: E402
 from profiling.numerics.measure import measure as measure_ulp  # noqa: E402
@@ -121,6 +123,9 @@ def main() -> int:
                         help="a kernels package of another revision: configs NAME/variant run it")
     parser.add_argument("--ulp", default="", help="comma-separated numerics inputs (normal, scale30, dominant, ...)")
     args = parser.parse_args()
+    if args.alt:  # one native module per process: an alternate's `auto` would replay the launch ours registered
+        os.environ[native.ENV] = "0"  # for the same shape (and vice versa), so both take the Python replay
+        print(f"--alt given: {native.ENV}=0 (the native replay's registry is shared by every kernels package)")
     packages = load_alternates(args.alt)
     inputs = [name for name in args.ulp.split(",") if name]
     copy_gbps = timing.measure_copy_gbps()

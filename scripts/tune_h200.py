@@ -16,8 +16,8 @@ replay (autotune.break_ties; --no-tiebreak: the fastest flushed median alone, as
 --check-off-grid then times, on the bench's off-grid shapes (R and N the tuner never saw), every candidate against
 what `auto` picks from the new table (offgrid_check.jsonl).
 --challenge retunes part of an existing table: on its shapes with --min-n <= N <= --max-n, torch, its pick and every
-candidate of --variants are timed (with the recheck) and the winners replace its entries (provenance under
-"retuned").
+candidate of --variants are timed (with the recheck, which always includes the table's pick) and the winners
+replace its entries (provenance under "retuned").
 """
 
 from __future__ import annotations

@@ -194,6 +194,7 @@ def test_a_tie_under_the_flushed_timer_is_broken_by_graph_replay():
     calls = {i: (lambda name=r["variant"]: name) for i, r in enumerate(records)}
     autotune.break_ties(records, calls, lambda fn: replay[fn()])
     assert [r.get("tiebreak_us") for r in records] == [None, 8.0, 6.5, None]
+    assert records[2]["tiebreak_rounds_us"] == [6.5] * autotune.TIEBREAK_ROUNDS
     assert [bool(r.get("chosen")) for r in records] == [False, False, True, False]
     entries = autotune.best_entries([{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 20.0}
                                      for r in records])
@@ -202,6 +203,60 @@ def test_a_tie_under_the_flushed_timer_is_broken_by_graph_replay():
              {"variant": "multirow", "tunables": {}, "median_us": 12.0, "error": "", "recheck_us": [12.0]}]
     autotune.break_ties(alone, {0: lambda: "teaching", 1: lambda: "multirow"}, lambda fn: pytest.fail("timed"))
     assert not any("chosen" in r or "tiebreak_us" in r for r in alone)
+
+
+def test_the_tie_break_takes_the_median_of_interleaved_rounds():
+    """One replay timing is noisy: warprows' lucky 5 us round does not beat teaching's steady 7 us; the rounds
+    rotate the order (teaching, warprows | warprows, teaching | teaching, warprows)."""
+    replay = {"teaching": iter([7.0, 7.0, 7.0]), "warprows": iter([5.0, 9.0, 9.0])}
+    order = []
+    records = [{"variant": name, "tunables": {}, "median_us": 10.0, "error": "", "recheck_us": [10.0]}
+               for name in ("teaching", "warprows")]
+    calls = {i: (lambda name=r["variant"]: name) for i, r in enumerate(records)}
+
+    def timer(fn):
+        order.append(fn())
+        return next(replay[order[-1]])
+
+    autotune.break_ties(records, calls, timer, rounds=3)
+    assert order == ["teaching", "warprows", "warprows", "teaching", "teaching", "warprows"]
+    assert records[1]["tiebreak_rounds_us"] == [5.0, 9.0, 9.0] and records[1]["tiebreak_us"] == 9.0
+    assert records[0].get("chosen") and not records[1].get("chosen")
+
+
+def test_a_challenged_pick_is_always_rechecked_side_by_side():
+    """The table's pick was 4th in the first pass (within noise of the top three): it is rechecked anyway and, the
+    fastest there, stays; without `always` it would have been dropped unseen."""
+    first_pass = {"torch": 20.0, "incumbent": 10.4, "a": 10.0, "b": 10.1, "c": 10.2}
+    rechecks = {"torch": 20.0, "incumbent": 9.0, "a": 10.0, "b": 10.1, "c": 10.2}
+
+    def records_and_calls():
+        records = [{"variant": name, "tunables": {}, "median_us": us, "error": ""} for name, us in first_pass.items()]
+        return records, {i: (lambda name=r["variant"]: name) for i, r in enumerate(records)}
+
+    records, calls = records_and_calls()
+    autotune.recheck(records, calls, lambda fn: rechecks[fn()], top=3, rounds=3, always=(1,))
+    assert records[1]["recheck_us"] == [9.0, 9.0, 9.0] and records[1]["median_us"] == 9.0
+    assert records[2]["reversed"] is True
+    entries = autotune.best_entries([{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 20.0}
+                                     for r in records])
+    assert entries[0]["variant"] == "incumbent"
+    records, calls = records_and_calls()
+    autotune.recheck(records, calls, lambda fn: rechecks[fn()], top=3, rounds=3)
+    assert "recheck_us" not in records[1]
+
+
+def test_a_config_timed_once_does_not_win_against_rechecked_medians():
+    """The top three drifted up on their recheck (10.0 -> 10.6); d, never rechecked, kept its first-pass 10.3: the
+    entry comes from the rechecked configs."""
+    first_pass = {"torch": 20.0, "a": 10.0, "b": 10.1, "c": 10.2, "d": 10.3}
+    records = [{"variant": name, "tunables": {}, "median_us": us, "error": ""} for name, us in first_pass.items()]
+    calls = {i: (lambda name=r["variant"]: name) for i, r in enumerate(records)}
+    autotune.recheck(records, calls, lambda fn: {"torch": 20.0}.get(fn(), 10.6), top=3, rounds=3)
+    assert "recheck_us" not in records[4] and records[4]["median_us"] < records[1]["median_us"]
+    entries = autotune.best_entries([{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 20.0}
+                                     for r in records])
+    assert entries[0]["variant"] in {"a", "b", "c"}
 
 
 def test_tune_grid_reports_each_shape_and_default_rows():
@@ -259,6 +314,8 @@ def test_challenge_retunes_part_of_a_table_and_merges_with_provenance():
     assert {(r["n_cols"]) for r in records} == {100}  # N=8 is under min_n: not retimed
     variants = {r["variant"] for r in records}
     assert variants == {"torch", "teaching", "multirow"}  # torch, the incumbent and the challengers only
+    incumbent = [r for r in records if r.get("incumbent")]
+    assert len(incumbent) == 1 and incumbent[0]["variant"] == "teaching" and "recheck_us" in incumbent[0]
     merged = autotune.merge_table(table, records, seconds, "tune --challenge")
     by_n = {e["n_cols"]: e for e in merged["entries"]}
     assert by_n[8] == table["entries"][0] and by_n[100]["variant"] == "multirow"

@@ -159,6 +159,18 @@ def tune_shape(n_rows: int, n_cols: int, dtype: torch.dtype, timer: Timer, devic
     return records
 
 
+def interleaved_rounds(indices: list[int], calls: dict[int, Callable[[], object]], timer: Timer,
+                       rounds: int) -> dict[int, list[float]]:
+    """{index: us of each round}: every call in `indices` timed once per round, the order rotating each round (so
+    drift over the rounds hits all alike)."""
+    rounds_us: dict[int, list[float]] = {i: [] for i in indices}
+    for round_index in range(rounds):
+        shift = round_index % len(indices)
+        for i in indices[shift:] + indices[:shift]:
+            rounds_us[i].append(timer(calls[i]))
+    return rounds_us
+
+
 def recheck(records: list[dict], calls: dict[int, Callable[[], object]], timer: Timer,
             top: int = RECHECK_TOP, rounds: int = RECHECK_ROUNDS, always: Iterable[int] = ()) -> None:
     """Time the `top` fastest configs of the first pass, torch and the records at `always` (a table's incumbent)
@@ -172,11 +184,7 @@ def recheck(records: list[dict], calls: dict[int, Callable[[], object]], timer: 
     first_winner = min(timed, key=lambda i: records[i]["median_us"])
     chosen = sorted(timed, key=lambda i: records[i]["median_us"])[:top]
     chosen += [i for i in (0, *always) if i in timed and i not in chosen]
-    rounds_us: dict[int, list[float]] = {i: [] for i in chosen}
-    for round_index in range(rounds):
-        shift = round_index % len(chosen)
-        for i in chosen[shift:] + chosen[:shift]:
-            rounds_us[i].append(timer(calls[i]))
+    rounds_us = interleaved_rounds(chosen, calls, timer, rounds)
     for i in chosen:
         records[i]["first_us"] = records[i]["median_us"]
         records[i]["recheck_us"] = [round(us, 3) for us in rounds_us[i]]
@@ -201,11 +209,7 @@ def break_ties(records: list[dict], calls: dict[int, Callable[[], object]], tieb
     tied = [i for i in rechecked if records[i]["median_us"] <= fastest * (1 + tie)]
     if len(tied) < 2:
         return
-    rounds_us: dict[int, list[float]] = {i: [] for i in tied}
-    for round_index in range(rounds):
-        shift = round_index % len(tied)
-        for i in tied[shift:] + tied[:shift]:
-            rounds_us[i].append(tiebreak(calls[i]))
+    rounds_us = interleaved_rounds(tied, calls, tiebreak, rounds)
     for i in tied:
         records[i]["tiebreak_rounds_us"] = [round(us, 3) for us in rounds_us[i]]
         records[i]["tiebreak_us"] = statistics.median(rounds_us[i])

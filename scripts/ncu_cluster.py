@@ -4,14 +4,16 @@ row, the register-held cluster variant, and the small-N kernels Quack still beat
 python3 scripts/ncu_cluster.py --out ncu_cluster_h200.csv
 python3 scripts/ncu_cluster.py --set smalln --cache-control none --out ncu_smalln_h200.csv   (Quack beside ours;
     needs the peers of scripts/peer_wheels.sh)
+python3 scripts/ncu_cluster.py --set liger --out ncu_liger_h200.csv   (Liger's kernel beside auto's picks where
+    Liger leads; liger-kernel from `scripts/peer_wheels.sh stage`)
 
 Runs itself under `ncu --clock-control none` (sections SpeedOfLight, Occupancy, LaunchStats, WarpStateStats; kernels
-named row_softmax* or *Softmax*: ours and Quack's), one launch per config (the first call, after which the kernel
-is compiled; a cluster's programs are co-scheduled, so kernel replay is sound), and writes ncu's CSV (one row per
-kernel x metric) with the config of each kernel, in launch order. `--cache-control none` leaves L2 as the previous
-pass left it (each config is replayed once per section pass, so later passes find its input in L2, close to
-CUDA-graph replay of an L2-sized input); the default `all` flushes before every pass (DRAM-bound, as the flushed
-timing).
+named row_softmax*, *Softmax* or *_softmax_*: ours, Quack's and Liger's), one launch per config (the first call,
+after which the kernel is compiled; a cluster's programs are co-scheduled, so kernel replay is sound), and writes
+ncu's CSV (one row per kernel x metric) with the config of each kernel, in launch order. `--cache-control none`
+leaves L2 as the previous pass left it (each config is replayed once per section pass, so later passes find its
+input in L2, close to CUDA-graph replay of an L2-sized input); the default `all` flushes before every pass
+(DRAM-bound, as the flushed timing).
 """
 
 from __future__ import annotations
@@ -47,7 +49,16 @@ SMALLN_CONFIGS = [  # mid N, where Quack leads under CUDA-graph replay (data/pro
     ("stagedrows", "stagedrows", "fp16", 3000, 5000, {"threads_per_row": 128, "num_warps": 4}),
     ("teaching", "teaching", "fp16", 3000, 5000, {"num_warps": 4}),
 ]
-CONFIG_SETS = {"cluster": CONFIGS, "smalln": SMALLN_CONFIGS}
+LIGER_CONFIGS = [  # the bench shapes (2026-12-03) where Liger's one program per row is 0.5-2.2% ahead of auto's pick
+    ("liger", "liger", "fp32", 2048, 12345, {}), ("auto pick", "teaching", "fp32", 2048, 12345, {"num_warps": 16}),
+    ("liger", "liger", "fp32", 5000, 1536, {}),
+    ("auto pick", "stagedrows", "fp32", 5000, 1536, {"threads_per_row": 32, "num_warps": 4}),
+    ("liger", "liger", "fp32", 4096, 1000, {}),
+    ("auto pick", "multirow", "fp32", 4096, 1000, {"rows_per_program": 1, "num_warps": 2}),
+    ("liger", "liger", "fp32", 16384, 8192, {}),
+    ("auto pick", "stagedrows", "fp32", 16384, 8192, {"threads_per_row": 64, "num_warps": 4}),
+]
+CONFIG_SETS = {"cluster": CONFIGS, "smalln": SMALLN_CONFIGS, "liger": LIGER_CONFIGS}
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats")
 SMALLN_SECTIONS = (*SECTIONS, "MemoryWorkloadAnalysis", "SchedulerStats")
 
@@ -60,8 +71,8 @@ def launch_all(configs: list) -> None:
 
     for _, variant, dtype, n_rows, n_cols, tunables in configs:
         x = torch.randn(n_rows, n_cols, device="cuda", dtype=kernels.dtype_from_name(dtype))
-        if variant == "quack":
-            get_backend("quack").prepare(x)()  # one launch: prepare compiles without launching the kernel
+        if variant in ("quack", "liger"):
+            get_backend(variant).prepare(x)()  # one launch: prepare compiles without launching the kernel
         else:
             kernels.softmax(x, variant=variant, **tunables)
         torch.cuda.synchronize()
@@ -84,7 +95,7 @@ def main() -> int:
         parser.error("--out is required")
     sections = SMALLN_SECTIONS if args.set == "smalln" else SECTIONS
     command = [args.ncu, "--clock-control", "none", "--cache-control", args.cache_control, "--target-processes",
-               "all", "--kernel-name", "regex:row_softmax|Softmax",
+               "all", "--kernel-name", "regex:row_softmax|Softmax|_softmax_",
                *[part for section in sections for part in ("--section", section)], "--csv", "--page", "details",
                sys.executable, __file__, "--launch", "--set", args.set]
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})

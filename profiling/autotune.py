@@ -250,11 +250,10 @@ def best_entries(records: list[dict]) -> list[dict]:
     rechecked = {(r["dtype"], r["n_rows"], r["n_cols"]) for r in records if "recheck_us" in r}
     best: dict[tuple, dict] = {}
     for record in records:
-        if record["error"] or not math.isfinite(record["median_us"]):
-            continue
-        if (record["dtype"], record["n_rows"], record["n_cols"]) in rechecked and "recheck_us" not in record:
-            continue
         key = (record["dtype"], record["n_rows"], record["n_cols"])
+        unranked = key in rechecked and "recheck_us" not in record  # timed once where others were rechecked
+        if record["error"] or not math.isfinite(record["median_us"]) or unranked:
+            continue
         if key in best and best[key].get("chosen"):
             continue
         if key not in best or record.get("chosen") or record["median_us"] < best[key]["median_us"]:

@@ -219,9 +219,10 @@ def revision_notice(df: pd.DataFrame, current: Mapping[str, str] | None = None,
     stale = status == "stale"
     if stale.any():
         variants = ", ".join(sorted(df.loc[stale, "variant"].astype(str).unique()))
-        parts.append(f"{int(stale.sum()):,} row(s) ({variants}) were measured with a kernel whose source has "
-                     "changed since (their kernel_source_hash differs from this checkout's): their numbers describe "
-                     "the older kernel; the data tables mark them 'stale' in the kernel column.")
+        parts.append(f"{int(stale.sum()):,} row(s) ({variants}) were measured with a kernel whose source (for "
+                     "auto, also its tuning table) has changed since (their kernel_source_hash differs from this "
+                     "checkout's): their numbers describe the older kernel or pick; the data tables mark them "
+                     "'stale' in the kernel column.")
     version = triton_version if triton_version is not None else current_triton_version()
     other = other_triton_rows(df, version)
     if other.any():

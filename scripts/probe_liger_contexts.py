@@ -2,7 +2,7 @@
 
 python3 scripts/probe_liger_contexts.py --out liger_contexts.csv   (liger-kernel from `scripts/peer_wheels.sh stage`)
 
-The bench measured Liger there at 56-57 us, ncu and scripts/probe_kernels.py at 71-78 us (docs/kernel-changes.md
+The bench measured Liger there at 55-57 us, ncu and scripts/probe_kernels.py at 71-78 us (docs/kernel-changes.md
 section 16). The contexts: the input's values (randn as the bench, randn x 3 as the probe, both in the same memory
 by an in-place scale, and in new memory), the order (fp16/bf16 of the shape compiled and run first, as the bench
 does), the closure (the bench's `bench_shape` against `get_backend('liger').prepare` + `timing.benchmark` as the
@@ -33,7 +33,7 @@ from profiling.bench import bench_shape  # noqa: E402
 
 SHAPE = (2048, 12345)
 METHODS = ("cuda_graph", "back_to_back_flushed")
-PEER_SETS = (["liger"], ["inductor", "liger", "quack"])  # pass 1: Liger alone; pass 2: the bench's peers; 3: none
+BENCH_PEERS = {1: ["liger"], 2: ["inductor", "liger", "quack"]}  # pass -> bench_shape's peers (pass 3: none)
 
 
 def gpu_clocks() -> str:
@@ -89,19 +89,18 @@ def main() -> int:
         time_closures("randn x3, same memory", x, rows, run_pass)
         del x
         torch.cuda.empty_cache()
-        for peers in PEER_SETS[run_pass - 1:run_pass]:
+        peers = BENCH_PEERS.get(run_pass)
+        if peers:
             context = f"bench_shape after fp16, bf16, peers {','.join(peers)}"
             for dtype in (torch.float16, torch.bfloat16, torch.float32):  # the bench's order: each dtype of the shape
                 for method in METHODS:
                     row = bench_shape("offgrid", n_rows, n_cols, dtype, copy_gbps, method, peers=peers)
                     if dtype == torch.float32:
-                        rows.append({"pass": run_pass, "context": context, "config": "liger", "method": method,
-                                     "median_us": row["liger_us"], "p20_us": row["liger_p20_us"],
-                                     "p80_us": row["liger_p80_us"]})
-                        rows.append({"pass": run_pass, "context": context,
-                                     "config": f"auto ({row['auto_variant']} {row['auto_tunables']})",
-                                     "method": method, "median_us": row["auto_us"], "p20_us": row["auto_p20_us"],
-                                     "p80_us": row["auto_p80_us"]})
+                        auto_label = f"auto ({row['auto_variant']} {row['auto_tunables']})"
+                        for config, column in (("liger", "liger"), (auto_label, "auto")):
+                            rows.append({"pass": run_pass, "context": context, "config": config, "method": method,
+                                         "median_us": row[f"{column}_us"], "p20_us": row[f"{column}_p20_us"],
+                                         "p80_us": row[f"{column}_p80_us"]})
                     torch.cuda.empty_cache()
         print(f"  clocks after pass {run_pass}: {gpu_clocks()}")
     table = pd.DataFrame(rows)

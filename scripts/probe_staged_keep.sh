@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # `staged` fp32 keeping exp in shared memory (one exp per element; docs/experiments/staged_fp32_keep_exp.patch, not
 # kept), timed against the shipped `staged` and Quack in one run (H200; docs/kernel-changes.md section 17).
-# Builds the patched kernels in probe_alt/keep from this checkout (git archive HEAD kernels + the patch), so run it
-# on the machine with probe_alt carried or made there; Quack from scripts/peer_wheels.sh finish.
+# Builds the patched kernels in probe_alt/keep from this tree's kernels/ and the patch (no git needed on the GPU
+# machine); Quack from scripts/peer_wheels.sh finish.
 # Usage: bash scripts/probe_staged_keep.sh OUT_DIR
 set -euo pipefail
 out=${1:?usage: probe_staged_keep.sh OUT_DIR}
 rm -rf probe_alt/keep && mkdir -p probe_alt/keep
-git archive HEAD kernels | tar -x -C probe_alt/keep
+cp -r kernels probe_alt/keep/
 patch -s -d probe_alt/keep -p1 < docs/experiments/staged_fp32_keep_exp.patch
 python3 scripts/probe_kernels.py --alt keep=probe_alt/keep --ulp normal,scale30,dominant \
   --out "$out/probe_staged_keep.csv" \

@@ -7,9 +7,10 @@ PORT ?= 8501
 
 .PHONY: run test test-gpu native chromium clean
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
 	touch $@
 
 $(VENV)/.test-installed: $(VENV)/.installed requirements-test.txt
@@ -22,10 +23,11 @@ chromium:
 	  || { echo "could not install chromium: run as root or install it yourself"; exit 1; }; }
 
 run: $(VENV)/.installed
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT)
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.address localhost
 
 test: $(VENV)/.test-installed chromium
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q -m "not gpu"
 
 # On a GPU box: the native replay of `auto`'s repeated calls (kernels/native.py; ~15 s once, cached per torch).

@@ -72,8 +72,10 @@ def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{variant}: expected a torch.Tensor, got {type(x).__name__}")
     if x.requires_grad and torch.is_grad_enabled():  # raw launchers record no graph: never drop gradients silently
-        raise RuntimeError(f"{variant}: x requires grad and raw launchers have no autograd; allowed: "
-                           "kernels.softmax(x, variant=...) (autograd) or a call under torch.no_grad()")
+        raise RuntimeError(
+            f"{variant}: x requires grad and raw launchers have no autograd; allowed: "
+            "kernels.softmax(x, variant=...) (autograd) or a call under torch.no_grad()"
+        )
     if x.dtype not in SUPPORTED_DTYPES:
         raise TypeError(
             f"{variant}: unsupported dtype {x.dtype}; allowed: {', '.join(str(d) for d in SUPPORTED_DTYPES)}"
@@ -87,9 +89,11 @@ def check_input(x: object, variant: str, max_n: int) -> torch.Tensor:
         if x.device.type != "cpu":
             raise ValueError(f"{variant}: tensor on {x.device}; allowed with TRITON_INTERPRET=1: cpu or cuda")
         if not triton_interprets():
-            raise ValueError(f"{variant}: tensor on cpu, but TRITON_INTERPRET=1 was set after triton was imported "
-                             "(its kernels are GPU-only now); allowed: set TRITON_INTERPRET=1 before importing "
-                             "triton, or a cuda tensor")
+            raise ValueError(
+                f"{variant}: tensor on cpu, but TRITON_INTERPRET=1 was set after triton was imported "
+                "(its kernels are GPU-only now); allowed: set TRITON_INTERPRET=1 before importing "
+                "triton, or a cuda tensor"
+            )
     shape = x.shape
     if not shape:
         raise ValueError(f"{variant}: softmax needs at least one dimension, got a 0-d tensor")
@@ -148,8 +152,9 @@ def cached_plans(plan: Callable[..., LaunchPlan]) -> Callable[[int, int, torch.d
     return get
 
 
-def prepare_launch(x: object, variant: str, max_n: int, plans: Callable[[int, int, torch.dtype, dict], LaunchPlan],
-                   tunables: dict) -> tuple[torch.Tensor, LaunchPlan, torch.Tensor]:
+def prepare_launch(
+    x: object, variant: str, max_n: int, plans: Callable[[int, int, torch.dtype, dict], LaunchPlan], tunables: dict
+) -> tuple[torch.Tensor, LaunchPlan, torch.Tensor]:
     """The launcher prologue every variant shares: validated rows [R, N], the memoized plan, the output rows
     (tunable `out`, from kernels.softmax only: a checked output viewable as rows [R, N], written in place)."""
     out = tunables.pop("out", None)
@@ -210,8 +215,16 @@ _COMPILED: dict[tuple, tuple | None] = {}
 DIRECT_LAUNCH = os.environ.get("BLOCKSCOPE_DIRECT_LAUNCH", "1") != "0"  # 0: always through JITFunction.run
 
 
-def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int], num_warps: int,
-           num_stages: int = 1, cooperative: bool = False, options: dict[str, int] | None = None) -> None:
+def launch(
+    kernel,
+    grid: tuple[int, ...],
+    args: tuple,
+    constexprs: dict[str, int],
+    num_warps: int,
+    num_stages: int = 1,
+    cooperative: bool = False,
+    options: dict[str, int] | None = None,
+) -> None:
     """Launch a @triton.jit kernel: `args` are its runtime arguments in order, `constexprs` the rest by name.
 
     On a GPU the compiled kernel is cached here per (device, constexprs, options, Triton's specialization of
@@ -238,19 +251,36 @@ def launch(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int
 RECORDERS: list[list] = []  # open kernels.replay.recording() blocks, innermost last
 
 
-def run_compiled(compiled, grid: tuple[int, int, int], stream: int, packed_metadata: tuple, bound: list,
-                 hooks: tuple) -> None:
+def run_compiled(
+    compiled, grid: tuple[int, int, int], stream: int, packed_metadata: tuple, bound: list, hooks: tuple
+) -> None:
     """CompiledKernel.run of one launch (grid in programs x, y, z; packed_metadata (num_warps, num_ctas, shared
     bytes)), reported to an open replay recording as (CudaLauncher, grid, CUfunction, packed metadata, bound
     arguments, CompiledKernel)."""
-    compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, packed_metadata,
-                 compiled.launch_metadata(grid, stream, *bound), *hooks, *bound)
+    compiled.run(
+        grid[0],
+        grid[1],
+        grid[2],
+        stream,
+        compiled.function,
+        packed_metadata,
+        compiled.launch_metadata(grid, stream, *bound),
+        *hooks,
+        *bound,
+    )
     if RECORDERS:
         RECORDERS[-1].append((compiled.run, grid, compiled.function, packed_metadata, bound, compiled))
 
 
-def compiled_kernel(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict[str, int], num_warps: int,
-                    num_stages: int = 1, options: dict | None = None) -> tuple:
+def compiled_kernel(
+    kernel,
+    grid: tuple[int, ...],
+    args: tuple,
+    constexprs: dict[str, int],
+    num_warps: int,
+    num_stages: int = 1,
+    options: dict | None = None,
+) -> tuple:
     """(CompiledKernel, its bound arguments, current stream, (launch enter hook, exit hook)) of a GPU launch, for
     launchers that call CompiledKernel.run with launch metadata of their own (a cluster, more shared memory).
     `options`: more Triton compile options (maxnreg). Compiled once per key as in launch(); RuntimeError when this
@@ -259,16 +289,25 @@ def compiled_kernel(kernel, grid: tuple[int, ...], args: tuple, constexprs: dict
     if direct is None:
         import triton
 
-        raise RuntimeError(f"{kernel.__name__}: Triton {triton.__version__} has no CompiledKernel.run launch path "
-                           "(Triton 3.6 and 3.7 do); allowed: another variant")
+        raise RuntimeError(
+            f"{kernel.__name__}: Triton {triton.__version__} has no CompiledKernel.run launch path "
+            "(Triton 3.6 and 3.7 do); allowed: another variant"
+        )
     return direct
 
 
 def _direct(kernel, grid, args, constexprs, num_warps, num_stages, options) -> tuple | None:
     """The cached compiled kernel of a launch with its bound arguments, stream and hooks; None without the path."""
     device = args[0].device.index
-    key = (id(kernel), device, tuple(constexprs.items()), num_warps, num_stages, tuple(options.items()),
-           specialization_key(args))
+    key = (
+        id(kernel),
+        device,
+        tuple(constexprs.items()),
+        num_warps,
+        num_stages,
+        tuple(options.items()),
+        specialization_key(args),
+    )
     entry = _COMPILED.get(key, False)
     if entry is False:
         entry = _COMPILED[key] = _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, options)
@@ -287,8 +326,9 @@ def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, optio
         from triton import knobs
         from triton.runtime import driver
 
-        compiled = kernel.warmup(*args, grid=grid, num_warps=num_warps, num_stages=num_stages, **(options or {}),
-                                 **constexprs)
+        compiled = kernel.warmup(
+            *args, grid=grid, num_warps=num_warps, num_stages=num_stages, **(options or {}), **constexprs
+        )
         compiled._init_handles()
         slots = [constexprs[p.name] if p.is_constexpr else None for p in kernel.params]
         if sum(slot is None for slot in slots) != len(args):
@@ -318,8 +358,11 @@ def driver_blocks_per_sm(function_handle: int, num_warps: int, shared_bytes: int
     """Blocks per SM from the CUDA driver (cuOccupancyMaxActiveBlocksPerMultiprocessor) for a loaded kernel."""
     blocks = ctypes.c_int(0)
     status = _libcuda().cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        ctypes.byref(blocks), ctypes.c_void_p(function_handle), ctypes.c_int(32 * num_warps),
-        ctypes.c_size_t(shared_bytes))
+        ctypes.byref(blocks),
+        ctypes.c_void_p(function_handle),
+        ctypes.c_int(32 * num_warps),
+        ctypes.c_size_t(shared_bytes),
+    )
     if status != 0:
         raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed with CUresult {status}")
     return blocks.value

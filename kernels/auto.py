@@ -102,9 +102,12 @@ def heuristic_choice(n_rows: int, n_cols: int) -> tuple[str, dict[str, int]]:
 
 def _nearest(entries: list[dict], n_rows: int, n_cols: int) -> dict:
     """The entry closest in log2 N, then in log2 R."""
+
     def distance(entry: dict) -> tuple[float, float]:
-        return (abs(math.log2(int(entry["n_cols"])) - math.log2(n_cols)),
-                abs(math.log2(max(1, int(entry["n_rows"]))) - math.log2(max(1, n_rows))))
+        return (
+            abs(math.log2(int(entry["n_cols"])) - math.log2(n_cols)),
+            abs(math.log2(max(1, int(entry["n_rows"]))) - math.log2(max(1, n_rows))),
+        )
 
     return min(entries, key=distance)
 
@@ -143,7 +146,8 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
                 aligned = [e for e in entries if row_alignment(int(e["n_cols"]), _ITEMSIZE[e["dtype"]]) == alignment]
                 best = _nearest(aligned or entries, n_rows, n_cols)
                 if best["variant"] == "torch" and n_rows * n_cols > TORCH_REACH * int(best["n_rows"]) * int(
-                        best["n_cols"]):  # torch won a launch-bound size; this input is far larger
+                    best["n_cols"]
+                ):  # torch won a launch-bound size; this input is far larger
                     triton_entries = [e for e in entries if e["variant"] != "torch"]
                     if not triton_entries:
                         break
@@ -162,8 +166,9 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
     return heuristic_choice(n_rows, n_cols)
 
 
-def fitted_tunables(variant: str, tunables: dict[str, int], n_rows: int, n_cols: int,
-                    dtype: torch.dtype) -> dict[str, int] | None:
+def fitted_tunables(
+    variant: str, tunables: dict[str, int], n_rows: int, n_cols: int, dtype: torch.dtype
+) -> dict[str, int] | None:
     """Tunables of a table entry that the variant's plan takes at this shape: the entry's own, else its num_warps
     with the rest at the variant's defaults for this N (an entry's threads_per_row at N=2048 can be too wide for
     N=1536's 1024-lane piece), else all defaults; None when none fits."""
@@ -210,8 +215,10 @@ def scaled_programs(tunables: dict[str, int], tuned_n: int, n_cols: int) -> dict
     from .staged_split import MAX_CHUNKS
 
     most = {"chunks": MAX_CHUNKS, "cluster": MAX_CLUSTER}
-    return {name: scaled_chunks(int(value), tuned_n, n_cols, most[name]) if name in most else value
-            for name, value in tunables.items()}
+    return {
+        name: scaled_chunks(int(value), tuned_n, n_cols, most[name]) if name in most else value
+        for name, value in tunables.items()
+    }
 
 
 _DEVICE_NAMES: dict[int | None, str] = {}
@@ -247,8 +254,10 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = No
     check_tunables(NAME, tunables, TUNABLES)
     variant, chosen = choose(n_rows, n_cols, dtype, gpu_name)
     if variant == "torch":
-        raise ValueError(f"{NAME}: for R={n_rows}, N={n_cols} the tuning table picks torch.softmax "
-                         "(faster than every Triton config measured): no Triton kernel to plan")
+        raise ValueError(
+            f"{NAME}: for R={n_rows}, N={n_cols} the tuning table picks torch.softmax "
+            "(faster than every Triton config measured): no Triton kernel to plan"
+        )
     return get_variant(variant).plan(n_rows, n_cols, dtype, **chosen)
 
 
@@ -269,9 +278,13 @@ def eager_wall_us(fn: Callable[[], object], calls: int, synchronize: Callable[[]
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def eager_prefers_torch(triton_call: Callable[[], object], torch_call: Callable[[], object],
-                        synchronize: Callable[[], None], rounds: int = EAGER_ROUNDS,
-                        calls: int = EAGER_CALLS) -> tuple[bool, float, float]:
+def eager_prefers_torch(
+    triton_call: Callable[[], object],
+    torch_call: Callable[[], object],
+    synchronize: Callable[[], None],
+    rounds: int = EAGER_ROUNDS,
+    calls: int = EAGER_CALLS,
+) -> tuple[bool, float, float]:
     """(torch faster?, best Triton us/call, best torch us/call) over `rounds` alternating rounds."""
     best_triton = best_torch = math.inf
     for _ in range(rounds):
@@ -386,10 +399,13 @@ def _register_native(launch: tuple, x: torch.Tensor, y: torch.Tensor) -> bool:
     if module is None:
         if not _NATIVE_WARNED and native.enabled():
             _NATIVE_WARNED = True
-            warnings.warn(f"blockscope auto: native replay not in use ({native.load_error()}); repeated calls take "
-                          "the Python replay, a few us more host time per call than torch.softmax. Build it once "
-                          "with `python -m profiling native --build` (BLOCKSCOPE_NATIVE=0 silences this)",
-                          RuntimeWarning, stacklevel=4)
+            warnings.warn(
+                f"blockscope auto: native replay not in use ({native.load_error()}); repeated calls take "
+                "the Python replay, a few us more host time per call than torch.softmax. Build it once "
+                "with `python -m profiling native --build` (BLOCKSCOPE_NATIVE=0 silences this)",
+                RuntimeWarning,
+                stacklevel=4,
+            )
         return False
     try:
         native.register(module, launch, x, y)
@@ -447,8 +463,11 @@ def _softmax_auto_checked(x: torch.Tensor, tunables: dict) -> torch.Tensor:
             _CHOICES.clear()
         variant, chosen = choose(*key)
         entry = None if variant == "torch" else get_variant(variant)
-        _CHOICES[key] = (torch_softmax if entry is None else entry.launcher, chosen, entry is not None and
-                         entry.replayable)
+        _CHOICES[key] = (
+            torch_softmax if entry is None else entry.launcher,
+            chosen,
+            entry is not None and entry.replayable,
+        )
     launcher, chosen, replayable = _CHOICES[key]
     eager_key = key if launcher is not torch_softmax and _eager_candidate(x, rows) else None
     seen = _Seen(launcher, chosen, eager_key, replayable)
@@ -476,8 +495,10 @@ def _eager_prefers_torch(seen: _Seen, x: torch.Tensor) -> bool:
         if seen.native:  # registered for native replay: shorter than torch.softmax's host path, no check
             return False
         found = _EAGER[seen.eager_key] = eager_prefers_torch(
-            lambda: seen.launch(x), lambda: _host_bound(device) and _route_to_torch(x),
-            lambda: torch.cuda.synchronize(device))[0]
+            lambda: seen.launch(x),
+            lambda: _host_bound(device) and _route_to_torch(x),
+            lambda: torch.cuda.synchronize(device),
+        )[0]
     if not found:
         seen.eager_key = None
     return found

@@ -37,17 +37,21 @@ MAX_TILE_ELEMENTS = 65536  # multirow: ROWS * BLOCK lanes per program
 MIN_TILE, MAX_TILE = 16, 65536
 TUNABLES: dict[str, dict[str, str]] = {
     "row": {"num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default BLOCK // 512 clamped to 4..16"},
-    "multirow": {"num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 4, 8 for tiles over 8192",
-                 "rows_per_program": "rows per tile, a power of two from 1 to 256; default 2048 // BLOCK"},
-    "looped": {"num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 8 if TILE >= 2048 else 4",
-               "tile": f"lanes per loop step, a power of two from {MIN_TILE} to {MAX_TILE}; default "
-                       "min(next_pow2(N), 4096)"},
+    "multirow": {
+        "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 4, 8 for tiles over 8192",
+        "rows_per_program": "rows per tile, a power of two from 1 to 256; default 2048 // BLOCK",
+    },
+    "looped": {
+        "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 8 if TILE >= 2048 else 4",
+        "tile": f"lanes per loop step, a power of two from {MIN_TILE} to {MAX_TILE}; default min(next_pow2(N), 4096)",
+    },
 }
 
 
 @triton.jit
-def softmax_backward_row_kernel(dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row_stride, dx_row_stride, n_cols,
-                                BLOCK: tl.constexpr, VEC: tl.constexpr):
+def softmax_backward_row_kernel(
+    dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row_stride, dx_row_stride, n_cols, BLOCK: tl.constexpr, VEC: tl.constexpr
+):
     # one row per program: read y, dy + write dx (3N elements)
     if VEC > 1:  # strides and N are multiples of VEC (16 bytes): rounding shows Triton the loads are whole vectors
         y_row_stride = y_row_stride // VEC * VEC
@@ -64,8 +68,19 @@ def softmax_backward_row_kernel(dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row_stri
 
 
 @triton.jit
-def softmax_backward_multirow_kernel(dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row_stride, dx_row_stride, n_rows,
-                                     n_cols, BLOCK: tl.constexpr, ROWS: tl.constexpr, VEC: tl.constexpr):
+def softmax_backward_multirow_kernel(
+    dx_ptr,
+    y_ptr,
+    dy_ptr,
+    y_row_stride,
+    dy_row_stride,
+    dx_row_stride,
+    n_rows,
+    n_cols,
+    BLOCK: tl.constexpr,
+    ROWS: tl.constexpr,
+    VEC: tl.constexpr,
+):
     # ROWS rows per program: read y, dy + write dx (3 x ROWS x N elements)
     if VEC > 1:  # strides and N are multiples of VEC (16 bytes): rounding shows Triton the loads are whole vectors
         y_row_stride = y_row_stride // VEC * VEC
@@ -83,8 +98,9 @@ def softmax_backward_multirow_kernel(dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row
 
 
 @triton.jit
-def softmax_backward_looped_kernel(dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row_stride, dx_row_stride, n_cols,
-                                   TILE: tl.constexpr, VEC: tl.constexpr):
+def softmax_backward_looped_kernel(
+    dx_ptr, y_ptr, dy_ptr, y_row_stride, dy_row_stride, dx_row_stride, n_cols, TILE: tl.constexpr, VEC: tl.constexpr
+):
     # pass 1 reads y, dy (2N); pass 2 reads y, dy again (2N, from L2 when the row fits) + writes dx (N)
     if VEC > 1:  # strides and N are multiples of VEC (16 bytes): rounding shows Triton the loads are whole vectors
         y_row_stride = y_row_stride // VEC * VEC
@@ -141,38 +157,73 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, path: str | None = None, 
         raise ValueError(f"{label}: N={n_cols} is outside this path's range; allowed: 1 <= N <= {limit}")
     block = next_power_of_2(n_cols)
     vec = vector_elements(dtype, n_cols)
-    common = {"variant": f"{NAME}_{path}", "kernel_name": f"softmax_backward_{path}_kernel", "n_rows": n_rows,
-              "n_cols": n_cols, "dtype": dtype, "num_stages": 1}
+    common = {
+        "variant": f"{NAME}_{path}",
+        "kernel_name": f"softmax_backward_{path}_kernel",
+        "n_rows": n_rows,
+        "n_cols": n_cols,
+        "dtype": dtype,
+        "num_stages": 1,
+    }
     strides = {"y_row_stride": n_cols, "dy_row_stride": n_cols, "dx_row_stride": n_cols}
     if path == "row":
-        num_warps = check_int_choice(label, "num_warps", tunables.get("num_warps", min(16, max(4, block // 512))),
-                                     NUM_WARPS_ALLOWED)
-        return LaunchPlan(**common, grid=(n_rows,), num_warps=num_warps, tile_width=block, rows_per_program=1,
-                          constexprs={"BLOCK": block, "VEC": vec}, scalar_args={**strides, "n_cols": n_cols},
-                          tunables={"num_warps": num_warps})
+        num_warps = check_int_choice(
+            label, "num_warps", tunables.get("num_warps", min(16, max(4, block // 512))), NUM_WARPS_ALLOWED
+        )
+        return LaunchPlan(
+            **common,
+            grid=(n_rows,),
+            num_warps=num_warps,
+            tile_width=block,
+            rows_per_program=1,
+            constexprs={"BLOCK": block, "VEC": vec},
+            scalar_args={**strides, "n_cols": n_cols},
+            tunables={"num_warps": num_warps},
+        )
     if path == "multirow":
-        rows = check_power_of_2(label, "rows_per_program",
-                                tunables.get("rows_per_program", min(256, max(1, 2048 // block))), 1, 256)
+        rows = check_power_of_2(
+            label, "rows_per_program", tunables.get("rows_per_program", min(256, max(1, 2048 // block))), 1, 256
+        )
         if rows * block > MAX_TILE_ELEMENTS:
-            raise ValueError(f"{label}: rows_per_program={rows} x BLOCK={block} is over {MAX_TILE_ELEMENTS} lanes; "
-                             f"allowed: rows_per_program <= {MAX_TILE_ELEMENTS // block}")
-        num_warps = check_int_choice(label, "num_warps", tunables.get("num_warps", 8 if rows * block > 8192 else 4),
-                                     NUM_WARPS_ALLOWED)
-        return LaunchPlan(**common, grid=(triton.cdiv(n_rows, rows),), num_warps=num_warps, tile_width=block,
-                          rows_per_program=rows, constexprs={"BLOCK": block, "ROWS": rows, "VEC": vec},
-                          scalar_args={**strides, "n_rows": n_rows, "n_cols": n_cols},
-                          tunables={"num_warps": num_warps, "rows_per_program": rows})
+            raise ValueError(
+                f"{label}: rows_per_program={rows} x BLOCK={block} is over {MAX_TILE_ELEMENTS} lanes; "
+                f"allowed: rows_per_program <= {MAX_TILE_ELEMENTS // block}"
+            )
+        num_warps = check_int_choice(
+            label, "num_warps", tunables.get("num_warps", 8 if rows * block > 8192 else 4), NUM_WARPS_ALLOWED
+        )
+        return LaunchPlan(
+            **common,
+            grid=(triton.cdiv(n_rows, rows),),
+            num_warps=num_warps,
+            tile_width=block,
+            rows_per_program=rows,
+            constexprs={"BLOCK": block, "ROWS": rows, "VEC": vec},
+            scalar_args={**strides, "n_rows": n_rows, "n_cols": n_cols},
+            tunables={"num_warps": num_warps, "rows_per_program": rows},
+        )
     tile = check_power_of_2(label, "tile", tunables.get("tile", max(MIN_TILE, min(block, 4096))), MIN_TILE, MAX_TILE)
-    num_warps = check_int_choice(label, "num_warps", tunables.get("num_warps", 8 if tile >= 2048 else 4),
-                                 NUM_WARPS_ALLOWED)
-    return LaunchPlan(**common, grid=(n_rows,), num_warps=num_warps, tile_width=tile, rows_per_program=1,
-                      constexprs={"TILE": tile, "VEC": vec}, scalar_args={**strides, "n_cols": n_cols},
-                      tunables={"num_warps": num_warps, "tile": tile})
+    num_warps = check_int_choice(
+        label, "num_warps", tunables.get("num_warps", 8 if tile >= 2048 else 4), NUM_WARPS_ALLOWED
+    )
+    return LaunchPlan(
+        **common,
+        grid=(n_rows,),
+        num_warps=num_warps,
+        tile_width=tile,
+        rows_per_program=1,
+        constexprs={"TILE": tile, "VEC": vec},
+        scalar_args={**strides, "n_cols": n_cols},
+        tunables={"num_warps": num_warps, "tile": tile},
+    )
 
 
 _plans = cached_plans(plan)
-KERNELS = {"row": softmax_backward_row_kernel, "multirow": softmax_backward_multirow_kernel,
-           "looped": softmax_backward_looped_kernel}
+KERNELS = {
+    "row": softmax_backward_row_kernel,
+    "multirow": softmax_backward_multirow_kernel,
+    "looped": softmax_backward_looped_kernel,
+}
 
 
 def softmax_backward(y: torch.Tensor, dy: torch.Tensor, path: str | None = None, **tunables: int) -> torch.Tensor:
@@ -182,8 +233,10 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor, path: str | None = None,
     if not isinstance(dy, torch.Tensor) or not isinstance(y, torch.Tensor):
         raise TypeError(f"{NAME}: expected tensors y and dy, got {type(y).__name__} and {type(dy).__name__}")
     if dy.shape != y.shape or dy.device != y.device:
-        raise ValueError(f"{NAME}: dy {tuple(dy.shape)} on {dy.device} does not match y {tuple(y.shape)} on "
-                         f"{y.device}; allowed: the same shape and device")
+        raise ValueError(
+            f"{NAME}: dy {tuple(dy.shape)} on {dy.device} does not match y {tuple(y.shape)} on "
+            f"{y.device}; allowed: the same shape and device"
+        )
     y_rows = check_input(y, NAME, MAX_N)
     dy_rows = check_input(dy if dy.dtype == y.dtype else dy.to(y.dtype), NAME, MAX_N)
     n_rows, n_cols = y_rows.shape
@@ -196,6 +249,7 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor, path: str | None = None,
     path = launch.variant.removeprefix(f"{NAME}_")
     args = (dx, y_rows, dy_rows, y_rows.stride(0), dy_rows.stride(0), dx.stride(0))
     args += (n_rows, n_cols) if path == "multirow" else (n_cols,)
-    launch_kernel(KERNELS[path], launch.grid, args, launch_constexprs(launch.constexprs, y_rows, dy_rows, dx),
-                  launch.num_warps)
+    launch_kernel(
+        KERNELS[path], launch.grid, args, launch_constexprs(launch.constexprs, y_rows, dy_rows, dx), launch.num_warps
+    )
     return dx.view(y.shape)

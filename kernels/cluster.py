@@ -52,17 +52,18 @@ SLOTS_OFFSET = 32  # bytes from the exchange buffer's start (its mbarrier, 8 byt
 EXCHANGE_BYTES = SLOTS_OFFSET + 8 * MAX_CLUSTER  # + MAX_CLUSTER (max, sum) slots of 8 bytes: 160
 TUNABLES = {
     "chunk": f"columns per program, a power of two from {MIN_CHUNK} to {MAX_CHUNK}; programs per row (the cluster) "
-             f"= cdiv(N, chunk), at most {MAX_CLUSTER}; default the smallest chunk that keeps the cluster at 8 or "
-             "less and 32 KB of row per program or more",
+    f"= cdiv(N, chunk), at most {MAX_CLUSTER}; default the smallest chunk that keeps the cluster at 8 or "
+    "less and 32 KB of row per program or more",
     "num_warps": f"warps per program, one of {WARPS_ALLOWED}; default chunk / 2048 (64 values per thread), 4 to 32",
     "maxnreg": f"register cap per thread (Triton's maxnreg: more programs per SM, or spills), 0 (none) or "
-               f"{MIN_MAXNREG} to 255; default 0",
+    f"{MIN_MAXNREG} to 255; default 0",
 }
 
 
 # The exchange in PTX, one string each for the Triton helpers here and the Gluon ones (staged's clusters). The buffer
 # is the last EXCHANGE_BYTES of the dynamic shared memory: an mbarrier, then MAX_CLUSTER (max, sum) slots of 8 bytes.
-ANNOUNCE_PTX = tl.constexpr("""{
+ANNOUNCE_PTX = tl.constexpr(
+    """{
         .reg .pred p;
         .reg .b32 t, a;
         mov.u32 t, %tid.x;
@@ -74,8 +75,10 @@ ANNOUNCE_PTX = tl.constexpr("""{
         @p mbarrier.init.shared::cta.b64 [$0], 1;
         @p fence.mbarrier_init.release.cluster;
         barrier.cluster.arrive.relaxed.aligned;
-        }""".replace("EXCHANGE_BYTES", str(EXCHANGE_BYTES)))
-EXCHANGE_PTX = tl.constexpr("""{
+        }""".replace("EXCHANGE_BYTES", str(EXCHANGE_BYTES))
+)
+EXCHANGE_PTX = tl.constexpr(
+    """{
         .reg .pred p, q, done;
         .reg .b32 t, a, rslot, rbar, bytes;
         barrier.cluster.wait.aligned;
@@ -92,7 +95,8 @@ EXCHANGE_PTX = tl.constexpr("""{
         WAIT:
         mbarrier.try_wait.parity.shared::cta.b64 done, [$1], 0;
         @!done bra WAIT;
-        }""".replace("SLOTS_OFFSET", str(SLOTS_OFFSET)))
+        }""".replace("SLOTS_OFFSET", str(SLOTS_OFFSET))
+)
 SLOT_PTX = tl.constexpr("{ .reg .b32 a; mad.lo.u32 a, $3, 8, $2; ld.shared.v2.f32 {$0, $1}, [a]; }")
 
 
@@ -108,15 +112,17 @@ def _announce():
 def _exchange(bar, m, s, rank, cluster):
     """Store (m, s) into slot `rank` of every program of the cluster and wait until all `cluster` pairs of this
     program have landed: thread t < cluster writes to program t. Returns the shared address of slot 0."""
-    return tl.inline_asm_elementwise(EXCHANGE_PTX, "=r,r,f,f,r,r", [bar, m, s, rank, cluster], dtype=tl.int32,
-                                     is_pure=False, pack=1)
+    return tl.inline_asm_elementwise(
+        EXCHANGE_PTX, "=r,r,f,f,r,r", [bar, m, s, rank, cluster], dtype=tl.int32, is_pure=False, pack=1
+    )
 
 
 @triton.jit
 def _slot(base, i):
     """(max, sum) of slot i."""
-    return tl.inline_asm_elementwise(SLOT_PTX, "=f,=f,r,r", [base, i], dtype=(tl.float32, tl.float32), is_pure=False,
-                                     pack=1)
+    return tl.inline_asm_elementwise(
+        SLOT_PTX, "=f,=f,r,r", [base, i], dtype=(tl.float32, tl.float32), is_pure=False, pack=1
+    )
 
 
 @triton.jit
@@ -133,8 +139,16 @@ def _row_stats(base, CLUSTER: tl.constexpr):
 
 
 @triton.jit
-def row_softmax_cluster_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
-                               CHUNK: tl.constexpr, CLUSTER: tl.constexpr, VEC: tl.constexpr):
+def row_softmax_cluster_kernel(
+    output_ptr,
+    input_ptr,
+    input_row_stride,
+    output_row_stride,
+    n_cols,
+    CHUNK: tl.constexpr,
+    CLUSTER: tl.constexpr,
+    VEC: tl.constexpr,
+):
     # read CHUNK + write CHUNK elements per program; CLUSTER x 8 bytes into the cluster's shared memory
     program = tl.program_id(0)
     row = (program // CLUSTER).to(tl.int64)
@@ -154,15 +168,26 @@ def row_softmax_cluster_kernel(output_ptr, input_ptr, input_row_stride, output_r
         total = partial * tl.exp(m - row_max)  # NaN for a row of -inf, as the exchange gives
     # x waits in its own dtype and exp is taken again (keeping the fp32 numerators instead compiled to as many
     # registers: 117-128 per thread at 64 values, sm_90)
-    tl.store(output_ptr + row * (output_row_stride // VEC * VEC) + cols,
-             (tl.exp(x.to(tl.float32) - row_max) / total).to(output_ptr.dtype.element_ty), mask=mask)
+    tl.store(
+        output_ptr + row * (output_row_stride // VEC * VEC) + cols,
+        (tl.exp(x.to(tl.float32) - row_max) / total).to(output_ptr.dtype.element_ty),
+        mask=mask,
+    )
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-    return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
-            "n_cols": "i32", "CHUNK": "constexpr", "CLUSTER": "constexpr", "VEC": "constexpr"}
+    return {
+        "output_ptr": ptr,
+        "input_ptr": ptr,
+        "input_row_stride": "i32",
+        "output_row_stride": "i32",
+        "n_cols": "i32",
+        "CHUNK": "constexpr",
+        "CLUSTER": "constexpr",
+        "VEC": "constexpr",
+    }
 
 
 def default_chunk(n_cols: int, itemsize: int) -> int:
@@ -183,28 +208,41 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     check_tunables(NAME, tunables, TUNABLES)
     itemsize = dtype.itemsize
     if not 1 <= n_cols <= MAX_N:
-        raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N} "
-                         f"({MAX_CLUSTER} programs of {MAX_CHUNK} columns; use 'staged_split' or 'online' wider)")
-    chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", default_chunk(n_cols, itemsize)), MIN_CHUNK,
-                             MAX_CHUNK)
+        raise ValueError(
+            f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N} "
+            f"({MAX_CLUSTER} programs of {MAX_CHUNK} columns; use 'staged_split' or 'online' wider)"
+        )
+    chunk = check_power_of_2(
+        NAME, "chunk", tunables.get("chunk", default_chunk(n_cols, itemsize)), MIN_CHUNK, MAX_CHUNK
+    )
     cluster = -(-n_cols // chunk)
     if cluster > MAX_CLUSTER:
-        raise ValueError(f"{NAME}: chunk={chunk} splits N={n_cols} over {cluster} programs; allowed: at most "
-                         f"{MAX_CLUSTER} programs per cluster (chunk >= {next_power_of_2(-(-n_cols // MAX_CLUSTER))})")
-    num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", default_warps(chunk)),
-                                 WARPS_ALLOWED)
+        raise ValueError(
+            f"{NAME}: chunk={chunk} splits N={n_cols} over {cluster} programs; allowed: at most "
+            f"{MAX_CLUSTER} programs per cluster (chunk >= {next_power_of_2(-(-n_cols // MAX_CLUSTER))})"
+        )
+    num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", default_warps(chunk)), WARPS_ALLOWED)
     maxnreg = tunables.get("maxnreg", 0)
     if maxnreg != 0:
         maxnreg = check_int_range(NAME, "maxnreg", maxnreg, MIN_MAXNREG, 255)
     vec = VECTOR_BYTES // itemsize
     vec = vec if n_cols % vec == 0 else 1
     return LaunchPlan(
-        variant=NAME, kernel_name="row_softmax_cluster_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
-        grid=(n_rows * cluster,), num_warps=num_warps, num_stages=1, tile_width=chunk, rows_per_program=1,
+        variant=NAME,
+        kernel_name="row_softmax_cluster_kernel",
+        n_rows=n_rows,
+        n_cols=n_cols,
+        dtype=dtype,
+        grid=(n_rows * cluster,),
+        num_warps=num_warps,
+        num_stages=1,
+        tile_width=chunk,
+        rows_per_program=1,
         constexprs={"CHUNK": chunk, "CLUSTER": cluster, "VEC": vec},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_cols": n_cols},
         tunables={"chunk": chunk, "num_warps": num_warps, **({"maxnreg": maxnreg} if maxnreg else {})},
-        compile_options={"maxnreg": maxnreg} if maxnreg else {}, launch_shared_bytes=EXCHANGE_BYTES,
+        compile_options={"maxnreg": maxnreg} if maxnreg else {},
+        launch_shared_bytes=EXCHANGE_BYTES,
         cluster_size=cluster,
     )
 
@@ -227,8 +265,10 @@ def _prepare_function(function: int, cluster: int, compiled_shared: int, shared:
     for attribute, value, what in settings:
         status = _libcuda().cuFuncSetAttribute(ctypes.c_void_p(function), ctypes.c_int(attribute), ctypes.c_int(value))
         if status != 0:
-            raise RuntimeError(f"{NAME}: cuFuncSetAttribute for {what} failed with CUresult {status}; allowed: at "
-                               "most 8 programs per cluster and the GPU's shared memory per block")
+            raise RuntimeError(
+                f"{NAME}: cuFuncSetAttribute for {what} failed with CUresult {status}; allowed: at "
+                "most 8 programs per cluster and the GPU's shared memory per block"
+            )
     _PREPARED.add((function, shared))
 
 
@@ -236,8 +276,10 @@ def check_clusters(device: torch.device) -> None:
     """ValueError unless the GPU has thread-block clusters (sm_90 or newer)."""
     major, minor = _capability(device.index if device.index is not None else torch.cuda.current_device())
     if major < 9:
-        raise ValueError(f"thread-block clusters need sm_90 or newer, this GPU is sm_{major}{minor}; allowed: "
-                         "'splitrow', 'staged_split' or 'online' for wide rows (or 'staged' with cluster=1)")
+        raise ValueError(
+            f"thread-block clusters need sm_90 or newer, this GPU is sm_{major}{minor}; allowed: "
+            "'splitrow', 'staged_split' or 'online' for wide rows (or 'staged' with cluster=1)"
+        )
 
 
 @functools.cache
@@ -248,8 +290,9 @@ def _capability(device_index: int) -> tuple[int, int]:
 def launch_cluster(kernel, launch: LaunchPlan, args: tuple, constexprs: dict[str, int]) -> None:
     """Launch a kernel compiled for one program as R clusters of launch.cluster_size programs along x, with the
     exchange buffer (launch.launch_shared_bytes) past the compiled kernel's shared memory."""
-    compiled, bound, stream, hooks = compiled_kernel(kernel, launch.grid, args, constexprs, launch.num_warps,
-                                                     options=launch.compile_options)
+    compiled, bound, stream, hooks = compiled_kernel(
+        kernel, launch.grid, args, constexprs, launch.num_warps, options=launch.compile_options
+    )
     cluster = launch.cluster_size
     shared = launch.shared_bytes(compiled.metadata.shared)
     _prepare_function(compiled.function, cluster, compiled.metadata.shared, shared)
@@ -264,10 +307,16 @@ def softmax_cluster(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     if rows.numel() == 0:
         return output.view(x.shape)
     if not rows.is_cuda:
-        raise ValueError(f"{NAME}: inline PTX for thread-block clusters, which the Triton CPU interpreter cannot run; "
-                         "allowed: a CUDA tensor of an sm_90 or newer GPU (on the CPU use 'teaching', 'multirow', "
-                         "'online', 'persistent' or 'splitrow')")
+        raise ValueError(
+            f"{NAME}: inline PTX for thread-block clusters, which the Triton CPU interpreter cannot run; "
+            "allowed: a CUDA tensor of an sm_90 or newer GPU (on the CPU use 'teaching', 'multirow', "
+            "'online', 'persistent' or 'splitrow')"
+        )
     check_clusters(rows.device)
-    launch_cluster(row_softmax_cluster_kernel, launch, (output, rows, rows.stride(0), output.stride(0), rows.shape[1]),
-                   launch_constexprs(launch.constexprs, rows, output))
+    launch_cluster(
+        row_softmax_cluster_kernel,
+        launch,
+        (output, rows, rows.stride(0), output.stride(0), rows.shape[1]),
+        launch_constexprs(launch.constexprs, rows, output),
+    )
     return output.view(x.shape)

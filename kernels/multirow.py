@@ -26,14 +26,24 @@ MAX_TILE_ELEMENTS = 65536  # ROWS * BLOCK_SIZE lanes held by one program
 TARGET_TILE_ELEMENTS = 2048  # default: ROWS = 2048 // BLOCK_SIZE (at least 1)
 TUNABLES = {
     "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 4, 8 for tiles over 8192 lanes",
-    "rows_per_program": ("rows in one program's tile, a power of two from 1 to 256; "
-                         "default 2048 // BLOCK_SIZE, capped to 1..256"),
+    "rows_per_program": (
+        "rows in one program's tile, a power of two from 1 to 256; default 2048 // BLOCK_SIZE, capped to 1..256"
+    ),
 }
 
 
 @triton.jit
-def row_softmax_multirow_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                                BLOCK_SIZE: tl.constexpr, ROWS: tl.constexpr, VEC: tl.constexpr):
+def row_softmax_multirow_kernel(
+    output_ptr,
+    input_ptr,
+    input_row_stride,
+    output_row_stride,
+    n_rows,
+    n_cols,
+    BLOCK_SIZE: tl.constexpr,
+    ROWS: tl.constexpr,
+    VEC: tl.constexpr,
+):
     # ROWS rows per program: read ROWS*N + write ROWS*N elements
     if VEC > 1:  # strides and N are multiples of VEC (16 bytes): rounding shows Triton the loads are whole vectors
         input_row_stride = input_row_stride // VEC * VEC
@@ -43,8 +53,9 @@ def row_softmax_multirow_kernel(output_ptr, input_ptr, input_row_stride, output_
     cols = tl.arange(0, BLOCK_SIZE)
     mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
     rows = rows.to(tl.int64)
-    values = tl.load(input_ptr + rows[:, None] * input_row_stride + cols[None, :],
-                     mask=mask, other=-float("inf")).to(tl.float32)
+    values = tl.load(input_ptr + rows[:, None] * input_row_stride + cols[None, :], mask=mask, other=-float("inf")).to(
+        tl.float32
+    )
     numerators = tl.exp(values - tl.max(values, axis=1)[:, None])
     probabilities = numerators * (1.0 / tl.sum(numerators, axis=1))[:, None]  # one reciprocal per row
     tl.store(output_ptr + rows[:, None] * output_row_stride + cols[None, :], probabilities, mask=mask)
@@ -53,8 +64,17 @@ def row_softmax_multirow_kernel(output_ptr, input_ptr, input_row_stride, output_
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-    return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
-            "n_rows": "i32", "n_cols": "i32", "BLOCK_SIZE": "constexpr", "ROWS": "constexpr", "VEC": "constexpr"}
+    return {
+        "output_ptr": ptr,
+        "input_ptr": ptr,
+        "input_row_stride": "i32",
+        "output_row_stride": "i32",
+        "n_rows": "i32",
+        "n_cols": "i32",
+        "BLOCK_SIZE": "constexpr",
+        "ROWS": "constexpr",
+        "VEC": "constexpr",
+    }
 
 
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
@@ -64,18 +84,29 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N}")
     block_size = next_power_of_2(n_cols)
     default_rows = min(256, max(1, TARGET_TILE_ELEMENTS // block_size))
-    rows_per_program = check_power_of_2(NAME, "rows_per_program",
-                                        tunables.get("rows_per_program", default_rows), 1, 256)
+    rows_per_program = check_power_of_2(
+        NAME, "rows_per_program", tunables.get("rows_per_program", default_rows), 1, 256
+    )
     if rows_per_program * block_size > MAX_TILE_ELEMENTS:
-        raise ValueError(f"{NAME}: rows_per_program={rows_per_program} x BLOCK_SIZE={block_size} is over "
-                         f"{MAX_TILE_ELEMENTS} lanes; allowed: rows_per_program <= {MAX_TILE_ELEMENTS // block_size}")
+        raise ValueError(
+            f"{NAME}: rows_per_program={rows_per_program} x BLOCK_SIZE={block_size} is over "
+            f"{MAX_TILE_ELEMENTS} lanes; allowed: rows_per_program <= {MAX_TILE_ELEMENTS // block_size}"
+        )
     tile = rows_per_program * block_size
-    num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", 8 if tile > 8192 else 4),
-                                 NUM_WARPS_ALLOWED)
+    num_warps = check_int_choice(
+        NAME, "num_warps", tunables.get("num_warps", 8 if tile > 8192 else 4), NUM_WARPS_ALLOWED
+    )
     return LaunchPlan(
-        variant=NAME, kernel_name="row_softmax_multirow_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
-        grid=(triton.cdiv(n_rows, rows_per_program),), num_warps=num_warps, num_stages=3,
-        tile_width=block_size, rows_per_program=rows_per_program,
+        variant=NAME,
+        kernel_name="row_softmax_multirow_kernel",
+        n_rows=n_rows,
+        n_cols=n_cols,
+        dtype=dtype,
+        grid=(triton.cdiv(n_rows, rows_per_program),),
+        num_warps=num_warps,
+        num_stages=3,
+        tile_width=block_size,
+        rows_per_program=rows_per_program,
         constexprs={"BLOCK_SIZE": block_size, "ROWS": rows_per_program, "VEC": vector_elements(dtype, n_cols)},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
         tunables={"num_warps": num_warps, "rows_per_program": rows_per_program},
@@ -91,7 +122,11 @@ def softmax_multirow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     n_rows, n_cols = rows.shape
     if rows.numel() == 0:
         return output.view(x.shape)
-    launch_kernel(row_softmax_multirow_kernel, launch.grid,
-                  (output, rows, rows.stride(0), output.stride(0), n_rows, n_cols),
-                  launch_constexprs(launch.constexprs, rows, output), launch.num_warps)
+    launch_kernel(
+        row_softmax_multirow_kernel,
+        launch.grid,
+        (output, rows, rows.stride(0), output.stride(0), n_rows, n_cols),
+        launch_constexprs(launch.constexprs, rows, output),
+        launch.num_warps,
+    )
     return output.view(x.shape)

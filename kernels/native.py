@@ -38,8 +38,21 @@ MAX_PARAMS = 64  # the C++ side's limits (kMaxParams, kMaxParamBytes)
 MAX_PARAM_BYTES = 1024
 
 # Triton signature type -> struct format of the kernel parameter (Triton's launcher passes these C types)
-_FORMATS = {"i1": "b", "i8": "b", "u1": "B", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
-            "i64": "q", "u64": "Q", "fp32": "f", "f32": "f", "fp64": "d"}
+_FORMATS = {
+    "i1": "b",
+    "i8": "b",
+    "u1": "B",
+    "u8": "B",
+    "i16": "h",
+    "u16": "H",
+    "i32": "i",
+    "u32": "I",
+    "i64": "q",
+    "u64": "Q",
+    "fp32": "f",
+    "f32": "f",
+    "fp64": "d",
+}
 _SCRATCH_PARAMS = 2  # Triton 3.6 and 3.7 kernels end with two pointers: global and profile scratch (null here)
 
 _loaded: ModuleType | None = None
@@ -81,12 +94,28 @@ def compile_command(output: Path) -> list[str]:
 
     compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or "c++"
     libs = library_paths()
-    return [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-w",
-            f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
-            *(f"-I{path}" for path in include_paths()), f"-I{sysconfig.get_paths()['include']}",
-            f"-I{_triton_include()}", str(SOURCE), "-o", str(output),
-            *(f"-L{path}" for path in libs), *(f"-Wl,-rpath,{path}" for path in libs),
-            "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python", "-ldl"]
+    return [
+        compiler,
+        "-O2",
+        "-std=c++17",
+        "-shared",
+        "-fPIC",
+        "-w",
+        f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+        *(f"-I{path}" for path in include_paths()),
+        f"-I{sysconfig.get_paths()['include']}",
+        f"-I{_triton_include()}",
+        str(SOURCE),
+        "-o",
+        str(output),
+        *(f"-L{path}" for path in libs),
+        *(f"-Wl,-rpath,{path}" for path in libs),
+        "-lc10",
+        "-ltorch",
+        "-ltorch_cpu",
+        "-ltorch_python",
+        "-ldl",
+    ]
 
 
 @dataclass(frozen=True)
@@ -114,11 +143,13 @@ def build(force: bool = False) -> BuildResult:
     start = time.perf_counter()
     try:
         try:
-            done = subprocess.run(compile_command(Path(temporary)), capture_output=True, text=True,
-                                  timeout=BUILD_TIMEOUT_S)
+            done = subprocess.run(
+                compile_command(Path(temporary)), capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
+            )
         except (OSError, subprocess.TimeoutExpired) as error:
-            raise RuntimeError(f"native build: the C++ compiler could not run ({error}); allowed: set CXX to a "
-                               "C++17 compiler") from error
+            raise RuntimeError(
+                f"native build: the C++ compiler could not run ({error}); allowed: set CXX to a C++17 compiler"
+            ) from error
         if done.returncode != 0:
             message = (done.stderr or done.stdout).strip().splitlines()
             raise RuntimeError("native build failed: " + " | ".join(message[-6:]))
@@ -257,6 +288,19 @@ def register(module: ModuleType, launch: tuple, x: torch.Tensor, y: torch.Tensor
     chain = _hook_chain_type()
     enter, exit_ = runtime.launch_enter_hook, runtime.launch_exit_hook
     module.hooks(runtime, enter, exit_, _live_calls(enter, chain), _live_calls(exit_, chain))
-    module.register(x, int(function), (grid_x, grid_y, grid_z), 32 * num_warps, shared, num_ctas,
-                    bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl), packed.blob, packed.offsets,
-                    packed.sizes, packed.x_slots, packed.y_slots, compiled)
+    module.register(
+        x,
+        int(function),
+        (grid_x, grid_y, grid_z),
+        32 * num_warps,
+        shared,
+        num_ctas,
+        bool(launcher.launch_cooperative_grid),
+        bool(launcher.launch_pdl),
+        packed.blob,
+        packed.offsets,
+        packed.sizes,
+        packed.x_slots,
+        packed.y_slots,
+        compiled,
+    )

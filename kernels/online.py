@@ -36,8 +36,9 @@ TUNABLES = {
 
 
 @triton.jit
-def row_softmax_online_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
-                              TILE: tl.constexpr, NUM_STAGES: tl.constexpr):
+def row_softmax_online_kernel(
+    output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols, TILE: tl.constexpr, NUM_STAGES: tl.constexpr
+):
     # pass 1 reads N, pass 2 reads N + writes N elements
     row = tl.program_id(axis=0).to(tl.int64)
     input_row = input_ptr + row * input_row_stride
@@ -65,8 +66,15 @@ def row_softmax_online_kernel(output_ptr, input_ptr, input_row_stride, output_ro
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-    return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
-            "n_cols": "i32", "TILE": "constexpr", "NUM_STAGES": "constexpr"}
+    return {
+        "output_ptr": ptr,
+        "input_ptr": ptr,
+        "input_row_stride": "i32",
+        "output_row_stride": "i32",
+        "n_cols": "i32",
+        "TILE": "constexpr",
+        "NUM_STAGES": "constexpr",
+    }
 
 
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
@@ -74,15 +82,28 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     check_tunables(NAME, tunables, TUNABLES)
     if not 1 <= n_cols <= MAX_N:
         raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N}")
-    tile = check_power_of_2(NAME, "tile", tunables.get("tile", max(MIN_TILE, min(next_power_of_2(n_cols),
-                                                                                  DEFAULT_MAX_TILE))),
-                            MIN_TILE, MAX_TILE)
-    num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", 8 if tile >= 2048 else 4),
-                                 NUM_WARPS_ALLOWED)
+    tile = check_power_of_2(
+        NAME,
+        "tile",
+        tunables.get("tile", max(MIN_TILE, min(next_power_of_2(n_cols), DEFAULT_MAX_TILE))),
+        MIN_TILE,
+        MAX_TILE,
+    )
+    num_warps = check_int_choice(
+        NAME, "num_warps", tunables.get("num_warps", 8 if tile >= 2048 else 4), NUM_WARPS_ALLOWED
+    )
     num_stages = check_int_range(NAME, "num_stages", tunables.get("num_stages", 1), 1, 4)
     return LaunchPlan(
-        variant=NAME, kernel_name="row_softmax_online_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
-        grid=(n_rows,), num_warps=num_warps, num_stages=num_stages, tile_width=tile, rows_per_program=1,
+        variant=NAME,
+        kernel_name="row_softmax_online_kernel",
+        n_rows=n_rows,
+        n_cols=n_cols,
+        dtype=dtype,
+        grid=(n_rows,),
+        num_warps=num_warps,
+        num_stages=num_stages,
+        tile_width=tile,
+        rows_per_program=1,
         constexprs={"TILE": tile, "NUM_STAGES": num_stages},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_cols": n_cols},
         tunables={"num_warps": num_warps, "tile": tile, "num_stages": num_stages},
@@ -98,6 +119,12 @@ def softmax_online(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     n_rows, n_cols = rows.shape
     if rows.numel() == 0:
         return output.view(x.shape)
-    launch_kernel(row_softmax_online_kernel, launch.grid, (output, rows, rows.stride(0), output.stride(0), n_cols),
-                  launch.constexprs, launch.num_warps, launch.num_stages)
+    launch_kernel(
+        row_softmax_online_kernel,
+        launch.grid,
+        (output, rows, rows.stride(0), output.stride(0), n_cols),
+        launch.constexprs,
+        launch.num_warps,
+        launch.num_stages,
+    )
     return output.view(x.shape)

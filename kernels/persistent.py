@@ -38,8 +38,17 @@ TUNABLES = {
 
 
 @triton.jit
-def row_softmax_persistent_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                                  BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr, VEC: tl.constexpr):
+def row_softmax_persistent_kernel(
+    output_ptr,
+    input_ptr,
+    input_row_stride,
+    output_row_stride,
+    n_rows,
+    n_cols,
+    BLOCK_SIZE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    VEC: tl.constexpr,
+):
     # each program owns rows pid, pid + P, ...: read N + write N elements per row
     if VEC > 1:  # strides and N are multiples of VEC (16 bytes): rounding shows Triton the loads are whole vectors
         input_row_stride = input_row_stride // VEC * VEC
@@ -58,20 +67,31 @@ def row_softmax_persistent_kernel(output_ptr, input_ptr, input_row_stride, outpu
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-    return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
-            "n_rows": "i32", "n_cols": "i32", "BLOCK_SIZE": "constexpr", "NUM_STAGES": "constexpr",
-            "VEC": "constexpr"}
+    return {
+        "output_ptr": ptr,
+        "input_ptr": ptr,
+        "input_row_stride": "i32",
+        "output_row_stride": "i32",
+        "n_rows": "i32",
+        "n_cols": "i32",
+        "BLOCK_SIZE": "constexpr",
+        "NUM_STAGES": "constexpr",
+        "VEC": "constexpr",
+    }
 
 
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
     """Grid (programs,); `programs` defaults to INTERPRETER_PROGRAMS here and is resolved on the GPU at launch."""
     check_tunables(NAME, tunables, TUNABLES)
     if not 1 <= n_cols <= MAX_N:
-        raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N} "
-                         "(whole row per program; use 'online' for wider rows)")
+        raise ValueError(
+            f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N} "
+            "(whole row per program; use 'online' for wider rows)"
+        )
     block_size = next_power_of_2(n_cols)
-    num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", 8 if block_size >= 2048 else 4),
-                                 NUM_WARPS_ALLOWED)
+    num_warps = check_int_choice(
+        NAME, "num_warps", tunables.get("num_warps", 8 if block_size >= 2048 else 4), NUM_WARPS_ALLOWED
+    )
     num_stages = check_int_range(NAME, "num_stages", tunables.get("num_stages", 1), 1, 4)
     programs = check_int_range(NAME, "programs", tunables.get("programs", INTERPRETER_PROGRAMS), 1, 2**20)
     programs = max(1, min(programs, n_rows))
@@ -79,11 +99,20 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     if "programs" in tunables:
         resolved["programs"] = tunables["programs"]
     return LaunchPlan(
-        variant=NAME, kernel_name="row_softmax_persistent_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
-        grid=(programs,), num_warps=num_warps, num_stages=num_stages, tile_width=block_size, rows_per_program=1,
+        variant=NAME,
+        kernel_name="row_softmax_persistent_kernel",
+        n_rows=n_rows,
+        n_cols=n_cols,
+        dtype=dtype,
+        grid=(programs,),
+        num_warps=num_warps,
+        num_stages=num_stages,
+        tile_width=block_size,
+        rows_per_program=1,
         constexprs={"BLOCK_SIZE": block_size, "NUM_STAGES": num_stages, "VEC": vector_elements(dtype, n_cols)},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
-        tunables=resolved, grid_resolved_at_launch="programs" not in tunables,
+        tunables=resolved,
+        grid_resolved_at_launch="programs" not in tunables,
     )
 
 
@@ -97,14 +126,22 @@ def resident_programs(output: torch.Tensor, rows: torch.Tensor, launch: LaunchPl
         return INTERPRETER_PROGRAMS
     args = (output, rows, rows.stride(0), output.stride(0), launch.n_rows, launch.n_cols)
     constexprs = launch_constexprs(launch.constexprs, rows, output)
-    key = (rows.device.index, rows.dtype, launch.num_warps, launch.num_stages, tuple(constexprs.items()),
-           specialization_key(args))
+    key = (
+        rows.device.index,
+        rows.dtype,
+        launch.num_warps,
+        launch.num_stages,
+        tuple(constexprs.items()),
+        specialization_key(args),
+    )
     if key not in _BLOCKS_PER_SM:
-        compiled = row_softmax_persistent_kernel.warmup(*args, num_warps=launch.num_warps,
-                                                        num_stages=launch.num_stages, grid=(1,), **constexprs)
+        compiled = row_softmax_persistent_kernel.warmup(
+            *args, num_warps=launch.num_warps, num_stages=launch.num_stages, grid=(1,), **constexprs
+        )
         compiled._init_handles()
-        _BLOCKS_PER_SM[key] = max(1, driver_blocks_per_sm(compiled.function, launch.num_warps,
-                                                          compiled.metadata.shared))
+        _BLOCKS_PER_SM[key] = max(
+            1, driver_blocks_per_sm(compiled.function, launch.num_warps, compiled.metadata.shared)
+        )
         _RESIDENT[key] = torch.cuda.get_device_properties(rows.device).multi_processor_count * _BLOCKS_PER_SM[key]
     return _RESIDENT[key]
 
@@ -119,7 +156,12 @@ def softmax_persistent(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     if rows.numel() == 0:
         return output.view(x.shape)
     programs = tunables.get("programs") or resident_programs(output, rows, launch)
-    launch_kernel(row_softmax_persistent_kernel, (min(programs, n_rows),),
-                  (output, rows, rows.stride(0), output.stride(0), n_rows, n_cols),
-                  launch_constexprs(launch.constexprs, rows, output), launch.num_warps, launch.num_stages)
+    launch_kernel(
+        row_softmax_persistent_kernel,
+        (min(programs, n_rows),),
+        (output, rows, rows.stride(0), output.stride(0), n_rows, n_cols),
+        launch_constexprs(launch.constexprs, rows, output),
+        launch.num_warps,
+        launch.num_stages,
+    )
     return output.view(x.shape)

@@ -69,50 +69,146 @@ class Variant:
 def _whole_words(n_cols: int, dtype: torch.dtype) -> str | None:
     """The staged variants' rule: cp.async copies whole 4-byte words, so odd N in 16 bits is out."""
     if staged.copy_elements(dtype.itemsize, n_cols) == 0:
-        return (f"N = {n_cols} is odd: cp.async copies whole 4-byte words (N even for 16-bit dtypes; "
-                "'teaching', 'online' or 'splitrow' take it)")
+        return (
+            f"N = {n_cols} is odd: cp.async copies whole 4-byte words (N even for 16-bit dtypes; "
+            "'teaching', 'online' or 'splitrow' take it)"
+        )
     return None
 
 
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant("teaching", "the seed kernel: one program per row, BLOCK_SIZE = next_pow2(N)",
-                teaching.softmax_teaching, teaching.row_softmax_kernel, teaching.MAX_N, teaching.TUNABLES,
-                teaching.plan, teaching.signature, replayable=True),
-        Variant("multirow", "several rows per program ([ROWS, BLOCK_SIZE] tile) for small N",
-                multirow.softmax_multirow, multirow.row_softmax_multirow_kernel, multirow.MAX_N, multirow.TUNABLES,
-                multirow.plan, multirow.signature, replayable=True),
-        Variant("online", "looped online softmax (running max, rescaled sum) for any N",
-                online.softmax_online, online.row_softmax_online_kernel, online.MAX_N, online.TUNABLES,
-                online.plan, online.signature, replayable=True),
-        Variant("persistent", "SM count x blocks/SM programs, each looping over rows",
-                persistent.softmax_persistent, persistent.row_softmax_persistent_kernel, persistent.MAX_N,
-                persistent.TUNABLES, persistent.plan, persistent.signature, replayable=True),
-        Variant("splitrow", "CHUNKS cooperating programs per row, each chunk kept in registers (x read once)",
-                splitrow.softmax_splitrow, splitrow.row_softmax_splitrow_kernel, splitrow.MAX_N, splitrow.TUNABLES,
-                splitrow.plan, splitrow.signature),
-        Variant("staged", "one program per row, the row staged in shared memory by cp.async (Gluon; GPU only)",
-                staged.softmax_staged, staged.row_softmax_staged_kernel, staged.MAX_N, staged.TUNABLES, staged.plan,
-                staged.signature, gpu_only=True, max_n_of=staged.max_cols, shape_rule=_whole_words, replayable=True),
-        Variant("staged_split", "CHUNKS cooperating programs per row, each chunk staged in shared memory (Gluon; "
-                "GPU only)", staged_split.softmax_staged_split, staged_split.row_softmax_staged_split_kernel,
-                staged_split.MAX_N, staged_split.TUNABLES, staged_split.plan, staged_split.signature, gpu_only=True,
-                shape_rule=_whole_words),
-        Variant("warprows", "rows spread over threads_per_row threads by an explicit layout, reductions inside "
-                "warps, N in up to two power-of-two pieces (Gluon; GPU only)", warprows.softmax_warprows,
-                warprows.row_softmax_warprows_kernel, warprows.MAX_N, warprows.TUNABLES, warprows.plan,
-                warprows.signature, gpu_only=True, replayable=True),
-        Variant("stagedrows", "rows spread over threads_per_row threads, staged in shared memory by cp.async and "
-                "read back a slice at a time (Gluon; GPU only)", stagedrows.softmax_stagedrows,
-                stagedrows.row_softmax_stagedrows_kernel, stagedrows.MAX_N, stagedrows.TUNABLES, stagedrows.plan,
-                stagedrows.signature, gpu_only=True, shape_rule=_whole_words, replayable=True),
-        Variant("cluster", "CLUSTER = cdiv(N, chunk) programs per row in a thread-block cluster, chunks in registers, "
-                "(max, sum) exchanged through distributed shared memory (inline PTX; sm_90+, GPU only)",
-                cluster.softmax_cluster, cluster.row_softmax_cluster_kernel, cluster.MAX_N, cluster.TUNABLES,
-                cluster.plan, cluster.signature, gpu_only=True, replayable=True),
-        Variant("auto", "picks variant and tunables per GPU, dtype and shape from a tuning table",
-                auto.softmax_auto, None, auto.MAX_N, auto.TUNABLES, auto.plan, auto.signature),
+        Variant(
+            "teaching",
+            "the seed kernel: one program per row, BLOCK_SIZE = next_pow2(N)",
+            teaching.softmax_teaching,
+            teaching.row_softmax_kernel,
+            teaching.MAX_N,
+            teaching.TUNABLES,
+            teaching.plan,
+            teaching.signature,
+            replayable=True,
+        ),
+        Variant(
+            "multirow",
+            "several rows per program ([ROWS, BLOCK_SIZE] tile) for small N",
+            multirow.softmax_multirow,
+            multirow.row_softmax_multirow_kernel,
+            multirow.MAX_N,
+            multirow.TUNABLES,
+            multirow.plan,
+            multirow.signature,
+            replayable=True,
+        ),
+        Variant(
+            "online",
+            "looped online softmax (running max, rescaled sum) for any N",
+            online.softmax_online,
+            online.row_softmax_online_kernel,
+            online.MAX_N,
+            online.TUNABLES,
+            online.plan,
+            online.signature,
+            replayable=True,
+        ),
+        Variant(
+            "persistent",
+            "SM count x blocks/SM programs, each looping over rows",
+            persistent.softmax_persistent,
+            persistent.row_softmax_persistent_kernel,
+            persistent.MAX_N,
+            persistent.TUNABLES,
+            persistent.plan,
+            persistent.signature,
+            replayable=True,
+        ),
+        Variant(
+            "splitrow",
+            "CHUNKS cooperating programs per row, each chunk kept in registers (x read once)",
+            splitrow.softmax_splitrow,
+            splitrow.row_softmax_splitrow_kernel,
+            splitrow.MAX_N,
+            splitrow.TUNABLES,
+            splitrow.plan,
+            splitrow.signature,
+        ),
+        Variant(
+            "staged",
+            "one program per row, the row staged in shared memory by cp.async (Gluon; GPU only)",
+            staged.softmax_staged,
+            staged.row_softmax_staged_kernel,
+            staged.MAX_N,
+            staged.TUNABLES,
+            staged.plan,
+            staged.signature,
+            gpu_only=True,
+            max_n_of=staged.max_cols,
+            shape_rule=_whole_words,
+            replayable=True,
+        ),
+        Variant(
+            "staged_split",
+            "CHUNKS cooperating programs per row, each chunk staged in shared memory (Gluon; GPU only)",
+            staged_split.softmax_staged_split,
+            staged_split.row_softmax_staged_split_kernel,
+            staged_split.MAX_N,
+            staged_split.TUNABLES,
+            staged_split.plan,
+            staged_split.signature,
+            gpu_only=True,
+            shape_rule=_whole_words,
+        ),
+        Variant(
+            "warprows",
+            "rows spread over threads_per_row threads by an explicit layout, reductions inside "
+            "warps, N in up to two power-of-two pieces (Gluon; GPU only)",
+            warprows.softmax_warprows,
+            warprows.row_softmax_warprows_kernel,
+            warprows.MAX_N,
+            warprows.TUNABLES,
+            warprows.plan,
+            warprows.signature,
+            gpu_only=True,
+            replayable=True,
+        ),
+        Variant(
+            "stagedrows",
+            "rows spread over threads_per_row threads, staged in shared memory by cp.async and "
+            "read back a slice at a time (Gluon; GPU only)",
+            stagedrows.softmax_stagedrows,
+            stagedrows.row_softmax_stagedrows_kernel,
+            stagedrows.MAX_N,
+            stagedrows.TUNABLES,
+            stagedrows.plan,
+            stagedrows.signature,
+            gpu_only=True,
+            shape_rule=_whole_words,
+            replayable=True,
+        ),
+        Variant(
+            "cluster",
+            "CLUSTER = cdiv(N, chunk) programs per row in a thread-block cluster, chunks in registers, "
+            "(max, sum) exchanged through distributed shared memory (inline PTX; sm_90+, GPU only)",
+            cluster.softmax_cluster,
+            cluster.row_softmax_cluster_kernel,
+            cluster.MAX_N,
+            cluster.TUNABLES,
+            cluster.plan,
+            cluster.signature,
+            gpu_only=True,
+            replayable=True,
+        ),
+        Variant(
+            "auto",
+            "picks variant and tunables per GPU, dtype and shape from a tuning table",
+            auto.softmax_auto,
+            None,
+            auto.MAX_N,
+            auto.TUNABLES,
+            auto.plan,
+            auto.signature,
+        ),
     )
 }
 
@@ -125,8 +221,15 @@ def get_variant(name: str) -> Variant:
         raise ValueError(f"unknown variant {name!r}; allowed: {', '.join(VARIANTS)}") from None
 
 
-def softmax(x: torch.Tensor, dim: int | str = -1, variant: str | None = None, *, out: torch.Tensor | None = None,
-            inplace: bool = False, **tunables: int) -> torch.Tensor:
+def softmax(
+    x: torch.Tensor,
+    dim: int | str = -1,
+    variant: str | None = None,
+    *,
+    out: torch.Tensor | None = None,
+    inplace: bool = False,
+    **tunables: int,
+) -> torch.Tensor:
     """Softmax of `x` over `dim` with a registered Triton variant (default 'teaching') and its tunables.
 
     Differentiable: every variant's backward is the Triton backward (kernels/backward.py) on the saved output.
@@ -140,8 +243,14 @@ def softmax(x: torch.Tensor, dim: int | str = -1, variant: str | None = None, *,
     # auto's repeated input: its whole call in C++ (kernels/native.py), or None (autograd, subclasses, a new shape).
     # Never while tracing: traced calls take the blockscope::softmax op below without reading _NATIVE_RUN (a guard on
     # it would recompile the graph once it is set).
-    if variant == "auto" and dim == -1 and out is None and not inplace and not tunables \
-            and not torch.compiler.is_compiling():
+    if (
+        variant == "auto"
+        and dim == -1
+        and out is None
+        and not inplace
+        and not tunables
+        and not torch.compiler.is_compiling()
+    ):
         run = auto._NATIVE_RUN
         if run is not None:
             y = run(x)
@@ -174,14 +283,17 @@ def softmax(x: torch.Tensor, dim: int | str = -1, variant: str | None = None, *,
     return y if last else y.movedim(-1, dim)
 
 
-def _softmax_into(x: torch.Tensor, dim: int, last: bool, entry: Variant, out: torch.Tensor | None, inplace: bool,
-                  tunables: dict) -> torch.Tensor:
+def _softmax_into(
+    x: torch.Tensor, dim: int, last: bool, entry: Variant, out: torch.Tensor | None, inplace: bool, tunables: dict
+) -> torch.Tensor:
     """softmax(..., out=...) / softmax(..., inplace=True): checks, then the launch writes into the target."""
     if not isinstance(x, torch.Tensor):
         return entry.launcher(x, **tunables)  # the launcher names the problem
     if x.requires_grad and torch.is_grad_enabled():
-        raise RuntimeError("softmax: out= and inplace=True do not support autograd and x requires grad; allowed: "
-                           "out=None, inplace=False (differentiable) or a call under torch.no_grad()")
+        raise RuntimeError(
+            "softmax: out= and inplace=True do not support autograd and x requires grad; allowed: "
+            "out=None, inplace=False (differentiable) or a call under torch.no_grad()"
+        )
     if inplace:
         if out is not None and out is not x:
             raise ValueError("softmax: inplace=True writes into x; allowed: out=None or out=x")
@@ -190,15 +302,18 @@ def _softmax_into(x: torch.Tensor, dim: int, last: bool, entry: Variant, out: to
         if not isinstance(out, torch.Tensor):
             raise TypeError(f"softmax: out must be a torch.Tensor, got {type(out).__name__}")
         if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
-            raise ValueError(f"softmax: out is {tuple(out.shape)} {out.dtype} on {out.device}; allowed: x's "
-                             f"{tuple(x.shape)} {x.dtype} on {x.device}")
+            raise ValueError(
+                f"softmax: out is {tuple(out.shape)} {out.dtype} on {out.device}; allowed: x's "
+                f"{tuple(x.shape)} {x.dtype} on {x.device}"
+            )
         if out.requires_grad and torch.is_grad_enabled():
             raise RuntimeError("softmax: out requires grad; out= does not support autograd")
         if any(stride == 0 and size > 1 for size, stride in zip(out.shape, out.stride(), strict=True)):
             raise ValueError("softmax: out has elements sharing memory (a zero stride); allowed: distinct elements")
         if not torch.compiler.is_compiling() and _overlap(x, out):
-            raise ValueError("softmax: out overlaps x's memory; allowed: a separate tensor, or inplace=True to "
-                             "write into x")
+            raise ValueError(
+                "softmax: out overlaps x's memory; allowed: a separate tensor, or inplace=True to write into x"
+            )
     moved_x = x if last else x.movedim(dim, -1)
     moved_out = out if last else out.movedim(dim, -1)
     if torch.compiler.is_compiling():
@@ -223,8 +338,10 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
 
     def span(t: torch.Tensor) -> tuple[int, int]:
         low = t.data_ptr() + sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True) if s < 0) * t.itemsize
-        high = t.data_ptr() + (sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True) if s > 0) + 1) \
-            * t.itemsize
+        high = (
+            t.data_ptr()
+            + (sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True) if s > 0) + 1) * t.itemsize
+        )
         return low, high
 
     (a_low, a_high), (b_low, b_high) = span(a), span(b)
@@ -243,5 +360,10 @@ class Softmax(torch.nn.Module):
         return softmax(x, self.dim, self.variant, **self.tunables)
 
     def extra_repr(self) -> str:
-        return ", ".join([f"dim={self.dim}", f"variant={self.variant!r}",
-                          *(f"{name}={value}" for name, value in self.tunables.items())])
+        return ", ".join(
+            [
+                f"dim={self.dim}",
+                f"variant={self.variant!r}",
+                *(f"{name}={value}" for name, value in self.tunables.items()),
+            ]
+        )

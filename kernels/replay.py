@@ -86,12 +86,35 @@ class Replay:
     """`replay(x)` -> softmax rows of a contiguous x (the recorded shape, dtype, device) by the recorded launch, or
     None when this call cannot take it (an unaligned pointer, a launch hook installed): then take the full path."""
 
-    __slots__ = ("_launch", "_grid", "_middle", "_template", "_inputs", "_outputs", "_nested", "_device", "_stream",
-                 "_runtime", "_enter", "_exit", "_enter_calls", "_exit_calls")
+    __slots__ = (
+        "_launch",
+        "_grid",
+        "_middle",
+        "_template",
+        "_inputs",
+        "_outputs",
+        "_nested",
+        "_device",
+        "_stream",
+        "_runtime",
+        "_enter",
+        "_exit",
+        "_enter_calls",
+        "_exit_calls",
+    )
 
-    def __init__(self, launch: Callable, grid: tuple[int, int, int], middle: tuple, template: list,
-                 inputs: tuple[int, ...], outputs: tuple[int, ...], nested: bool, device: int,
-                 stream: Callable[[int], int]) -> None:
+    def __init__(
+        self,
+        launch: Callable,
+        grid: tuple[int, int, int],
+        middle: tuple,
+        template: list,
+        inputs: tuple[int, ...],
+        outputs: tuple[int, ...],
+        nested: bool,
+        device: int,
+        stream: Callable[[int], int],
+    ) -> None:
         from triton import knobs
 
         self._launch, self._grid, self._middle, self._template = launch, grid, middle, template
@@ -105,8 +128,13 @@ class Replay:
     def __call__(self, x: torch.Tensor) -> torch.Tensor | None:
         x_ptr = x.data_ptr()
         runtime = self._runtime
-        if x_ptr & 15 or self._enter_calls or self._exit_calls or runtime.launch_enter_hook is not self._enter \
-                or runtime.launch_exit_hook is not self._exit:  # a launch hook now (proton): Triton's own path
+        if (
+            x_ptr & 15
+            or self._enter_calls
+            or self._exit_calls
+            or runtime.launch_enter_hook is not self._enter
+            or runtime.launch_exit_hook is not self._exit
+        ):  # a launch hook now (proton): Triton's own path
             return None
         y = torch.empty_like(x, memory_format=torch.contiguous_format)  # write y (the only allocation)
         y_ptr = y.data_ptr()
@@ -125,16 +153,23 @@ class Replay:
         return y
 
 
-def build(launches: list, x: torch.Tensor, y: torch.Tensor,
-          stream: Callable[[int], int] | None = None) -> Replay | None:
+def build(
+    launches: list, x: torch.Tensor, y: torch.Tensor, stream: Callable[[int], int] | None = None
+) -> Replay | None:
     """The Replay of the one launch recorded while x's softmax y was computed, or None when it is not replayable
     (see the module docstring). `stream`: device index -> current stream handle (default Triton's getter)."""
     if len(launches) != 1 or launches[0] is None:
         return None
     launcher, grid, function, packed_metadata, bound = launches[0][:5]
     form = call_form(launcher)
-    if form is None or not x.is_contiguous() or not y.is_contiguous() or y.shape != x.shape or y.dtype != x.dtype \
-            or y.device != x.device:
+    if (
+        form is None
+        or not x.is_contiguous()
+        or not y.is_contiguous()
+        or y.shape != x.shape
+        or y.dtype != x.dtype
+        or y.device != x.device
+    ):
         return None
     x_ptr, y_ptr = x.data_ptr(), y.data_ptr()
     if x_ptr == y_ptr or (x_ptr | y_ptr) & 15:
@@ -162,9 +197,28 @@ def build(launches: list, x: torch.Tensor, y: torch.Tensor,
     if form == "3.6":  # launch(grid, stream, function, coop, pdl, global scratch, profile scratch, metadata, *args)
         middle = (function, coop, pdl, None, None, packed_metadata, None, None, None)
     else:  # launch(grid, stream, function, coop, pdl, metadata, scratch x2, annotations, signature, args)
-        middle = (function, coop, pdl, packed_metadata, None, None, None, None, None, launcher.arg_annotations,
-                  launcher.kernel_signature)
+        middle = (
+            function,
+            coop,
+            pdl,
+            packed_metadata,
+            None,
+            None,
+            None,
+            None,
+            None,
+            launcher.arg_annotations,
+            launcher.kernel_signature,
+        )
     grid_x, grid_y, grid_z = (tuple(grid) + (1, 1))[:3]
-    return Replay(launcher.launch, (grid_x, grid_y, grid_z), middle, template, tuple(inputs), tuple(outputs),
-                  form == "3.7", x.device.index if x.device.index is not None else 0,
-                  stream)
+    return Replay(
+        launcher.launch,
+        (grid_x, grid_y, grid_z),
+        middle,
+        template,
+        tuple(inputs),
+        tuple(outputs),
+        form == "3.7",
+        x.device.index if x.device.index is not None else 0,
+        stream,
+    )

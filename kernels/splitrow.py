@@ -64,12 +64,12 @@ INTERPRETER_ROW_GROUPS = 2
 TUNABLES = {
     "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 8",
     "chunk": f"columns per program, a power of two from {MIN_CHUNK} to {MAX_CHUNK}; default max({MIN_CHUNK}, "
-             f"min(next_pow2(N), 16384)), doubled while a row would need over {MAX_CHUNKS} chunks",
+    f"min(next_pow2(N), 16384)), doubled while a row would need over {MAX_CHUNKS} chunks",
     "prefetch": "1: load the next row's chunk before waiting on this one (more registers), 0: no; default 0",
     "counter": "1: chunks count themselves into a per-row counter (release/acquire, memset per launch), 0: programs "
-               "poll the row's epoch-tagged partials (no fence); default 1 when CHUNKS > 16",
+    "poll the row's epoch-tagged partials (no fence); default 1 when CHUNKS > 16",
     "window": "1: read rows through a window starting 16-byte aligned, 0: from the row start; default 1 when "
-              "N % 16 != 0",
+    "N % 16 != 0",
 }
 
 
@@ -115,10 +115,24 @@ def _tags_ready(slots, partial_mask, epoch):
 
 
 @triton.jit
-def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, control_ptr, input_row_stride,
-                                output_row_stride, n_rows, n_cols, CHUNK: tl.constexpr, CHUNKS: tl.constexpr,
-                                CHUNKS_POW2: tl.constexpr, ALIGN: tl.constexpr, PREFETCH: tl.constexpr,
-                                COUNTER: tl.constexpr, PHASE: tl.constexpr):
+def row_softmax_splitrow_kernel(
+    output_ptr,
+    input_ptr,
+    stats_ptr,
+    counter_ptr,
+    control_ptr,
+    input_row_stride,
+    output_row_stride,
+    n_rows,
+    n_cols,
+    CHUNK: tl.constexpr,
+    CHUNKS: tl.constexpr,
+    CHUNKS_POW2: tl.constexpr,
+    ALIGN: tl.constexpr,
+    PREFETCH: tl.constexpr,
+    COUNTER: tl.constexpr,
+    PHASE: tl.constexpr,
+):
     # read N + write N per row; per chunk + 16 bytes of tagged (max, sum) written and CHUNKS x 16 read (L2)
     pid = tl.program_id(axis=0)
     chunk = pid % CHUNKS
@@ -185,8 +199,9 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, c
                 tl.store(output_ptr + base + lanes, probabilities, mask=(lanes >= ALIGN) & (lanes < tail))
                 edge = tl.arange(0, 2 * ALIGN)
                 edge = tl.where(edge < ALIGN, edge, tail + edge - ALIGN)
-                edge_mask = ((edge >= shift) & (edge < shift + n_cols) & (edge >= chunk * CHUNK)
-                             & (edge < chunk * CHUNK + CHUNK))  # the row's first and last vector, exact
+                edge_mask = (
+                    (edge >= shift) & (edge < shift + n_cols) & (edge >= chunk * CHUNK) & (edge < chunk * CHUNK + CHUNK)
+                )  # the row's first and last vector, exact
                 edge_values = tl.load(input_ptr + base + edge, mask=edge_mask, other=-float("inf")).to(tl.float32)
                 tl.store(output_ptr + base + edge, tl.exp(edge_values - row_shift) / row_sum, mask=edge_mask)
     if CHUNKS > 1 and PHASE != 1:  # the launch's last program out moves the epoch on (2**39 launches per stream)
@@ -198,11 +213,24 @@ def row_softmax_splitrow_kernel(output_ptr, input_ptr, stats_ptr, counter_ptr, c
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-    return {"output_ptr": ptr, "input_ptr": ptr, "stats_ptr": "*i64", "counter_ptr": "*i64",
-            "control_ptr": "*i64",
-            "input_row_stride": "i32", "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32",
-            "CHUNK": "constexpr", "CHUNKS": "constexpr", "CHUNKS_POW2": "constexpr", "ALIGN": "constexpr",
-            "PREFETCH": "constexpr", "COUNTER": "constexpr", "PHASE": "constexpr"}
+    return {
+        "output_ptr": ptr,
+        "input_ptr": ptr,
+        "stats_ptr": "*i64",
+        "counter_ptr": "*i64",
+        "control_ptr": "*i64",
+        "input_row_stride": "i32",
+        "output_row_stride": "i32",
+        "n_rows": "i32",
+        "n_cols": "i32",
+        "CHUNK": "constexpr",
+        "CHUNKS": "constexpr",
+        "CHUNKS_POW2": "constexpr",
+        "ALIGN": "constexpr",
+        "PREFETCH": "constexpr",
+        "COUNTER": "constexpr",
+        "PHASE": "constexpr",
+    }
 
 
 def default_window(n_cols: int) -> int:
@@ -228,21 +256,35 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N}")
     window = check_int_choice(NAME, "window", tunables.get("window", default_window(n_cols)), (0, 1))
     align = WINDOW_BYTES // dtype.itemsize if window else 1
-    chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", default_chunk(n_cols, align)), MIN_CHUNK,
-                             MAX_CHUNK)
+    chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", default_chunk(n_cols, align)), MIN_CHUNK, MAX_CHUNK)
     chunks = triton.cdiv(n_cols + align - 1, chunk)
     if chunks > MAX_CHUNKS:
-        raise ValueError(f"{NAME}: N={n_cols} needs {chunks} chunks of {chunk}; allowed: at most {MAX_CHUNKS} "
-                         "(raise chunk)")
+        raise ValueError(
+            f"{NAME}: N={n_cols} needs {chunks} chunks of {chunk}; allowed: at most {MAX_CHUNKS} (raise chunk)"
+        )
     num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", 8), NUM_WARPS_ALLOWED)
     prefetch = check_int_choice(NAME, "prefetch", tunables.get("prefetch", 0), (0, 1))
     counter = check_int_choice(NAME, "counter", tunables.get("counter", int(chunks > 16)), (0, 1))
     return LaunchPlan(
-        variant=NAME, kernel_name="row_softmax_splitrow_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
-        grid=(min(n_rows, INTERPRETER_ROW_GROUPS) * chunks,), num_warps=num_warps, num_stages=1,
-        tile_width=chunk, rows_per_program=1,
-        constexprs={"CHUNK": chunk, "CHUNKS": chunks, "CHUNKS_POW2": next_power_of_2(chunks), "ALIGN": align,
-                    "PREFETCH": prefetch, "COUNTER": counter, "PHASE": 0},
+        variant=NAME,
+        kernel_name="row_softmax_splitrow_kernel",
+        n_rows=n_rows,
+        n_cols=n_cols,
+        dtype=dtype,
+        grid=(min(n_rows, INTERPRETER_ROW_GROUPS) * chunks,),
+        num_warps=num_warps,
+        num_stages=1,
+        tile_width=chunk,
+        rows_per_program=1,
+        constexprs={
+            "CHUNK": chunk,
+            "CHUNKS": chunks,
+            "CHUNKS_POW2": next_power_of_2(chunks),
+            "ALIGN": align,
+            "PREFETCH": prefetch,
+            "COUNTER": counter,
+            "PHASE": 0,
+        },
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
         tunables={"num_warps": num_warps, "chunk": chunk, "prefetch": prefetch, "counter": counter, "window": window},
         grid_resolved_at_launch=True,
@@ -264,8 +306,9 @@ def _residency_key(args: tuple, launch: LaunchPlan, device: torch.device, conste
     return (device.index, launch.dtype, launch.num_warps, tuple(constexprs.items()), specialization_key(args))
 
 
-def resident_programs(args: tuple, launch: LaunchPlan, device: torch.device,
-                      constexprs: dict[str, int] | None = None) -> int:
+def resident_programs(
+    args: tuple, launch: LaunchPlan, device: torch.device, constexprs: dict[str, int] | None = None
+) -> int:
     """SM count x blocks per SM (driver occupancy API) of the kernel compiled for these args, with the options it
     is launched with (`constexprs`: the launch's, default the plan's): the most programs resident at once, which is
     also the largest grid a cooperative launch takes."""
@@ -273,28 +316,33 @@ def resident_programs(args: tuple, launch: LaunchPlan, device: torch.device,
     key = _residency_key(args, launch, device, constexprs)
     if key not in _BLOCKS_PER_SM:
         options = {"launch_cooperative_grid": True} if _cooperative(constexprs) else {}
-        compiled = row_softmax_splitrow_kernel.warmup(*args, num_warps=launch.num_warps, num_stages=1, grid=(1,),
-                                                      **options, **constexprs)
+        compiled = row_softmax_splitrow_kernel.warmup(
+            *args, num_warps=launch.num_warps, num_stages=1, grid=(1,), **options, **constexprs
+        )
         compiled._init_handles()
         _BLOCKS_PER_SM[key] = driver_blocks_per_sm(compiled.function, launch.num_warps, compiled.metadata.shared)
         _SM_COUNT[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
     return _SM_COUNT[device.index] * _BLOCKS_PER_SM[key]
 
 
-def resident_row_groups(args: tuple, launch: LaunchPlan, device: torch.device,
-                        constexprs: dict[str, int] | None = None) -> int:
+def resident_row_groups(
+    args: tuple, launch: LaunchPlan, device: torch.device, constexprs: dict[str, int] | None = None
+) -> int:
     """Rows in flight: resident programs // CHUNKS; ValueError when one row's CHUNKS programs do not fit at once."""
     constexprs = constexprs or launch.constexprs
     chunks = constexprs["CHUNKS"]
     resident = resident_programs(args, launch, device, constexprs)
     if resident < chunks:
-        raise ValueError(f"{NAME}: {chunks} chunks per row but only {resident} programs fit on the GPU at once; "
-                         "allowed: a larger chunk")
+        raise ValueError(
+            f"{NAME}: {chunks} chunks per row but only {resident} programs fit on the GPU at once; "
+            "allowed: a larger chunk"
+        )
     return resident // chunks
 
 
-def fallback_reason(args: tuple, launch: LaunchPlan, device: torch.device,
-                    constexprs: dict[str, int] | None = None) -> str | None:
+def fallback_reason(
+    args: tuple, launch: LaunchPlan, device: torch.device, constexprs: dict[str, int] | None = None
+) -> str | None:
     """Why a GPU launch of this config runs 'online' instead (None: splitrow runs): the cooperative launch its
     waiting needs is missing from this Triton or failed before, or one row's programs do not fit on the GPU at once."""
     constexprs = constexprs or launch.constexprs
@@ -307,8 +355,10 @@ def fallback_reason(args: tuple, launch: LaunchPlan, device: torch.device,
         return "this Triton has no cooperative launch (launch_cooperative_grid), which waiting programs need"
     resident = resident_programs(args, launch, device, constexprs)
     if resident < constexprs["CHUNKS"]:
-        return (f"a row needs {constexprs['CHUNKS']} programs of {constexprs['CHUNK']} columns but only {resident} "
-                "fit on the GPU at once")
+        return (
+            f"a row needs {constexprs['CHUNKS']} programs of {constexprs['CHUNK']} columns but only {resident} "
+            "fit on the GPU at once"
+        )
     return None
 
 
@@ -320,8 +370,9 @@ def _is_cooperative_failure(error: BaseException) -> bool:
 
 def _run_online(x: torch.Tensor, key: tuple, reason: str, remember: bool = True) -> torch.Tensor:
     if key not in _FALLBACKS:
-        warnings.warn(f"{NAME}: {reason}; ran 'online' instead (it never waits on other programs)", RuntimeWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"{NAME}: {reason}; ran 'online' instead (it never waits on other programs)", RuntimeWarning, stacklevel=3
+        )
     if remember:
         _FALLBACKS[key] = reason
     from .online import softmax_online
@@ -357,18 +408,20 @@ def workspace(device: torch.device, n_rows: int, chunks: int) -> tuple[torch.Ten
     if device.type == "cuda" and (getattr(_PRIVATE, "depth", 0) or torch.cuda.is_current_stream_capturing()):
         zeros = torch.zeros(n_rows * chunks * 2 + n_rows, dtype=torch.int64, device=device)  # stats + counters
         control = torch.arange(1, -1, -1, dtype=torch.int64, device=device)
-        return zeros[:n_rows * chunks * 2], zeros[n_rows * chunks * 2:], control
+        return zeros[: n_rows * chunks * 2], zeros[n_rows * chunks * 2 :], control
     stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
     key = (device.type, device.index, stream)
     stats, counters, control = _WORKSPACES.get(key, (None, None, None))
     if control is None:
         control = torch.arange(1, -1, -1, dtype=torch.int64, device=device)  # [1, 0], no host copy (graph capture)
     if stats is None or stats.numel() < n_rows * chunks * 2:
-        stats = torch.zeros(max(n_rows * chunks * 2, 2 * (0 if stats is None else stats.numel())),
-                            dtype=torch.int64, device=device)
+        stats = torch.zeros(
+            max(n_rows * chunks * 2, 2 * (0 if stats is None else stats.numel())), dtype=torch.int64, device=device
+        )
     if counters is None or counters.numel() < n_rows:
-        counters = torch.zeros(max(n_rows, 2 * (0 if counters is None else counters.numel())), dtype=torch.int64,
-                               device=device)
+        counters = torch.zeros(
+            max(n_rows, 2 * (0 if counters is None else counters.numel())), dtype=torch.int64, device=device
+        )
     _WORKSPACES[key] = (stats, counters, control)
     return stats, counters, control
 
@@ -412,12 +465,22 @@ def softmax_splitrow(x: torch.Tensor, **tunables: int) -> torch.Tensor:
         return _run_online(x, key, reason)
     groups = min(n_rows, resident_row_groups(args, launch, rows.device, constexprs))
     try:
-        launch_kernel(row_softmax_splitrow_kernel, (groups * constexprs["CHUNKS"],), args, constexprs,
-                      launch.num_warps, cooperative=_cooperative(constexprs))
+        launch_kernel(
+            row_softmax_splitrow_kernel,
+            (groups * constexprs["CHUNKS"],),
+            args,
+            constexprs,
+            launch.num_warps,
+            cooperative=_cooperative(constexprs),
+        )
     except RuntimeError as error:
         if not _is_cooperative_failure(error):
             raise
         capturing = torch.cuda.is_current_stream_capturing()  # a failure while capturing may be the capture's
-        return _run_online(x, key, f"the cooperative launch failed ({str(error).strip().splitlines()[0][:200]})",
-                           remember=not capturing)
+        return _run_online(
+            x,
+            key,
+            f"the cooperative launch failed ({str(error).strip().splitlines()[0][:200]})",
+            remember=not capturing,
+        )
     return output.view(x.shape)

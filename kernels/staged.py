@@ -44,14 +44,15 @@ SM_REGISTERS = 65536  # sm_90: 32-bit registers per SM
 SM_THREADS = 2048
 FTZ_SAFE_RANGE = gl.constexpr(87.0)  # x - max >= -87 keeps exp(x - max) >= 2**-125.5: ex2.approx.ftz flushes none
 SHARED_OVERHEAD_BYTES = 1024 + 256  # per block: the reserved 1 KB, the reductions' scratch and the exchange buffer
-TUNABLES = {"num_warps": f"warps per program, one of {WARPS_ALLOWED}; default 8",
-            "cluster": f"programs per row, one thread-block cluster (sm_90+), 1 to {clusters.MAX_CLUSTER}; default "
-                       f"cdiv(row bytes, {CLUSTER_CHUNK_BYTES // 1024} KB)"}
+TUNABLES = {
+    "num_warps": f"warps per program, one of {WARPS_ALLOWED}; default 8",
+    "cluster": f"programs per row, one thread-block cluster (sm_90+), 1 to {clusters.MAX_CLUSTER}; default "
+    f"cdiv(row bytes, {CLUSTER_CHUNK_BYTES // 1024} KB)",
+}
 
 
 @gluon.jit
-def _allocate(dtype: gl.constexpr, SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr,
-              PART2: gl.constexpr):
+def _allocate(dtype: gl.constexpr, SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr, PART2: gl.constexpr):
     """Shared buffers of PART0, PART1, PART2 slices (an unused one aliases the first)."""
     shared: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
     part0 = gl.allocate_shared_memory(dtype, [PART0 * SLICE], shared)
@@ -85,8 +86,9 @@ def _log2_offset(m, EXP: gl.constexpr):
     """fp16 (EXP=2): the addend of _numerators for a row (or chunk) maximum m, m * log2(e) rounded once (mul.rn:
     never contracted into an FMA, so the exchange combines exactly the offsets the numerators used); unused
     otherwise."""
-    return gl.inline_asm_elementwise("mul.rn.f32 $0, $1, 0f3FB8AA3B;", "=f,f", [m], dtype=gl.float32,
-                                     is_pure=True, pack=1)
+    return gl.inline_asm_elementwise(
+        "mul.rn.f32 $0, $1, 0f3FB8AA3B;", "=f,f", [m], dtype=gl.float32, is_pure=True, pack=1
+    )
 
 
 @gluon.jit
@@ -96,37 +98,133 @@ def _numerators(values, shift, offset, FORM: gl.constexpr):
     within FTZ_SAFE_RANGE of the shift) ex2.approx.ftz of (values - shift) * log2(e), gl.exp's own arithmetic less its
     subnormal-result handling, which no such row needs (bitwise equal to 0's results there); 0 gl.exp."""
     if FORM == 2:
-        return gl.inline_asm_elementwise("fma.rn.f32 $0, $1, 0f3FB8AA3B, $2;\n\tex2.approx.ftz.f32 $0, $0;",
-                                         "=f,f,f", [values, -offset], dtype=gl.float32, is_pure=True, pack=1)
+        return gl.inline_asm_elementwise(
+            "fma.rn.f32 $0, $1, 0f3FB8AA3B, $2;\n\tex2.approx.ftz.f32 $0, $0;",
+            "=f,f,f",
+            [values, -offset],
+            dtype=gl.float32,
+            is_pure=True,
+            pack=1,
+        )
     if FORM == 3:
-        return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [(values - shift) * warprows.LOG2E],
-                                         dtype=gl.float32, is_pure=True, pack=1)
+        return gl.inline_asm_elementwise(
+            "ex2.approx.ftz.f32 $0, $1;",
+            "=f,f",
+            [(values - shift) * warprows.LOG2E],
+            dtype=gl.float32,
+            is_pure=True,
+            pack=1,
+        )
     return warprows.exp_rows(values, shift, FORM)
 
 
 @gluon.jit
-def _exp_pass(part0, part1, part2, lanes, width, target, shift, low, offset, inverse, LAYOUT: gl.constexpr,
-              SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr, SLICES: gl.constexpr,
-              WHOLE: gl.constexpr, EXP: gl.constexpr, STORE: gl.constexpr):
+def _exp_pass(
+    part0,
+    part1,
+    part2,
+    lanes,
+    width,
+    target,
+    shift,
+    low,
+    offset,
+    inverse,
+    LAYOUT: gl.constexpr,
+    SLICE: gl.constexpr,
+    PART0: gl.constexpr,
+    PART1: gl.constexpr,
+    SLICES: gl.constexpr,
+    WHOLE: gl.constexpr,
+    EXP: gl.constexpr,
+    STORE: gl.constexpr,
+):
     """_pass in _numerators' form for EXP: fp32 (EXP 0) form 3 where every finite value of the chunk (the smallest
     being `low`) lies within FTZ_SAFE_RANGE of `shift`, gl.exp (form 0) otherwise; 16-bit the form EXP."""
     if EXP == 0:
         if shift - low <= FTZ_SAFE_RANGE:  # every exp of this chunk a normal number (or exactly 0)
-            total = _pass(part0, part1, part2, lanes, width, target, shift, offset, inverse, LAYOUT, SLICE, PART0,
-                          PART1, SLICES, WHOLE, 3, STORE)
+            total = _pass(
+                part0,
+                part1,
+                part2,
+                lanes,
+                width,
+                target,
+                shift,
+                offset,
+                inverse,
+                LAYOUT,
+                SLICE,
+                PART0,
+                PART1,
+                SLICES,
+                WHOLE,
+                3,
+                STORE,
+            )
         else:
-            total = _pass(part0, part1, part2, lanes, width, target, shift, offset, inverse, LAYOUT, SLICE, PART0,
-                          PART1, SLICES, WHOLE, 0, STORE)
+            total = _pass(
+                part0,
+                part1,
+                part2,
+                lanes,
+                width,
+                target,
+                shift,
+                offset,
+                inverse,
+                LAYOUT,
+                SLICE,
+                PART0,
+                PART1,
+                SLICES,
+                WHOLE,
+                0,
+                STORE,
+            )
     else:
-        total = _pass(part0, part1, part2, lanes, width, target, shift, offset, inverse, LAYOUT, SLICE, PART0, PART1,
-                      SLICES, WHOLE, EXP, STORE)
+        total = _pass(
+            part0,
+            part1,
+            part2,
+            lanes,
+            width,
+            target,
+            shift,
+            offset,
+            inverse,
+            LAYOUT,
+            SLICE,
+            PART0,
+            PART1,
+            SLICES,
+            WHOLE,
+            EXP,
+            STORE,
+        )
     return total
 
 
 @gluon.jit
-def _pass(part0, part1, part2, lanes, width, target, shift, offset, inverse, LAYOUT: gl.constexpr,
-          SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr, SLICES: gl.constexpr, WHOLE: gl.constexpr,
-          FORM: gl.constexpr, STORE: gl.constexpr):
+def _pass(
+    part0,
+    part1,
+    part2,
+    lanes,
+    width,
+    target,
+    shift,
+    offset,
+    inverse,
+    LAYOUT: gl.constexpr,
+    SLICE: gl.constexpr,
+    PART0: gl.constexpr,
+    PART1: gl.constexpr,
+    SLICES: gl.constexpr,
+    WHOLE: gl.constexpr,
+    FORM: gl.constexpr,
+    STORE: gl.constexpr,
+):
     """One pass over the staged slices: STORE False, per lane the sum of _numerators (lanes past the chunk's width:
     0); STORE True, _numerators x inverse stored (lanes past the width: not stored), sums 0."""
     total = gl.zeros([SLICE], gl.float32, LAYOUT)
@@ -152,18 +250,23 @@ def _row_stats(bar, m, s, rank, CLUSTER: gl.constexpr, EXP: gl.constexpr):
     """kernels.cluster's exchange and combination of the cluster's (max, sum) pairs, in Gluon. fp16: each partial
     sum is rescaled by exp2 of the difference of the offsets its numerators used, so the combined sum and the
     numerators of the store pass carry the same factor; otherwise by exp(m_i - M). Returns (M, M's offset, sum)."""
-    base = gl.inline_asm_elementwise(clusters.EXCHANGE_PTX, "=r,r,f,f,r,r", [bar, m, s, rank, CLUSTER],
-                                     dtype=gl.int32, is_pure=False, pack=1)
+    base = gl.inline_asm_elementwise(
+        clusters.EXCHANGE_PTX, "=r,r,f,f,r,r", [bar, m, s, rank, CLUSTER], dtype=gl.int32, is_pure=False, pack=1
+    )
     row_max = -float("inf")
     for i in gl.static_range(CLUSTER):
-        row_max = gl.maximum(row_max, gl.inline_asm_elementwise(clusters.SLOT_PTX, "=f,=f,r,r", [base, i],
-                                                                 dtype=(gl.float32, gl.float32), is_pure=False,
-                                                                 pack=1)[0])
+        row_max = gl.maximum(
+            row_max,
+            gl.inline_asm_elementwise(
+                clusters.SLOT_PTX, "=f,=f,r,r", [base, i], dtype=(gl.float32, gl.float32), is_pure=False, pack=1
+            )[0],
+        )
     row_offset = _log2_offset(row_max, EXP)
     total = 0.0
     for i in gl.static_range(CLUSTER):
-        peer_max, peer_sum = gl.inline_asm_elementwise(clusters.SLOT_PTX, "=f,=f,r,r", [base, i],
-                                                       dtype=(gl.float32, gl.float32), is_pure=False, pack=1)
+        peer_max, peer_sum = gl.inline_asm_elementwise(
+            clusters.SLOT_PTX, "=f,=f,r,r", [base, i], dtype=(gl.float32, gl.float32), is_pure=False, pack=1
+        )
         if EXP == 2:
             total += peer_sum * gl.exp2(_log2_offset(peer_max, EXP) - row_offset)
         else:
@@ -172,9 +275,20 @@ def _row_stats(bar, m, s, rank, CLUSTER: gl.constexpr, EXP: gl.constexpr):
 
 
 @gluon.jit
-def row_softmax_staged_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols: gl.constexpr,
-                              SLICE: gl.constexpr, PART0: gl.constexpr, PART1: gl.constexpr, PART2: gl.constexpr,
-                              VEC: gl.constexpr, CLUSTER: gl.constexpr, EXP: gl.constexpr):
+def row_softmax_staged_kernel(
+    output_ptr,
+    input_ptr,
+    input_row_stride,
+    output_row_stride,
+    n_cols: gl.constexpr,
+    SLICE: gl.constexpr,
+    PART0: gl.constexpr,
+    PART1: gl.constexpr,
+    PART2: gl.constexpr,
+    VEC: gl.constexpr,
+    CLUSTER: gl.constexpr,
+    EXP: gl.constexpr,
+):
     # read N (global -> shared, once) + write N elements per row; shared memory is read 3 times. CLUSTER > 1: a row
     # per thread-block cluster, each program staging CHUNK columns, (max, sum) exchanged as in kernels.cluster
     SLICES: gl.constexpr = PART0 + PART1 + PART2
@@ -198,11 +312,11 @@ def row_softmax_staged_kernel(output_ptr, input_ptr, input_row_stride, output_ro
     for i in gl.static_range(SLICES):
         cols = i * SLICE + lanes
         if i < WHOLE:
-            async_copy.async_copy_global_to_shared(_slice(part0, part1, part2, i, PART0, PART1, SLICE),
-                                                   source + cols)
+            async_copy.async_copy_global_to_shared(_slice(part0, part1, part2, i, PART0, PART1, SLICE), source + cols)
         else:
-            async_copy.async_copy_global_to_shared(_slice(part0, part1, part2, i, PART0, PART1, SLICE),
-                                                   source + cols, mask=cols < width)
+            async_copy.async_copy_global_to_shared(
+                _slice(part0, part1, part2, i, PART0, PART1, SLICE), source + cols, mask=cols < width
+            )
         async_copy.commit_group()
     # fp16 maxima two at a time (exact; bf16 has no cheaper max than fp32's on sm_90); fp32 also the smallest finite
     # value, which decides the exp's form below
@@ -227,24 +341,70 @@ def row_softmax_staged_kernel(output_ptr, input_ptr, input_row_stride, output_ro
         row_min = gl.min(low, axis=0)  # decides fp32's exp form (_exp_pass)
     else:
         row_min = shift  # unused
-    total = _exp_pass(part0, part1, part2, lanes, width, target, shift, row_min, offset, 0.0, layout, SLICE, PART0,
-                      PART1, SLICES, WHOLE, EXP, False)
+    total = _exp_pass(
+        part0,
+        part1,
+        part2,
+        lanes,
+        width,
+        target,
+        shift,
+        row_min,
+        offset,
+        0.0,
+        layout,
+        SLICE,
+        PART0,
+        PART1,
+        SLICES,
+        WHOLE,
+        EXP,
+        False,
+    )
     if CLUSTER > 1:
         row_max, offset, row_sum = _row_stats(bar, row_max, gl.sum(total, axis=0), rank, CLUSTER, EXP)
         inverse = 1.0 / row_sum
     else:
         inverse = 1.0 / gl.sum(total, axis=0)  # one reciprocal per row
-    _exp_pass(part0, part1, part2, lanes, width, target, row_max, row_min, offset, inverse, layout, SLICE, PART0,
-              PART1, SLICES, WHOLE, EXP, True)
-
+    _exp_pass(
+        part0,
+        part1,
+        part2,
+        lanes,
+        width,
+        target,
+        row_max,
+        row_min,
+        offset,
+        inverse,
+        layout,
+        SLICE,
+        PART0,
+        PART1,
+        SLICES,
+        WHOLE,
+        EXP,
+        True,
+    )
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-    return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
-            "n_cols": "constexpr", "SLICE": "constexpr", "PART0": "constexpr", "PART1": "constexpr",
-            "PART2": "constexpr", "VEC": "constexpr", "CLUSTER": "constexpr", "EXP": "constexpr"}
+    return {
+        "output_ptr": ptr,
+        "input_ptr": ptr,
+        "input_row_stride": "i32",
+        "output_row_stride": "i32",
+        "n_cols": "constexpr",
+        "SLICE": "constexpr",
+        "PART0": "constexpr",
+        "PART1": "constexpr",
+        "PART2": "constexpr",
+        "VEC": "constexpr",
+        "CLUSTER": "constexpr",
+        "EXP": "constexpr",
+    }
 
 
 def whole_copies(rows: torch.Tensor, vec: int) -> bool:
@@ -321,31 +481,55 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     itemsize = dtype.itemsize
     vec = copy_elements(itemsize, n_cols)
     if vec == 0:
-        raise ValueError(f"{NAME}: N={n_cols} {dtype} rows are not whole {MIN_COPY_BYTES}-byte words (cp.async "
-                         f"copies 4, 8 or 16 bytes); allowed: N even for 16-bit dtypes; use 'teaching' or 'online'")
+        raise ValueError(
+            f"{NAME}: N={n_cols} {dtype} rows are not whole {MIN_COPY_BYTES}-byte words (cp.async "
+            f"copies 4, 8 or 16 bytes); allowed: N even for 16-bit dtypes; use 'teaching' or 'online'"
+        )
     slice_width = vec * 32 * num_warps
     row_slices = -(-n_cols // slice_width)
-    cluster = check_int_range(NAME, "cluster", tunables.get("cluster", default_cluster(n_cols, itemsize)), 1,
-                              clusters.MAX_CLUSTER)
+    cluster = check_int_range(
+        NAME, "cluster", tunables.get("cluster", default_cluster(n_cols, itemsize)), 1, clusters.MAX_CLUSTER
+    )
     parts = slice_parts(-(-row_slices // cluster))
     chunk = sum(parts) * slice_width
     if n_cols < 1 or chunk * itemsize > MAX_ROW_BYTES:
         widest = MAX_ROW_BYTES // itemsize // slice_width * slice_width
-        raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range for {dtype} at num_warps={num_warps}, "
-                         f"cluster={cluster}; allowed: 1 <= N and each program's chunk, rounded up to slices of "
-                         f"{slice_width}, at most {MAX_ROW_BYTES} bytes of shared memory (N <= {widest} per program; "
-                         f"raise cluster, up to {clusters.MAX_CLUSTER})")
+        raise ValueError(
+            f"{NAME}: N={n_cols} is outside this variant's range for {dtype} at num_warps={num_warps}, "
+            f"cluster={cluster}; allowed: 1 <= N and each program's chunk, rounded up to slices of "
+            f"{slice_width}, at most {MAX_ROW_BYTES} bytes of shared memory (N <= {widest} per program; "
+            f"raise cluster, up to {clusters.MAX_CLUSTER})"
+        )
     if (cluster - 1) * chunk >= n_cols:
-        raise ValueError(f"{NAME}: cluster={cluster} leaves programs without columns at N={n_cols} (chunks of "
-                         f"{chunk}); allowed: cluster <= {-(-n_cols // chunk)}")
+        raise ValueError(
+            f"{NAME}: cluster={cluster} leaves programs without columns at N={n_cols} (chunks of "
+            f"{chunk}); allowed: cluster <= {-(-n_cols // chunk)}"
+        )
     return LaunchPlan(
-        variant=NAME, kernel_name="row_softmax_staged_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
-        grid=(n_rows * cluster,), num_warps=num_warps, num_stages=1, tile_width=chunk, rows_per_program=1,
-        constexprs={"n_cols": n_cols, "SLICE": slice_width, "PART0": parts[0], "PART1": parts[1], "PART2": parts[2],
-                    "VEC": vec, "CLUSTER": cluster, "EXP": warprows.exp_form(dtype)},
+        variant=NAME,
+        kernel_name="row_softmax_staged_kernel",
+        n_rows=n_rows,
+        n_cols=n_cols,
+        dtype=dtype,
+        grid=(n_rows * cluster,),
+        num_warps=num_warps,
+        num_stages=1,
+        tile_width=chunk,
+        rows_per_program=1,
+        constexprs={
+            "n_cols": n_cols,
+            "SLICE": slice_width,
+            "PART0": parts[0],
+            "PART1": parts[1],
+            "PART2": parts[2],
+            "VEC": vec,
+            "CLUSTER": cluster,
+            "EXP": warprows.exp_form(dtype),
+        },
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols},
         tunables={"num_warps": num_warps, **({"cluster": cluster} if cluster > 1 else {})},
-        launch_shared_bytes=clusters.EXCHANGE_BYTES if cluster > 1 else 0, cluster_size=cluster,
+        launch_shared_bytes=clusters.EXCHANGE_BYTES if cluster > 1 else 0,
+        cluster_size=cluster,
         compile_options={"maxnreg": cap} if (cap := register_cap(chunk * itemsize, num_warps)) else {},
     )
 
@@ -367,23 +551,33 @@ def softmax_staged(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     if rows.numel() == 0:
         return output.view(x.shape)
     if not rows.is_cuda:
-        raise ValueError(f"{NAME}: a Gluon kernel, which the Triton CPU interpreter cannot run; allowed: a CUDA "
-                         "tensor (on the CPU use 'teaching', 'multirow', 'online', 'persistent' or 'splitrow')")
+        raise ValueError(
+            f"{NAME}: a Gluon kernel, which the Triton CPU interpreter cannot run; allowed: a CUDA "
+            "tensor (on the CPU use 'teaching', 'multirow', 'online', 'persistent' or 'splitrow')"
+        )
     needed = launch.tile_width * rows.element_size()
     available = shared_memory_limit(rows.device.index if rows.device.index is not None else 0)
     if needed > available - 1024:
-        raise ValueError(f"{NAME}: a chunk of {launch.tile_width} columns needs {needed} bytes of shared memory and "
-                         f"this GPU allows {available} per block; allowed: chunks of at most "
-                         f"{(available - 1024) // rows.element_size()} columns (raise cluster on sm_90+, or use "
-                         "'splitrow' or 'online' for wider rows)")
+        raise ValueError(
+            f"{NAME}: a chunk of {launch.tile_width} columns needs {needed} bytes of shared memory and "
+            f"this GPU allows {available} per block; allowed: chunks of at most "
+            f"{(available - 1024) // rows.element_size()} columns (raise cluster on sm_90+, or use "
+            "'splitrow' or 'online' for wider rows)"
+        )
     source, target = staging_buffers(rows, output, launch.constexprs["VEC"])
     args = (target, source, source.stride(0), target.stride(0))
     if launch.cluster_size > 1:
         clusters.check_clusters(rows.device)
         clusters.launch_cluster(row_softmax_staged_kernel, launch, args, launch.constexprs)
     else:
-        launch_kernel(row_softmax_staged_kernel, launch.grid, args, launch.constexprs, launch.num_warps,
-                      options=launch.compile_options)
+        launch_kernel(
+            row_softmax_staged_kernel,
+            launch.grid,
+            args,
+            launch.constexprs,
+            launch.num_warps,
+            options=launch.compile_options,
+        )
     if target is not output:
         output.copy_(target)
     return output.view(x.shape)

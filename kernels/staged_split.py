@@ -70,10 +70,23 @@ def _all_tagged(max_words, sum_words, tag, partial_mask):
 
 
 @gluon.jit
-def row_softmax_staged_split_kernel(output_ptr, input_ptr, stats_ptr, control_ptr, input_row_stride,
-                                    output_row_stride, n_rows, n_cols, SLICE: gl.constexpr, PART0: gl.constexpr,
-                                    PART1: gl.constexpr, PART2: gl.constexpr, VEC: gl.constexpr,
-                                    CHUNKS: gl.constexpr, CHUNKS_POW2: gl.constexpr):
+def row_softmax_staged_split_kernel(
+    output_ptr,
+    input_ptr,
+    stats_ptr,
+    control_ptr,
+    input_row_stride,
+    output_row_stride,
+    n_rows,
+    n_cols,
+    SLICE: gl.constexpr,
+    PART0: gl.constexpr,
+    PART1: gl.constexpr,
+    PART2: gl.constexpr,
+    VEC: gl.constexpr,
+    CHUNKS: gl.constexpr,
+    CHUNKS_POW2: gl.constexpr,
+):
     # read N + write N per row; per chunk 16 bytes of tagged (max, sum) written and CHUNKS x 16 polled (L2)
     SLICES: gl.constexpr = PART0 + PART1 + PART2
     CHUNK: gl.constexpr = SLICES * SLICE
@@ -97,8 +110,9 @@ def row_softmax_staged_split_kernel(output_ptr, input_ptr, stats_ptr, control_pt
         source = input_ptr + row * input_row_stride + start
         for i in gl.static_range(SLICES):
             cols = start + i * SLICE + lanes
-            async_copy.async_copy_global_to_shared(_slice(part0, part1, part2, i, PART0, PART1, SLICE),
-                                                   source + i * SLICE + lanes, mask=cols < n_cols)
+            async_copy.async_copy_global_to_shared(
+                _slice(part0, part1, part2, i, PART0, PART1, SLICE), source + i * SLICE + lanes, mask=cols < n_cols
+            )
             async_copy.commit_group()
         running = gl.full([SLICE], -float("inf"), gl.float32, layout)
         for i in gl.static_range(SLICES):  # each thread reads back what it copied: its own wait_group suffices
@@ -136,8 +150,11 @@ def row_softmax_staged_split_kernel(output_ptr, input_ptr, stats_ptr, control_pt
         for i in gl.static_range(SLICES):
             cols = start + i * SLICE + lanes
             values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(layout).to(gl.float32)
-            gl.store(target + i * SLICE + lanes, (gl.exp(values - local_shift) * scale).to(output_ptr.dtype.element_ty),
-                     mask=cols < n_cols)
+            gl.store(
+                target + i * SLICE + lanes,
+                (gl.exp(values - local_shift) * scale).to(output_ptr.dtype.element_ty),
+                mask=cols < n_cols,
+            )
     if CHUNKS > 1:  # the launch's last program out moves the epoch on
         if gl.atomic_add(control_ptr + 1, 1, sem="relaxed", scope="gpu") == gl.num_programs(0) - 1:
             gl.store(control_ptr + 1, 0)
@@ -147,10 +164,23 @@ def row_softmax_staged_split_kernel(output_ptr, input_ptr, stats_ptr, control_pt
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-    return {"output_ptr": ptr, "input_ptr": ptr, "stats_ptr": "*i64", "control_ptr": "*i64",
-            "input_row_stride": "i32", "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32",
-            "SLICE": "constexpr", "PART0": "constexpr", "PART1": "constexpr", "PART2": "constexpr",
-            "VEC": "constexpr", "CHUNKS": "constexpr", "CHUNKS_POW2": "constexpr"}
+    return {
+        "output_ptr": ptr,
+        "input_ptr": ptr,
+        "stats_ptr": "*i64",
+        "control_ptr": "*i64",
+        "input_row_stride": "i32",
+        "output_row_stride": "i32",
+        "n_rows": "i32",
+        "n_cols": "i32",
+        "SLICE": "constexpr",
+        "PART0": "constexpr",
+        "PART1": "constexpr",
+        "PART2": "constexpr",
+        "VEC": "constexpr",
+        "CHUNKS": "constexpr",
+        "CHUNKS_POW2": "constexpr",
+    }
 
 
 def default_chunks(n_cols: int, dtype: torch.dtype) -> int:
@@ -168,25 +198,47 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     chunks = check_int_range(NAME, "chunks", tunables.get("chunks", default_chunks(n_cols, dtype)), 1, MAX_CHUNKS)
     vec = copy_elements(dtype.itemsize, n_cols)
     if vec == 0:
-        raise ValueError(f"{NAME}: N={n_cols} {dtype} rows are not whole {MIN_COPY_BYTES}-byte words (cp.async "
-                         "copies 4, 8 or 16 bytes); allowed: N even for 16-bit dtypes; use 'splitrow' or 'online'")
+        raise ValueError(
+            f"{NAME}: N={n_cols} {dtype} rows are not whole {MIN_COPY_BYTES}-byte words (cp.async "
+            "copies 4, 8 or 16 bytes); allowed: N even for 16-bit dtypes; use 'splitrow' or 'online'"
+        )
     slice_width = vec * 32 * num_warps
     per_chunk = -(-n_cols // chunks)
     parts = slice_parts(-(-per_chunk // slice_width))
     chunk_width = sum(parts) * slice_width
     if chunk_width * dtype.itemsize > MAX_ROW_BYTES:
-        raise ValueError(f"{NAME}: N={n_cols} in {chunks} chunks is {chunk_width * dtype.itemsize} bytes of shared "
-                         f"memory per program; allowed: at most {MAX_ROW_BYTES} (raise chunks)")
+        raise ValueError(
+            f"{NAME}: N={n_cols} in {chunks} chunks is {chunk_width * dtype.itemsize} bytes of shared "
+            f"memory per program; allowed: at most {MAX_ROW_BYTES} (raise chunks)"
+        )
     if (chunks - 1) * chunk_width >= n_cols:
-        raise ValueError(f"{NAME}: N={n_cols} fills fewer than chunks={chunks} chunks of {chunk_width} columns; "
-                         f"allowed: chunks <= {-(-n_cols // chunk_width)}")
+        raise ValueError(
+            f"{NAME}: N={n_cols} fills fewer than chunks={chunks} chunks of {chunk_width} columns; "
+            f"allowed: chunks <= {-(-n_cols // chunk_width)}"
+        )
     return LaunchPlan(
-        variant=NAME, kernel_name="row_softmax_staged_split_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
-        grid=(n_rows * chunks,), num_warps=num_warps, num_stages=1, tile_width=chunk_width, rows_per_program=1,
-        constexprs={"SLICE": slice_width, "PART0": parts[0], "PART1": parts[1], "PART2": parts[2], "VEC": vec,
-                    "CHUNKS": chunks, "CHUNKS_POW2": 1 << (chunks - 1).bit_length()},
+        variant=NAME,
+        kernel_name="row_softmax_staged_split_kernel",
+        n_rows=n_rows,
+        n_cols=n_cols,
+        dtype=dtype,
+        grid=(n_rows * chunks,),
+        num_warps=num_warps,
+        num_stages=1,
+        tile_width=chunk_width,
+        rows_per_program=1,
+        constexprs={
+            "SLICE": slice_width,
+            "PART0": parts[0],
+            "PART1": parts[1],
+            "PART2": parts[2],
+            "VEC": vec,
+            "CHUNKS": chunks,
+            "CHUNKS_POW2": 1 << (chunks - 1).bit_length(),
+        },
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
-        tunables={"num_warps": num_warps, "chunks": chunks}, grid_resolved_at_launch=True,
+        tunables={"num_warps": num_warps, "chunks": chunks},
+        grid_resolved_at_launch=True,
     )
 
 
@@ -196,8 +248,13 @@ _FALLBACKS: dict[tuple, str] = {}
 
 
 def _key(args: tuple, launch: LaunchPlan) -> tuple:
-    return (args[1].device.index, launch.dtype, launch.num_warps, tuple(launch.constexprs.items()),
-            specialization_key(args))
+    return (
+        args[1].device.index,
+        launch.dtype,
+        launch.num_warps,
+        tuple(launch.constexprs.items()),
+        specialization_key(args),
+    )
 
 
 def resident_programs(args: tuple, launch: LaunchPlan) -> int:
@@ -206,8 +263,9 @@ def resident_programs(args: tuple, launch: LaunchPlan) -> int:
     key = _key(args, launch)
     if key not in _BLOCKS_PER_SM:
         options = {"launch_cooperative_grid": True} if launch.constexprs["CHUNKS"] > 1 else {}
-        compiled = row_softmax_staged_split_kernel.warmup(*args, num_warps=launch.num_warps, num_stages=1,
-                                                          grid=(1,), **options, **launch.constexprs)
+        compiled = row_softmax_staged_split_kernel.warmup(
+            *args, num_warps=launch.num_warps, num_stages=1, grid=(1,), **options, **launch.constexprs
+        )
         compiled._init_handles()
         _BLOCKS_PER_SM[key] = driver_blocks_per_sm(compiled.function, launch.num_warps, compiled.metadata.shared)
     return torch.cuda.get_device_properties(args[1].device).multi_processor_count * _BLOCKS_PER_SM[key]
@@ -223,8 +281,9 @@ def launched_programs(rows: torch.Tensor, launch: LaunchPlan) -> int:
 
 def _run_online(x: torch.Tensor, key: tuple, reason: str, remember: bool = True) -> torch.Tensor:
     if key not in _FALLBACKS:
-        warnings.warn(f"{NAME}: {reason}; ran 'online' instead (it never waits on other programs)", RuntimeWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"{NAME}: {reason}; ran 'online' instead (it never waits on other programs)", RuntimeWarning, stacklevel=3
+        )
     if remember:
         _FALLBACKS[key] = reason
     from .online import softmax_online
@@ -240,8 +299,10 @@ def softmax_staged_split(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     if rows.numel() == 0:
         return output.view(x.shape)
     if not rows.is_cuda:
-        raise ValueError(f"{NAME}: a Gluon kernel, which the Triton CPU interpreter cannot run; allowed: a CUDA "
-                         "tensor (on the CPU use 'splitrow' or 'online')")
+        raise ValueError(
+            f"{NAME}: a Gluon kernel, which the Triton CPU interpreter cannot run; allowed: a CUDA "
+            "tensor (on the CPU use 'splitrow' or 'online')"
+        )
     source, target = staging_buffers(rows, output, launch.constexprs["VEC"])
     chunks = launch.constexprs["CHUNKS"]
     stats, _, control = splitrow.workspace(rows.device, n_rows, chunks)
@@ -257,14 +318,24 @@ def softmax_staged_split(x: torch.Tensor, **tunables: int) -> torch.Tensor:
         return _run_online(x, key, reason)
     groups = min(n_rows, resident // chunks)
     try:
-        launch_kernel(row_softmax_staged_split_kernel, (groups * chunks,), args, launch.constexprs,
-                      launch.num_warps, cooperative=chunks > 1)
+        launch_kernel(
+            row_softmax_staged_split_kernel,
+            (groups * chunks,),
+            args,
+            launch.constexprs,
+            launch.num_warps,
+            cooperative=chunks > 1,
+        )
     except RuntimeError as error:
         if not splitrow._is_cooperative_failure(error):
             raise
         capturing = torch.cuda.is_current_stream_capturing()
-        return _run_online(x, key, f"the cooperative launch failed ({str(error).strip().splitlines()[0][:200]})",
-                           remember=not capturing)
+        return _run_online(
+            x,
+            key,
+            f"the cooperative launch failed ({str(error).strip().splitlines()[0][:200]})",
+            remember=not capturing,
+        )
     if target is not output:
         output.copy_(target)
     return output.view(x.shape)

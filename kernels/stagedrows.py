@@ -30,14 +30,22 @@ MAX_PROGRAM_BYTES = 96 * 1024  # shared memory per program: at least two program
 WARPS_ALLOWED = warprows.WARPS_ALLOWED
 TUNABLES = {
     "num_warps": f"warps per program, one of {WARPS_ALLOWED}; default 4 (threads_per_row / 32 where that is more)",
-    "threads_per_row": ("threads holding one row, a power of two from 1 to 32 * num_warps; default Quack's rule by "
-                        "N (8 up to 64, 16 up to 128, 32 up to 3072, 64 up to 6144, 128 above)"),
+    "threads_per_row": (
+        "threads holding one row, a power of two from 1 to 32 * num_warps; default Quack's rule by "
+        "N (8 up to 64, 16 up to 128, 32 up to 3072, 64 up to 6144, 128 above)"
+    ),
 }
 
 
 @gluon.jit
-def _allocate(dtype: gl.constexpr, ROWS: gl.constexpr, SLICE: gl.constexpr, PART0: gl.constexpr,
-              PART1: gl.constexpr, PART2: gl.constexpr):
+def _allocate(
+    dtype: gl.constexpr,
+    ROWS: gl.constexpr,
+    SLICE: gl.constexpr,
+    PART0: gl.constexpr,
+    PART1: gl.constexpr,
+    PART2: gl.constexpr,
+):
     """Shared buffers of PART0, PART1, PART2 slices of [ROWS, SLICE] each (an unused one aliases the first)."""
     shared: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     part0 = gl.allocate_shared_memory(dtype, [PART0 * ROWS, SLICE], shared)
@@ -69,11 +77,24 @@ def _reread():
 
 
 @gluon.jit
-def row_softmax_stagedrows_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows,
-                                  n_cols: gl.constexpr, SLICE: gl.constexpr, PART0: gl.constexpr,
-                                  PART1: gl.constexpr, PART2: gl.constexpr, VEC: gl.constexpr,
-                                  ROW_THREADS: gl.constexpr, COL_THREADS: gl.constexpr, ROW_WARPS: gl.constexpr,
-                                  COL_WARPS: gl.constexpr, EXP: gl.constexpr):
+def row_softmax_stagedrows_kernel(
+    output_ptr,
+    input_ptr,
+    input_row_stride,
+    output_row_stride,
+    n_rows,
+    n_cols: gl.constexpr,
+    SLICE: gl.constexpr,
+    PART0: gl.constexpr,
+    PART1: gl.constexpr,
+    PART2: gl.constexpr,
+    VEC: gl.constexpr,
+    ROW_THREADS: gl.constexpr,
+    COL_THREADS: gl.constexpr,
+    ROW_WARPS: gl.constexpr,
+    COL_WARPS: gl.constexpr,
+    EXP: gl.constexpr,
+):
     # ROWS rows per program: read ROWS*N (global -> shared, once) + write ROWS*N elements; shared read 3 times
     ROWS: gl.constexpr = ROW_THREADS * ROW_WARPS
     SLICES: gl.constexpr = PART0 + PART1 + PART2
@@ -91,8 +112,9 @@ def row_softmax_stagedrows_kernel(output_ptr, input_ptr, input_row_stride, outpu
             mask = row_mask & (lanes >= 0)
         else:
             mask = row_mask & (cols < n_cols)
-        async_copy.async_copy_global_to_shared(_slice(part0, part1, part2, i, PART0, PART1, ROWS), source + cols,
-                                               mask=mask)
+        async_copy.async_copy_global_to_shared(
+            _slice(part0, part1, part2, i, PART0, PART1, ROWS), source + cols, mask=mask
+        )
         async_copy.commit_group()
     # fp16 maxima two at a time (exact; bf16 has no cheaper max than fp32's on sm_90)
     MAX_TYPE: gl.constexpr = gl.float16 if input_ptr.dtype.element_ty == gl.float16 else gl.float32
@@ -130,17 +152,32 @@ def row_softmax_stagedrows_kernel(output_ptr, input_ptr, input_row_stride, outpu
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-    return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
-            "n_rows": "i32", "n_cols": "constexpr", "SLICE": "constexpr", "PART0": "constexpr", "PART1": "constexpr",
-            "PART2": "constexpr", "VEC": "constexpr", "ROW_THREADS": "constexpr", "COL_THREADS": "constexpr",
-            "ROW_WARPS": "constexpr", "COL_WARPS": "constexpr", "EXP": "constexpr"}
+    return {
+        "output_ptr": ptr,
+        "input_ptr": ptr,
+        "input_row_stride": "i32",
+        "output_row_stride": "i32",
+        "n_rows": "i32",
+        "n_cols": "constexpr",
+        "SLICE": "constexpr",
+        "PART0": "constexpr",
+        "PART1": "constexpr",
+        "PART2": "constexpr",
+        "VEC": "constexpr",
+        "ROW_THREADS": "constexpr",
+        "COL_THREADS": "constexpr",
+        "ROW_WARPS": "constexpr",
+        "COL_WARPS": "constexpr",
+        "EXP": "constexpr",
+    }
 
 
 def default_threads_per_row(n_cols: int, vec: int) -> int:
     """Quack's rule (quack/softmax.py), at most one copy per thread of next_pow2(N): registers hold one slice, so
     no element-per-thread cap as in `warprows`."""
-    quack = next(threads for limit, threads in ((64, 8), (128, 16), (3072, 32), (6144, 64), (1 << 62, 128))
-                 if n_cols <= limit)
+    quack = next(
+        threads for limit, threads in ((64, 8), (128, 16), (3072, 32), (6144, 64), (1 << 62, 128)) if n_cols <= limit
+    )
     return min(quack, max(1, next_power_of_2(n_cols) // vec))
 
 
@@ -150,23 +187,30 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     power-of-two buffers), at most MAX_PROGRAM_BYTES."""
     check_tunables(NAME, tunables, TUNABLES)
     if not 1 <= n_cols <= MAX_N:
-        raise ValueError(f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N} "
-                         "(wider rows: 'staged')")
+        raise ValueError(
+            f"{NAME}: N={n_cols} is outside this variant's range; allowed: 1 <= N <= {MAX_N} (wider rows: 'staged')"
+        )
     vec = staged.copy_elements(dtype.itemsize, n_cols)
     if vec == 0:
-        raise ValueError(f"{NAME}: N={n_cols} {dtype} rows are not whole {staged.MIN_COPY_BYTES}-byte words "
-                         "(cp.async copies 4, 8 or 16 bytes); allowed: N even for 16-bit dtypes; use 'warprows' "
-                         "or 'teaching'")
+        raise ValueError(
+            f"{NAME}: N={n_cols} {dtype} rows are not whole {staged.MIN_COPY_BYTES}-byte words "
+            "(cp.async copies 4, 8 or 16 bytes); allowed: N even for 16-bit dtypes; use 'warprows' "
+            "or 'teaching'"
+        )
     threads = tunables.get("threads_per_row", default_threads_per_row(n_cols, vec))
     threads = check_power_of_2(NAME, "threads_per_row", threads, 1, 32 * WARPS_ALLOWED[-1])
     num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", max(4, threads // 32)), WARPS_ALLOWED)
     if threads > 32 * num_warps:
-        raise ValueError(f"{NAME}: threads_per_row={threads} is more than the {32 * num_warps} threads of "
-                         f"num_warps={num_warps}; allowed: threads_per_row <= 32 * num_warps")
+        raise ValueError(
+            f"{NAME}: threads_per_row={threads} is more than the {32 * num_warps} threads of "
+            f"num_warps={num_warps}; allowed: threads_per_row <= 32 * num_warps"
+        )
     slice_width = vec * threads
     if slice_width > next_power_of_2(n_cols):  # a slice wider than the row's tile would hold copies of elements
-        raise ValueError(f"{NAME}: threads_per_row={threads} x {vec}-element copies is wider than N={n_cols}; "
-                         f"allowed: threads_per_row <= {max(1, next_power_of_2(n_cols) // vec)}")
+        raise ValueError(
+            f"{NAME}: threads_per_row={threads} x {vec}-element copies is wider than N={n_cols}; "
+            f"allowed: threads_per_row <= {max(1, next_power_of_2(n_cols) // vec)}"
+        )
     parts = staged.slice_parts(-(-n_cols // slice_width))
     row_threads, col_threads = max(1, 32 // threads), min(32, threads)
     col_warps = max(1, threads // 32)
@@ -174,16 +218,35 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     rows_per_program = row_threads * row_warps
     chunk = sum(parts) * slice_width
     if rows_per_program * chunk * dtype.itemsize > MAX_PROGRAM_BYTES:
-        raise ValueError(f"{NAME}: {rows_per_program} rows of {chunk} staged columns need "
-                         f"{rows_per_program * chunk * dtype.itemsize} bytes of shared memory per program; allowed: "
-                         f"at most {MAX_PROGRAM_BYTES} (fewer warps or more threads_per_row)")
+        raise ValueError(
+            f"{NAME}: {rows_per_program} rows of {chunk} staged columns need "
+            f"{rows_per_program * chunk * dtype.itemsize} bytes of shared memory per program; allowed: "
+            f"at most {MAX_PROGRAM_BYTES} (fewer warps or more threads_per_row)"
+        )
     return LaunchPlan(
-        variant=NAME, kernel_name="row_softmax_stagedrows_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
-        grid=(triton.cdiv(n_rows, rows_per_program),), num_warps=num_warps, num_stages=1, tile_width=chunk,
+        variant=NAME,
+        kernel_name="row_softmax_stagedrows_kernel",
+        n_rows=n_rows,
+        n_cols=n_cols,
+        dtype=dtype,
+        grid=(triton.cdiv(n_rows, rows_per_program),),
+        num_warps=num_warps,
+        num_stages=1,
+        tile_width=chunk,
         rows_per_program=rows_per_program,
-        constexprs={"n_cols": n_cols, "SLICE": slice_width, "PART0": parts[0], "PART1": parts[1], "PART2": parts[2],
-                    "VEC": vec, "ROW_THREADS": row_threads, "COL_THREADS": col_threads, "ROW_WARPS": row_warps,
-                    "COL_WARPS": col_warps, "EXP": warprows.exp_form(dtype)},
+        constexprs={
+            "n_cols": n_cols,
+            "SLICE": slice_width,
+            "PART0": parts[0],
+            "PART1": parts[1],
+            "PART2": parts[2],
+            "VEC": vec,
+            "ROW_THREADS": row_threads,
+            "COL_THREADS": col_threads,
+            "ROW_WARPS": row_warps,
+            "COL_WARPS": col_warps,
+            "EXP": warprows.exp_form(dtype),
+        },
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows},
         tunables={"num_warps": num_warps, "threads_per_row": threads},
     )
@@ -200,11 +263,18 @@ def softmax_stagedrows(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     if rows.numel() == 0:
         return output.view(x.shape)
     if not rows.is_cuda:
-        raise ValueError(f"{NAME}: a Gluon kernel, which the Triton CPU interpreter cannot run; allowed: a CUDA "
-                         "tensor (on the CPU use 'teaching', 'multirow', 'online', 'persistent' or 'splitrow')")
+        raise ValueError(
+            f"{NAME}: a Gluon kernel, which the Triton CPU interpreter cannot run; allowed: a CUDA "
+            "tensor (on the CPU use 'teaching', 'multirow', 'online', 'persistent' or 'splitrow')"
+        )
     source, target = staged.staging_buffers(rows, output, launch.constexprs["VEC"])
-    launch_kernel(row_softmax_stagedrows_kernel, launch.grid,
-                  (target, source, source.stride(0), target.stride(0), n_rows), launch.constexprs, launch.num_warps)
+    launch_kernel(
+        row_softmax_stagedrows_kernel,
+        launch.grid,
+        (target, source, source.stride(0), target.stride(0), n_rows),
+        launch.constexprs,
+        launch.num_warps,
+    )
     if target is not output:
         output.copy_(target)
     return output.view(x.shape)

@@ -38,9 +38,11 @@ LOG2E = gl.constexpr(1.4426950408889634)
 SUBNORMAL_SHIFT = gl.constexpr(64.0)  # bf16 numerators as 2**64 x exp: N x 2**64 <= 2**78 cannot overflow fp32
 TUNABLES = {
     "num_warps": f"warps per program, one of {WARPS_ALLOWED}; default 4 (8 where a row takes 256 threads)",
-    "threads_per_row": ("threads holding one row, a power of two from 1 to 32 * num_warps (32 = one warp: "
-                        "shuffle-only reductions); default by N as Quack (8 up to 64, 16 up to 128, 32 up to 3072, "
-                        "64 up to 6144, 128 above), raised to keep 64 elements or fewer per thread"),
+    "threads_per_row": (
+        "threads holding one row, a power of two from 1 to 32 * num_warps (32 = one warp: "
+        "shuffle-only reductions); default by N as Quack (8 up to 64, 16 up to 128, 32 up to 3072, "
+        "64 up to 6144, 128 above), raised to keep 64 elements or fewer per thread"
+    ),
 }
 
 
@@ -58,17 +60,36 @@ def exp_rows(values, row_max, EXP: gl.constexpr):
     if EXP == 0:
         return gl.exp(values - row_max)
     if EXP == 1:  # scaled by 2**64 (cancels in the normalization)
-        return gl.inline_asm_elementwise("fma.rn.f32 $0, $1, 0f3FB8AA3B, 0f42800000;\n\tex2.approx.ftz.f32 $0, $0;",
-                                         "=f,f", [values - row_max], dtype=gl.float32, is_pure=True, pack=1)
-    return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [values * LOG2E - row_max * LOG2E],
-                                     dtype=gl.float32, is_pure=True, pack=1)
+        return gl.inline_asm_elementwise(
+            "fma.rn.f32 $0, $1, 0f3FB8AA3B, 0f42800000;\n\tex2.approx.ftz.f32 $0, $0;",
+            "=f,f",
+            [values - row_max],
+            dtype=gl.float32,
+            is_pure=True,
+            pack=1,
+        )
+    return gl.inline_asm_elementwise(
+        "ex2.approx.ftz.f32 $0, $1;", "=f,f", [values * LOG2E - row_max * LOG2E], dtype=gl.float32, is_pure=True, pack=1
+    )
 
 
 @gluon.jit
-def row_softmax_warprows_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                                WIDTH0: gl.constexpr, WIDTH1: gl.constexpr, VEC: gl.constexpr,
-                                ROW_THREADS: gl.constexpr, COL_THREADS: gl.constexpr, ROW_WARPS: gl.constexpr,
-                                COL_WARPS: gl.constexpr, EXP: gl.constexpr):
+def row_softmax_warprows_kernel(
+    output_ptr,
+    input_ptr,
+    input_row_stride,
+    output_row_stride,
+    n_rows,
+    n_cols,
+    WIDTH0: gl.constexpr,
+    WIDTH1: gl.constexpr,
+    VEC: gl.constexpr,
+    ROW_THREADS: gl.constexpr,
+    COL_THREADS: gl.constexpr,
+    ROW_WARPS: gl.constexpr,
+    COL_WARPS: gl.constexpr,
+    EXP: gl.constexpr,
+):
     # ROWS rows per program: read ROWS*N + write ROWS*N elements; a row is pieces of WIDTH0 and WIDTH1 (0: none)
     ROWS: gl.constexpr = ROW_THREADS * ROW_WARPS
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [ROW_THREADS, COL_THREADS], [ROW_WARPS, COL_WARPS], [1, 0])
@@ -104,10 +125,22 @@ def row_softmax_warprows_kernel(output_ptr, input_ptr, input_row_stride, output_
 def signature(dtype: torch.dtype) -> dict[str, str]:
     """Kernel argument types for offline compilation (Triton type strings)."""
     ptr = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-    return {"output_ptr": ptr, "input_ptr": ptr, "input_row_stride": "i32", "output_row_stride": "i32",
-            "n_rows": "i32", "n_cols": "i32", "WIDTH0": "constexpr", "WIDTH1": "constexpr", "VEC": "constexpr",
-            "ROW_THREADS": "constexpr", "COL_THREADS": "constexpr", "ROW_WARPS": "constexpr",
-            "COL_WARPS": "constexpr", "EXP": "constexpr"}
+    return {
+        "output_ptr": ptr,
+        "input_ptr": ptr,
+        "input_row_stride": "i32",
+        "output_row_stride": "i32",
+        "n_rows": "i32",
+        "n_cols": "i32",
+        "WIDTH0": "constexpr",
+        "WIDTH1": "constexpr",
+        "VEC": "constexpr",
+        "ROW_THREADS": "constexpr",
+        "COL_THREADS": "constexpr",
+        "ROW_WARPS": "constexpr",
+        "COL_WARPS": "constexpr",
+        "EXP": "constexpr",
+    }
 
 
 def exp_form(dtype: torch.dtype) -> int:
@@ -127,8 +160,9 @@ def vector_width(itemsize: int, n_cols: int) -> int:
 def default_threads_per_row(n_cols: int, vec: int) -> int:
     """Quack's rule (quack/softmax.py: more threads per row as rows widen), raised to keep 64 elements or fewer per
     thread (N=16384: 256 threads, where Quack's 128 hold 128 each), at most one vector per thread of next_pow2(N)."""
-    quack = next(threads for limit, threads in ((64, 8), (128, 16), (3072, 32), (6144, 64), (1 << 62, 128))
-                 if n_cols <= limit)
+    quack = next(
+        threads for limit, threads in ((64, 8), (128, 16), (3072, 32), (6144, 64), (1 << 62, 128)) if n_cols <= limit
+    )
     block = next_power_of_2(n_cols)
     return min(max(quack, block // 64), max(1, block // vec))
 
@@ -156,27 +190,47 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     threads = check_power_of_2(NAME, "threads_per_row", threads, 1, 32 * WARPS_ALLOWED[-1])
     num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", max(4, threads // 32)), WARPS_ALLOWED)
     if threads > 32 * num_warps:
-        raise ValueError(f"{NAME}: threads_per_row={threads} is more than the {32 * num_warps} threads of "
-                         f"num_warps={num_warps}; allowed: threads_per_row <= 32 * num_warps")
+        raise ValueError(
+            f"{NAME}: threads_per_row={threads} is more than the {32 * num_warps} threads of "
+            f"num_warps={num_warps}; allowed: threads_per_row <= 32 * num_warps"
+        )
     width0, width1 = row_pieces(n_cols, threads * vec)
     if width0 < threads * vec:  # a layout row wider than the tile would hold copies of elements
-        raise ValueError(f"{NAME}: threads_per_row={threads} x {vec}-element vectors is wider than the "
-                         f"{width0}-lane tile of N={n_cols}; allowed: threads_per_row <= {width0 // vec}")
+        raise ValueError(
+            f"{NAME}: threads_per_row={threads} x {vec}-element vectors is wider than the "
+            f"{width0}-lane tile of N={n_cols}; allowed: threads_per_row <= {width0 // vec}"
+        )
     per_thread = (width0 + width1) // threads
     if per_thread > MAX_ELEMENTS_PER_THREAD:
-        raise ValueError(f"{NAME}: threads_per_row={threads} leaves {per_thread} elements of N={n_cols} per thread; "
-                         f"allowed: threads_per_row >= {(width0 + width1) // MAX_ELEMENTS_PER_THREAD}")
+        raise ValueError(
+            f"{NAME}: threads_per_row={threads} leaves {per_thread} elements of N={n_cols} per thread; "
+            f"allowed: threads_per_row >= {(width0 + width1) // MAX_ELEMENTS_PER_THREAD}"
+        )
     row_threads, col_threads = max(1, 32 // threads), min(32, threads)
     col_warps = max(1, threads // 32)
     row_warps = num_warps // col_warps
     rows_per_program = row_threads * row_warps
     return LaunchPlan(
-        variant=NAME, kernel_name="row_softmax_warprows_kernel", n_rows=n_rows, n_cols=n_cols, dtype=dtype,
-        grid=(triton.cdiv(n_rows, rows_per_program),), num_warps=num_warps, num_stages=1,
-        tile_width=width0 + width1, rows_per_program=rows_per_program,
-        constexprs={"WIDTH0": width0, "WIDTH1": width1, "VEC": vec, "ROW_THREADS": row_threads,
-                    "COL_THREADS": col_threads, "ROW_WARPS": row_warps, "COL_WARPS": col_warps,
-                    "EXP": exp_form(dtype)},
+        variant=NAME,
+        kernel_name="row_softmax_warprows_kernel",
+        n_rows=n_rows,
+        n_cols=n_cols,
+        dtype=dtype,
+        grid=(triton.cdiv(n_rows, rows_per_program),),
+        num_warps=num_warps,
+        num_stages=1,
+        tile_width=width0 + width1,
+        rows_per_program=rows_per_program,
+        constexprs={
+            "WIDTH0": width0,
+            "WIDTH1": width1,
+            "VEC": vec,
+            "ROW_THREADS": row_threads,
+            "COL_THREADS": col_threads,
+            "ROW_WARPS": row_warps,
+            "COL_WARPS": col_warps,
+            "EXP": exp_form(dtype),
+        },
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
         tunables={"num_warps": num_warps, "threads_per_row": threads},
     )
@@ -193,17 +247,23 @@ def softmax_warprows(x: torch.Tensor, **tunables: int) -> torch.Tensor:
     if rows.numel() == 0:
         return output.view(x.shape)
     if not rows.is_cuda:
-        raise ValueError(f"{NAME}: a Gluon kernel, which the Triton CPU interpreter cannot run; allowed: a CUDA "
-                         "tensor (on the CPU use 'teaching', 'multirow', 'online', 'persistent' or 'splitrow')")
+        raise ValueError(
+            f"{NAME}: a Gluon kernel, which the Triton CPU interpreter cannot run; allowed: a CUDA "
+            "tensor (on the CPU use 'teaching', 'multirow', 'online', 'persistent' or 'splitrow')"
+        )
     vec = launch.constexprs["VEC"]
     if rows.stride(0) % vec or output.stride(0) % vec:  # a view with another row stride: rows it can load whole
         source = rows.contiguous() if rows.stride(0) % vec else rows
         target = torch.empty_like(source) if output.stride(0) % vec else output
     else:
         source, target = rows, output
-    launch_kernel(row_softmax_warprows_kernel, launch.grid,
-                  (target, source, source.stride(0), target.stride(0), n_rows, n_cols), launch.constexprs,
-                  launch.num_warps)
+    launch_kernel(
+        row_softmax_warprows_kernel,
+        launch.grid,
+        (target, source, source.stride(0), target.stride(0), n_rows, n_cols),
+        launch.constexprs,
+        launch.num_warps,
+    )
     if target is not output:
         output.copy_(target)
     return output.view(x.shape)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from profiling import dashboard_data as dd
+from blockscope.profiling.views import dashboard_data as dd
 
 BUNDLED = "Bundled H200 dataset"
 UPLOAD = "Upload results files"
@@ -21,12 +21,14 @@ LIVE_KEY = "live_results"
 # kernel (launches queued behind a GPU hold, L2 flushed; the method of `python -m profiling bench` and the README);
 # per_call_events is the seed's experiment, where the host's launch gap between calls is part of each time.
 DEFAULT_METHOD = "back_to_back_flushed"
-METHOD_HELP = ("One timing method for every page and the export. **back_to_back_flushed** (default): calls queued "
-               "behind a GPU hold with L2 flushed before each, so the time is the kernel's own (the method of "
-               "`python -m profiling bench` and the README's headlines). **cuda_graph**: graph replay, launch cost "
-               "removed. **per_call_events**: the seed's experiment, CUDA events around each call; the host's "
-               "launch gap (Python + driver, ~10-20 us) is inside every time, so launch-bound shapes measure the "
-               "host, not the kernel.")
+METHOD_HELP = (
+    "One timing method for every page and the export. **back_to_back_flushed** (default): calls queued "
+    "behind a GPU hold with L2 flushed before each, so the time is the kernel's own (the method of "
+    "`python -m profiling bench` and the README's headlines). **cuda_graph**: graph replay, launch cost "
+    "removed. **per_call_events**: the seed's experiment, CUDA events around each call; the host's "
+    "launch gap (Python + driver, ~10-20 us) is inside every time, so launch-bound shapes measure the "
+    "host, not the kernel."
+)
 
 
 @dataclass
@@ -71,7 +73,7 @@ def _load_bytes(data: bytes, name: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False)
 def _demo() -> pd.DataFrame:
-    from tests.synthetic import synthetic_results
+    from blockscope.demo import synthetic_results
 
     return synthetic_results()
 
@@ -87,18 +89,24 @@ def load_path(path: str | Path) -> pd.DataFrame:
 def _source_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
     """The data source radio and its inputs -> (table or None, label, synthetic?)."""
     choices = [BUNDLED, UPLOAD, PATH, *([LIVE] if cuda_available() else []), DEMO]
-    source = st.sidebar.radio("Data source", choices, key="data_source",
-                              help="Several uploaded files are stacked with a `source` column to compare "
-                                   "GPUs or versions.")
+    source = st.sidebar.radio(
+        "Data source",
+        choices,
+        key="data_source",
+        help="Several uploaded files are stacked with a `source` column to compare GPUs or versions.",
+    )
     if source == BUNDLED:
         if not dd.BUNDLED_PATH.exists():
-            st.sidebar.warning(f"`data/{dd.BUNDLED_PATH.name}` is not there yet (the H200 sweep has not been "
-                               f"bundled). Pick **{DEMO}** to explore the dashboard, or upload a results file.")
+            st.sidebar.warning(
+                f"`data/{dd.BUNDLED_PATH.name}` is not there yet (the H200 sweep has not been "
+                f"bundled). Pick **{DEMO}** to explore the dashboard, or upload a results file."
+            )
             return None, "", False
         return _guard(lambda: load_path(dd.BUNDLED_PATH), f"bundled {dd.BUNDLED_PATH.name}")
     if source == UPLOAD:
-        files = st.sidebar.file_uploader("Results files (.parquet, .csv)", type=["parquet", "csv"],
-                                         accept_multiple_files=True, key="uploads")
+        files = st.sidebar.file_uploader(
+            "Results files (.parquet, .csv)", type=["parquet", "csv"], accept_multiple_files=True, key="uploads"
+        )
         return _load_uploads([(f.name, f.getvalue()) for f in files or []])
     if source == PATH:
         text = st.sidebar.text_input("Results file path", key="typed_path", placeholder="data/my_sweep.parquet")
@@ -174,8 +182,9 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
     n_range = None
     if len(n_values) > 1:
         _follow("f_n_range", n_values, multiselect=False)
-        n_range = sidebar.select_slider("N range (columns)", n_values, value=(n_values[0], n_values[-1]),
-                                        key="f_n_range")
+        n_range = sidebar.select_slider(
+            "N range (columns)", n_values, value=(n_values[0], n_values[-1]), key="f_n_range"
+        )
     n_rows = None
     if len(opts["n_rows"]) > 1:  # curves pick the fastest config per N: never mix row counts
         common = int(df["n_rows"].mode().iloc[0])
@@ -184,14 +193,31 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
     _follow("f_warps", opts["num_warps"])
     warps = sidebar.multiselect("num_warps", opts["num_warps"], key="f_warps")
     _follow("f_method", opts["methods"], multiselect=False)
-    method = sidebar.selectbox("Timing method", opts["methods"], key="f_method", help=METHOD_HELP,
-                               index=opts["methods"].index(DEFAULT_METHOD) if DEFAULT_METHOD in opts["methods"]
-                               else 0) if opts["methods"] else None
+    method = (
+        sidebar.selectbox(
+            "Timing method",
+            opts["methods"],
+            key="f_method",
+            help=METHOD_HELP,
+            index=opts["methods"].index(DEFAULT_METHOD) if DEFAULT_METHOD in opts["methods"] else 0,
+        )
+        if opts["methods"]
+        else None
+    )
     if method == "per_call_events":
-        sidebar.caption(":orange[per_call_events: the seed's experiment — each time includes the host's launch gap, "
-                        "not only the kernel.]")
-    filters = dd.Filters(variants=tuple(variants), dtype=dtype, n_range=tuple(n_range) if n_range else None,
-                         num_warps=tuple(warps), method=method, sources=sources, n_rows=n_rows)
+        sidebar.caption(
+            ":orange[per_call_events: the seed's experiment — each time includes the host's launch gap, "
+            "not only the kernel.]"
+        )
+    filters = dd.Filters(
+        variants=tuple(variants),
+        dtype=dtype,
+        n_range=tuple(n_range) if n_range else None,
+        num_warps=tuple(warps),
+        method=method,
+        sources=sources,
+        n_rows=n_rows,
+    )
     hidden = dd.hidden_by_filters(df, filters)
     if hidden:
         sidebar.info(hidden, icon=":material/filter_alt:")
@@ -214,9 +240,11 @@ def context(require_data: bool = True) -> Context:
     """The page's Context; without data (and `require_data`) shows why and stops the page."""
     found = st.session_state.get(CONTEXT_KEY) or Context()
     if require_data and found.df is None:
-        st.info(f"No results loaded. The default source is the bundled H200 sweep (`data/"
-                f"{dd.BUNDLED_PATH.name}`); pick **{DEMO}** in the sidebar to see every page on a small "
-                "synthetic table, or upload / type the path of a results file.")
+        st.info(
+            f"No results loaded. The default source is the bundled H200 sweep (`data/"
+            f"{dd.BUNDLED_PATH.name}`); pick **{DEMO}** in the sidebar to see every page on a small "
+            "synthetic table, or upload / type the path of a results file."
+        )
         st.stop()
     if found.synthetic:
         st.caption(":orange-background[demo data (synthetic) — not a measurement]")
@@ -230,12 +258,13 @@ def context(require_data: bool = True) -> Context:
 
 def kernel_revision_notice(df: pd.DataFrame) -> None:
     """Say which loaded rows were measured with a kernel that has changed since (profiling.revision)."""
-    from profiling.revision import revision_notice
+    from blockscope.profiling.results.revision import revision_notice
 
     notice = revision_notice(df)
     if notice is not None:
-        (st.warning if notice.stale else st.caption)(notice.text, **({"icon": ":material/history:"} if notice.stale
-                                                                    else {}))
+        (st.warning if notice.stale else st.caption)(
+            notice.text, **({"icon": ":material/history:"} if notice.stale else {})
+        )
 
 
 def setups_notice(df: pd.DataFrame) -> str | None:
@@ -245,10 +274,12 @@ def setups_notice(df: pd.DataFrame) -> str | None:
         return None
     gpus = sorted(str(g) for g in df["gpu_name"].dropna().unique())
     runs = df["run_id"].nunique()
-    return (f"{len(labels)} GPUs / runs / files loaded ({', '.join(labels)}; {len(gpus)} GPU(s), {runs} run(s)). "
-            "They are compared side by side, never mixed: one line per variant and GPU/run (dash style), "
-            "speedups against the torch.softmax of the same GPU/run, fastest config per N and findings per "
-            "GPU/run, one heatmap each.")
+    return (
+        f"{len(labels)} GPUs / runs / files loaded ({', '.join(labels)}; {len(gpus)} GPU(s), {runs} run(s)). "
+        "They are compared side by side, never mixed: one line per variant and GPU/run (dash style), "
+        "speedups against the torch.softmax of the same GPU/run, fastest config per N and findings per "
+        "GPU/run, one heatmap each."
+    )
 
 
 def chart(fig, data: pd.DataFrame, key: str, caption: str | None = None) -> None:
@@ -259,7 +290,7 @@ def chart(fig, data: pd.DataFrame, key: str, caption: str | None = None) -> None
     with st.expander("Data behind this chart"):
         st.dataframe(_display(data), hide_index=True, key=f"{key}_data")
         try:
-            from pages._exports import export_buttons
+            from blockscope.pages._exports import export_buttons
         except ImportError:  # the export feature is optional
             return
         export_buttons(fig, _display(data), key.removeprefix("_"), key=f"{key}_export")
@@ -270,7 +301,7 @@ def _display(data: pd.DataFrame) -> pd.DataFrame:
     if data is None:
         return pd.DataFrame()
     if "kernel_source_hash" in data.columns:  # raw rows: say whose kernel changed since (profiling.revision)
-        from profiling.revision import with_revision_columns
+        from blockscope.profiling.results.revision import with_revision_columns
 
         data = with_revision_columns(data)
     return data.dropna(axis=1, how="all")

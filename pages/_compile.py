@@ -15,18 +15,19 @@ REFRESH_S = 1.0  # while a background compile runs, the page reruns itself this 
 @st.cache_data(show_spinner=False, max_entries=256)
 def compile_problem(variant: str, n_cols: int, dtype: str, num_warps: int) -> str | None:
     """Why compiling this config would take minutes (the sweep's prediction), or None."""
-    from profiling.cli.compile import predicted_problem
+    from blockscope.profiling.cli.compile import predicted_problem
 
     return predicted_problem(variant, n_cols, dtype, 4096, {"num_warps": num_warps})
 
 
-def background_compile(variant: str, n_cols: int, dtype: str, arch: str, num_warps: int, force_key: str,
-                       waiting_note: str = "") -> tuple[Any | None, Any | None]:
+def background_compile(
+    variant: str, n_cols: int, dtype: str, arch: str, num_warps: int, force_key: str, waiting_note: str = ""
+) -> tuple[Any | None, Any | None]:
     """(CompileInfo or None, the job still running or None). Shows the prediction (with a force checkbox keyed
     `force_key`), a spinner for at most compiled.BACKGROUND_WAIT_S, and a note while the job runs on. Compile
     errors propagate to the page, which says what failed."""
-    import kernels
-    from profiling import compiled
+    from blockscope import kernels
+    from blockscope.profiling.inspect import compiled
 
     problem = compile_problem(variant, n_cols, dtype, num_warps)
     if problem:
@@ -38,8 +39,10 @@ def background_compile(variant: str, n_cols: int, dtype: str, arch: str, num_war
         info = compiled.result_within(job, compiled.BACKGROUND_WAIT_S)
     if info is not None:
         return info, None
-    st.info(f"Compiling {job.label} in the background (given up after {job.timeout_s:.0f} s); this page reruns by "
-            f"itself until it is done — rerun/refresh shortly.{waiting_note}")
+    st.info(
+        f"Compiling {job.label} in the background (given up after {job.timeout_s:.0f} s); this page reruns by "
+        f"itself until it is done — rerun/refresh shortly.{waiting_note}"
+    )
     return None, job
 
 

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
-from profiling import images
+from blockscope.profiling.views import images
 
 
 @functools.lru_cache(maxsize=64)
@@ -33,12 +33,33 @@ def export_buttons(fig: go.Figure, data: pd.DataFrame | None, name: str, key: st
     problem = images.chromium_problem()
     left, middle, right = st.columns(3)
     if problem is None:
-        left.download_button("PNG (2x)", data=lambda: _image(fig.to_json(), "png"), file_name=f"{name}.png",
-                             mime="image/png", key=f"{key}_png", on_click="ignore", icon=":material/image:")
-        middle.download_button("SVG", data=lambda: _image(fig.to_json(), "svg"), file_name=f"{name}.svg",
-                               mime="image/svg+xml", key=f"{key}_svg", on_click="ignore", icon=":material/draw:")
+        left.download_button(
+            "PNG (2x)",
+            data=lambda: _image(fig.to_json(), "png"),
+            file_name=f"{name}.png",
+            mime="image/png",
+            key=f"{key}_png",
+            on_click="ignore",
+            icon=":material/image:",
+        )
+        middle.download_button(
+            "SVG",
+            data=lambda: _image(fig.to_json(), "svg"),
+            file_name=f"{name}.svg",
+            mime="image/svg+xml",
+            key=f"{key}_svg",
+            on_click="ignore",
+            icon=":material/draw:",
+        )
     table = data if data is not None else pd.DataFrame()
-    right.download_button("CSV", data=lambda: _csv(table), file_name=f"{name}.csv", mime="text/csv",
-                          key=f"{key}_csv", on_click="ignore", icon=":material/table:")
+    right.download_button(
+        "CSV",
+        data=lambda: _csv(table),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key=f"{key}_csv",
+        on_click="ignore",
+        icon=":material/table:",
+    )
     if problem is not None:
         st.caption(f"PNG/SVG downloads unavailable: {problem}.")

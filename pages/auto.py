@@ -1,5 +1,5 @@
 """auto: its tuning table, what it picks for a typed shape and why, the candidates the tuner measured there, and how
-the pick compares with the other backends. Logic in profiling/tuning_view.py."""
+the pick compares with the other backends. Logic in profiling/views/tuning_view.py."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 
 import streamlit as st
 
-from kernels import auto
-from pages import _common as ui
-from profiling import figures, tuning_view
-from profiling.backends import views
+from blockscope.kernels import auto
+from blockscope.pages import _common as ui
+from blockscope.profiling.views import backends as views
+from blockscope.profiling.views import figures, tuning_view
 
 
 @st.cache_data(show_spinner="Reading the tuner's logs…")
@@ -24,11 +24,13 @@ def _bundled_backends(path: str, mtime: float):
 
 
 st.title("auto: what it picks and why")
-st.markdown("`auto` looks a shape up in a tuning table made on the GPU (`python -m profiling tune`, "
-            "`scripts/tune_h200.py`): among entries of the same BLOCK_SIZE bucket (next_pow2(N); rows wider than "
-            f"{auto.WIDEST_BLOCK:,} columns form one group, since no kernel tiles them by BLOCK_SIZE) and row "
-            "alignment (the widest load its rows allow: 16, 8, 4 or 2 bytes), the nearest N, then the nearest R. "
-            "Without an entry a built-in heuristic picks. See `kernels/auto.py`.")
+st.markdown(
+    "`auto` looks a shape up in a tuning table made on the GPU (`python -m profiling tune`, "
+    "`tools/tune_h200.py`): among entries of the same BLOCK_SIZE bucket (next_pow2(N); rows wider than "
+    f"{auto.WIDEST_BLOCK:,} columns form one group, since no kernel tiles them by BLOCK_SIZE) and row "
+    "alignment (the widest load its rows allow: 16, 8, 4 or 2 bytes), the nearest N, then the nearest R. "
+    "Without an entry a built-in heuristic picks. See `kernels/auto.py`."
+)
 ctx = ui.context(require_data=False)
 gpus = tuning_view.shipped_gpus()
 if not gpus:
@@ -44,14 +46,20 @@ meta[1].metric("shapes tuned", f"{entries[['dtype', 'n_rows', 'n_cols']].drop_du
 meta[2].metric("Triton config beats torch at", f"{(entries['variant'] != 'torch').sum():,} of {len(entries):,}")
 retunes = table.get("retuned", [])
 retune_seconds = sum(float(r.get("seconds", 0)) for r in retunes)
-meta[3].metric("tuning took", f"{float(table.get('tuning_seconds', float('nan'))) + retune_seconds:,.0f} s",
-               help=f"the full tune {float(table.get('tuning_seconds', float('nan'))):,.0f} s"
-                    + "".join(f" + a retune {float(r.get('seconds', 0)):,.0f} s" for r in retunes))
-retuned_text = "".join(f" Retuned {r.get('made_at', '?')} ({r.get('shapes', '?')} shapes, `{r.get('command', '?')}`)."
-                       for r in retunes)
-st.caption(f"`{path}` — {table.get('gpu', '?')} (sm {table.get('compute_capability', '?')}), made "
-           f"{table.get('made_at', '?')} with torch {table.get('torch_version', '?')}, Triton "
-           f"{table.get('triton_version', '?')}; timing: {table.get('timing', '?')}.{retuned_text}")
+meta[3].metric(
+    "tuning took",
+    f"{float(table.get('tuning_seconds', float('nan'))) + retune_seconds:,.0f} s",
+    help=f"the full tune {float(table.get('tuning_seconds', float('nan'))):,.0f} s"
+    + "".join(f" + a retune {float(r.get('seconds', 0)):,.0f} s" for r in retunes),
+)
+retuned_text = "".join(
+    f" Retuned {r.get('made_at', '?')} ({r.get('shapes', '?')} shapes, `{r.get('command', '?')}`)." for r in retunes
+)
+st.caption(
+    f"`{path}` — {table.get('gpu', '?')} (sm {table.get('compute_capability', '?')}), made "
+    f"{table.get('made_at', '?')} with torch {table.get('torch_version', '?')}, Triton "
+    f"{table.get('triton_version', '?')}; timing: {table.get('timing', '?')}.{retuned_text}"
+)
 native_state, native_text = tuning_view.native_replay_status()
 (st.info if native_state == "not in use" else st.caption)(native_text)
 
@@ -74,8 +82,10 @@ label = pick.variant if not pick.tunables else f"{pick.variant} {json.dumps(pick
 st.metric(f"auto picks for {dtype} R={n_rows:,} N={n_cols:,}", pick.variant, help=label)
 st.markdown(f"**Tunables:** `{json.dumps(pick.tunables, sort_keys=True)}`  \n**Why:** {pick.rule}")
 if not pick.agrees:
-    st.error(f"kernels.auto.choose returns {pick.auto_variant} {pick.auto_tunables}, not the pick explained here: "
-             "the explanation (profiling/tuning_view.py) no longer follows kernels/auto.py.")
+    st.error(
+        f"kernels.auto.choose returns {pick.auto_variant} {pick.auto_tunables}, not the pick explained here: "
+        "the explanation (profiling/views/tuning_view.py) no longer follows kernels/auto.py."
+    )
 if len(pick.considered):
     with st.expander(f"The {len(pick.considered)} entries of that bucket it chose from"):
         st.dataframe(pick.considered.drop(columns=["position", "group"]), hide_index=True, key="auto_considered")
@@ -100,17 +110,28 @@ else:
         if found.empty:
             st.info(f"The tuner's log has no records for {where}.")
         else:
-            title = f"Tuner's candidates at {shape[0]} R={shape[1]:,} N={shape[2]:,} — {table.get('gpu', gpu)}, " \
-                    f"{table.get('timing', '')}"
+            title = (
+                f"Tuner's candidates at {shape[0]} R={shape[1]:,} N={shape[2]:,} — {table.get('gpu', gpu)}, "
+                f"{table.get('timing', '')}"
+            )
             sources = tuning_view.log_sources(log, *shape)
-            retune = "" if sources == [tuning_view.TUNE_LOG_PATH.name] else (
-                f" Records from {', '.join(sources)}: a retune against new variants (torch, the earlier pick and "
-                "the new variants' candidates; `scripts/tune_h200.py --challenge`).")
-            ui.chart(figures.candidates_figure(found, title), found, "auto_candidates",
-                     f"Measured at {where} ({len(found)} configs, {int((found['error'] != '').sum())} failed); "
-                     f"red: auto's pick. Configs within 3% of the fastest flushed median are a tie the "
-                     f"tuner breaks by CUDA-graph replay (autotune.break_ties; their replay µs beside the bar, "
-                     f"': kept' on its choice; logs before 2026-12-02 have none).{retune}")
+            retune = (
+                ""
+                if sources == [tuning_view.TUNE_LOG_PATH.name]
+                else (
+                    f" Records from {', '.join(sources)}: a retune against new variants (torch, the earlier pick and "
+                    "the new variants' candidates; `tools/tune_h200.py --challenge`)."
+                )
+            )
+            ui.chart(
+                figures.candidates_figure(found, title),
+                found,
+                "auto_candidates",
+                f"Measured at {where} ({len(found)} configs, {int((found['error'] != '').sum())} failed); "
+                f"red: auto's pick. Configs within 3% of the fastest flushed median are a tie the "
+                f"tuner breaks by CUDA-graph replay (autotune.break_ties; their replay µs beside the bar, "
+                f"': kept' on its choice; logs before 2026-12-02 have none).{retune}",
+            )
 
 st.subheader("Against the other backends")
 method = ctx.method
@@ -128,19 +149,31 @@ rows = ctx.df if source == "loaded data" else _bundled_backends(str(bundled_path
 compared = tuning_view.backend_comparison(rows, dtype, n_rows, n_cols, method)
 if compared.empty or not (compared["variant"] == "auto").any():
     near = tuning_view.nearest_measured_n(rows, dtype, n_rows, n_cols)
-    st.info(f"{dtype} R={n_rows:,} N={n_cols:,} was not measured with {method} in the {source}"
-            + (f"; the nearest measured N: {', '.join(f'{n:,}' for n in near)}." if near else "."))
+    st.info(
+        f"{dtype} R={n_rows:,} N={n_cols:,} was not measured with {method} in the {source}"
+        + (f"; the nearest measured N: {', '.join(f'{n:,}' for n in near)}." if near else ".")
+    )
 else:
     versions = ", ".join(sorted({f"Triton {v}" for v in rows["triton_version"].dropna().unique()}))
-    st.dataframe(compared, hide_index=True, key="auto_backends",
-                 column_config={"vs_auto": st.column_config.NumberColumn(format="%.2fx"),
-                                **{c: st.column_config.NumberColumn(format="%.2f µs")
-                                   for c in ("median_us", "p20_us", "p80_us")}})
-    st.caption(f"{source}, {dtype} R={n_rows:,} N={n_cols:,}, timing: {method} ({versions}): each backend's "
-               "fastest config; vs_auto = its time / auto's (> 1: auto is faster). auto's row ran whatever its table "
-               "picked when it was measured, which may differ from the pick above if the table changed since.")
+    st.dataframe(
+        compared,
+        hide_index=True,
+        key="auto_backends",
+        column_config={
+            "vs_auto": st.column_config.NumberColumn(format="%.2fx"),
+            **{c: st.column_config.NumberColumn(format="%.2f µs") for c in ("median_us", "p20_us", "p80_us")},
+        },
+    )
+    st.caption(
+        f"{source}, {dtype} R={n_rows:,} N={n_cols:,}, timing: {method} ({versions}): each backend's "
+        "fastest config; vs_auto = its time / auto's (> 1: auto is faster). auto's row ran whatever its table "
+        "picked when it was measured, which may differ from the pick above if the table changed since."
+    )
 
 with st.expander("The whole tuning table"):
-    st.dataframe(entries[entries["dtype"] == dtype].drop(columns=["position", "group"]), hide_index=True,
-                 key="auto_entries",
-                 column_config={"vs_torch": st.column_config.NumberColumn(format="%.2fx")})
+    st.dataframe(
+        entries[entries["dtype"] == dtype].drop(columns=["position", "group"]),
+        hide_index=True,
+        key="auto_entries",
+        column_config={"vs_torch": st.column_config.NumberColumn(format="%.2fx")},
+    )

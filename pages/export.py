@@ -8,17 +8,19 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages import _common as ui
-from profiling import dashboard_data as dd
-from profiling import export, images
+from blockscope.pages import _common as ui
+from blockscope.profiling.views import dashboard_data as dd
+from blockscope.profiling.views import export, images
 
 RESULT_KEY = "_export_result"
 FILTERED = "Filtered rows (sidebar filters)"
 EVERYTHING = "Everything loaded (all dtypes, N, variants)"
 
 st.title("Export for design reviews")
-st.caption("Every standard figure as PNG (2x) and SVG, the data behind each as CSV, and one self-contained "
-           "HTML report (interactive charts, environment, findings; opens without network).")
+st.caption(
+    "Every standard figure as PNG (2x) and SVG, the data behind each as CSV, and one self-contained "
+    "HTML report (interactive charts, environment, findings; opens without network)."
+)
 ctx = ui.context()
 scope = st.radio("Data", [FILTERED, EVERYTHING], horizontal=True, key="exp_scope")
 df = ctx.filtered if scope == FILTERED else ctx.df
@@ -53,9 +55,13 @@ if st.button("Run export", type="primary", disabled=not formats, key="exp_run"):
             st.stop()
         report = Path(tmp) / export.REPORT_NAME
         st.session_state[RESULT_KEY] = {
-            "zip": export.zip_files(written, Path(tmp)), "files": len(written), "warning": warning,
-            "html": report.read_bytes() if report in written else None, "method": method,
-            "when": dt.datetime.now().strftime("%H:%M:%S"), "label": ctx.label,
+            "zip": export.zip_files(written, Path(tmp)),
+            "files": len(written),
+            "warning": warning,
+            "html": report.read_bytes() if report in written else None,
+            "method": method,
+            "when": dt.datetime.now().strftime("%H:%M:%S"),
+            "label": ctx.label,
         }
     bar.progress(1.0, text="Done")
 
@@ -66,8 +72,22 @@ if result:
         st.warning(result["warning"])
     stamp = dt.date.today().isoformat()
     left, right = st.columns(2)
-    left.download_button("Download all (zip)", result["zip"], file_name=f"blockscope-export-{stamp}.zip",
-                         mime="application/zip", key="exp_zip", on_click="ignore", icon=":material/folder_zip:")
+    left.download_button(
+        "Download all (zip)",
+        result["zip"],
+        file_name=f"blockscope-export-{stamp}.zip",
+        mime="application/zip",
+        key="exp_zip",
+        on_click="ignore",
+        icon=":material/folder_zip:",
+    )
     if result["html"] is not None:
-        right.download_button("Download HTML report", result["html"], file_name=f"blockscope-report-{stamp}.html",
-                              mime="text/html", key="exp_html", on_click="ignore", icon=":material/description:")
+        right.download_button(
+            "Download HTML report",
+            result["html"],
+            file_name=f"blockscope-report-{stamp}.html",
+            mime="text/html",
+            key="exp_html",
+            on_click="ignore",
+            icon=":material/description:",
+        )

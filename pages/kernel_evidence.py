@@ -5,18 +5,21 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import _common as ui
-from pages._compile import background_compile, rerun_while_compiling
-from profiling import dashboard_data as dd
-from profiling import figures
+from blockscope import paths
+from blockscope.pages import _common as ui
+from blockscope.pages._compile import background_compile, rerun_while_compiling
+from blockscope.profiling.views import dashboard_data as dd
+from blockscope.profiling.views import figures
 
 st.title("Kernel evidence")
 ctx = ui.context()
 df = ctx.filtered
 
 st.subheader("Which kernels ran")
-st.caption("CUDA kernel names recorded by torch.profiler (one traced call per config), grouped into N ranges. "
-           "For torch this shows which ATen kernel it dispatched at which N.")
+st.caption(
+    "CUDA kernel names recorded by torch.profiler (one traced call per config), grouped into N ranges. "
+    "For torch this shows which ATen kernel it dispatched at which N."
+)
 names = dd.kernel_names_table(df)
 if names.empty:
     ui.empty("no kernel names in the filtered rows")
@@ -24,11 +27,19 @@ else:
     torch_names = names[names["variant"] == dd.TORCH]
     if len(torch_names):
         st.markdown("**torch.softmax**")
-        st.dataframe(torch_names, hide_index=True, key="ev_torch_names",
-                     column_config={"kernels": st.column_config.TextColumn(width="large")})
+        st.dataframe(
+            torch_names,
+            hide_index=True,
+            key="ev_torch_names",
+            column_config={"kernels": st.column_config.TextColumn(width="large")},
+        )
     st.markdown("**Triton variants**")
-    st.dataframe(names[names["variant"] != dd.TORCH], hide_index=True, key="ev_triton_names",
-                 column_config={"kernels": st.column_config.TextColumn(width="large")})
+    st.dataframe(
+        names[names["variant"] != dd.TORCH],
+        hide_index=True,
+        key="ev_triton_names",
+        column_config={"kernels": st.column_config.TextColumn(width="large")},
+    )
 
 st.subheader("First call vs steady state")
 first = dd.first_call_table(df)
@@ -41,41 +52,66 @@ else:
         c[0].metric("Triton first call (median)", f"{triton_first.median():.2f} s")
         c[1].metric("Slowest first call", f"{triton_first.max():.2f} s")
     c[2].metric("First call / steady (median)", f"{first['first_over_steady'].median():,.0f}x")
-    ui.chart(figures.first_call_figure(first, ctx.df, ctx.method), first[first["method"] == ctx.method],
-             "ev_first", "JIT compile + first launch (wall clock) — paid once per config per process; the "
-             "steady-state median is microseconds.")
+    ui.chart(
+        figures.first_call_figure(first, ctx.df, ctx.method),
+        first[first["method"] == ctx.method],
+        "ev_first",
+        "JIT compile + first launch (wall clock) — paid once per config per process; the "
+        "steady-state median is microseconds.",
+    )
 
 errors = df[df["error"].fillna("") != ""]
 if len(errors):
     with st.expander(f"{errors.drop_duplicates(list(dd.CONFIG_COLUMNS)).shape[0]} config(s) that did not run"):
-        st.dataframe(errors[["variant", "dtype", "n_cols", "num_warps", "tunables", "method", "error"]],
-                     hide_index=True, key="ev_errors")
+        st.dataframe(
+            errors[["variant", "dtype", "n_cols", "num_warps", "tunables", "method", "error"]],
+            hide_index=True,
+            key="ev_errors",
+        )
 
 
 st.subheader("Profiler traces")
 from pathlib import Path  # noqa: E402
 
-from profiling.trace import chrome_trace_kernels, read_trace_index, traces_dir_for  # noqa: E402
+from blockscope.profiling.measure.trace import chrome_trace_kernels, read_trace_index, traces_dir_for  # noqa: E402
 
-BUNDLED_TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
-trace_dirs = [BUNDLED_TRACES] + [traces_dir_for(Path(p).expanduser()) for p in
-                                 (st.session_state.get("typed_path"), st.session_state.get("sw_out")) if p]
+BUNDLED_TRACES = paths.BUNDLED_TRACES
+trace_dirs = [BUNDLED_TRACES] + [
+    traces_dir_for(Path(p).expanduser())
+    for p in (st.session_state.get("typed_path"), st.session_state.get("sw_out"))
+    if p
+]
 traces = [entry for folder in dict.fromkeys(trace_dirs) for entry in read_trace_index(folder)]
 if not traces:
-    st.caption("No Chrome traces found (in data/traces/, or `<results stem>_traces/` beside a typed path or the "
-               "live sweep's file). `python -m profiling sweep --trace-config VARIANT:DTYPE:N` keeps them.")
+    st.caption(
+        "No Chrome traces found (in data/traces/, or `<results stem>_traces/` beside a typed path or the "
+        "live sweep's file). `python -m profiling sweep --trace-config VARIANT:DTYPE:N` keeps them."
+    )
 else:
-    labels = [f"{e.get('variant', '?')} {e.get('dtype', '')} N={e.get('n_cols', '?')} — {e['file']}" if "variant" in e
-              else e["file"] for e in traces]
+    labels = [
+        f"{e.get('variant', '?')} {e.get('dtype', '')} N={e.get('n_cols', '?')} — {e['file']}"
+        if "variant" in e
+        else e["file"]
+        for e in traces
+    ]
     pick = st.selectbox("Trace", range(len(traces)), format_func=lambda i: labels[i], key="ev_trace")
     entry = traces[pick]
     data = Path(entry["path"]).read_bytes()
-    st.download_button("Download Chrome trace (.json)", data, entry["file"], mime="application/json",
-                       key="ev_trace_download", help="Open in ui.perfetto.dev or chrome://tracing.")
+    st.download_button(
+        "Download Chrome trace (.json)",
+        data,
+        entry["file"],
+        mime="application/json",
+        key="ev_trace_download",
+        help="Open in ui.perfetto.dev or chrome://tracing.",
+    )
     try:
         records = chrome_trace_kernels(data)
-        st.dataframe(pd.DataFrame([{"kernel": r.name, "calls": r.calls, "device_us": r.device_us} for r in records]),
-                     hide_index=True, key="ev_trace_kernels")
+        st.dataframe(
+            pd.DataFrame([{"kernel": r.name, "calls": r.calls, "device_us": r.device_us} for r in records]),
+            hide_index=True,
+            key="ev_trace_kernels",
+        )
     except ValueError as error:
         st.error(f"{entry['file']}: {error}")
 
@@ -87,23 +123,33 @@ n_cols = c[1].number_input("N (any)", 1, 1 << 24, 1024, key="ev_n")
 num_warps = c[2].selectbox("num_warps", (1, 2, 4, 8, 16, 32), index=2, key="ev_warps")
 dtype = ctx.dtype
 arch_names = dd.arch_names()
-arch = c[3].selectbox("arch", arch_names, key="ev_arch", index=arch_names.index(dd.data_arch(ctx.df))
-                      if dd.data_arch(ctx.df) in arch_names else 0)
+arch = c[3].selectbox(
+    "arch",
+    arch_names,
+    key="ev_arch",
+    index=arch_names.index(dd.data_arch(ctx.df)) if dd.data_arch(ctx.df) in arch_names else 0,
+)
 st.caption(f"dtype **{dtype}** (sidebar).")
 compiling = None  # the background compile this page waits for (rerun shortly)
-if st.toggle("Compile and show assembly", False, key="ev_show",
-             help="Offline compile on this machine, in the background (a few seconds the first time, then cached on "
-                  "disk); configs predicted to compile for minutes are not compiled unless forced."):
+if st.toggle(
+    "Compile and show assembly",
+    False,
+    key="ev_show",
+    help="Offline compile on this machine, in the background (a few seconds the first time, then cached on "
+    "disk); configs predicted to compile for minutes are not compiled unless forced.",
+):
     info = None
     try:
         info, compiling = background_compile(variant, int(n_cols), dtype, arch, int(num_warps), "ev_force")
     except ImportError:
-        st.info("profiling.compiled is not available yet in this checkout.")
+        st.info("blockscope.profiling.inspect.compiled is not available yet in this checkout.")
     except Exception as error:
         st.error(f"Compile failed: {error}")
     if info is not None:
-        st.caption(f"{info.n_regs} registers/thread, {info.spill_store_bytes} B spilled, "
-                   f"{info.shared_bytes} B shared; {info.source} compile in {info.compile_seconds or 0:.1f} s")
+        st.caption(
+            f"{info.n_regs} registers/thread, {info.spill_store_bytes} B spilled, "
+            f"{info.shared_bytes} B shared; {info.source} compile in {info.compile_seconds or 0:.1f} s"
+        )
         ptx_tab, sass_tab = st.tabs(["PTX", "SASS"])
         ptx_tab.code(info.ptx or "(no PTX)", language="asm", height=420)
         sass_tab.code(info.sass or "(no SASS: needs nvdisasm / cuobjdump)", language="asm", height=420)

@@ -7,15 +7,20 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages import _common as ui
-from profiling import dashboard_data as dd
-from profiling import figures
+from blockscope.pages import _common as ui
+from blockscope.profiling.views import dashboard_data as dd
+from blockscope.profiling.views import figures
 
 st.title("Latency")
 ctx = ui.context()
-direction = st.selectbox("Direction", list(dd.DIRECTION_LABELS), format_func=dd.direction_label, key="lat_direction",
-                         help="forward: y = softmax(x); backward: dx from a saved y and dy; forward + backward: one "
-                              "training step through autograd")
+direction = st.selectbox(
+    "Direction",
+    list(dd.DIRECTION_LABELS),
+    format_func=dd.direction_label,
+    key="lat_direction",
+    help="forward: y = softmax(x); backward: dx from a saved y and dy; forward + backward: one "
+    "training step through autograd",
+)
 absent = dd.absent_directions_note(ctx.df)
 if absent:
     st.caption(absent)
@@ -37,16 +42,23 @@ if dd.ran(part).empty:
 regime_table = dd.regimes(part)
 spans = dd.regime_spans(regime_table) if shade else []
 if shade and dd.setups(part):
-    st.caption("Regime shading is off: the rows hold several GPUs / runs / files, whose regimes differ (see the "
-               "table below).")
+    st.caption(
+        "Regime shading is off: the rows hold several GPUs / runs / files, whose regimes differ (see the table below)."
+    )
 best = dd.best_per_n(part)
-ui.chart(figures.latency_figure(filtered, method, dtype, spans, band), best, "lat_time",
-         "Fastest config of each variant at each N (hover for its tunables); band: p20..p80 of the samples; "
-         "dotted: powers of two, where BLOCK_SIZE doubles.")
-st.caption(f"Regimes are derived from the data for the fastest Triton variant at each N: **spill-bound** when its "
-           f"compiled kernel spills, **bandwidth-bound** when it reaches ≥ {dd.BANDWIDTH_BOUND_FRACTION:.0%} of "
-           f"the measured copy bandwidth, **launch-bound** when its time is within {dd.LAUNCH_BOUND_FACTOR}x of "
-           "the smallest time that variant measured for this dtype (the flat part of its curve).")
+ui.chart(
+    figures.latency_figure(filtered, method, dtype, spans, band),
+    best,
+    "lat_time",
+    "Fastest config of each variant at each N (hover for its tunables); band: p20..p80 of the samples; "
+    "dotted: powers of two, where BLOCK_SIZE doubles.",
+)
+st.caption(
+    f"Regimes are derived from the data for the fastest Triton variant at each N: **spill-bound** when its "
+    f"compiled kernel spills, **bandwidth-bound** when it reaches ≥ {dd.BANDWIDTH_BOUND_FRACTION:.0%} of "
+    f"the measured copy bandwidth, **launch-bound** when its time is within {dd.LAUNCH_BOUND_FACTOR}x of "
+    "the smallest time that variant measured for this dtype (the flat part of its curve)."
+)
 with st.expander("Regime per variant and N"):
     st.dataframe(regime_table, hide_index=True, key="lat_regime_table")
 
@@ -54,11 +66,17 @@ speedups = dd.speedup_vs_torch(part)
 if speedups.empty:
     ui.empty("no torch baseline in the filtered rows")
 else:
-    ui.chart(figures.speedup_figure(speedups, filtered, method, dtype),
-             speedups[[*dd.setup_keys(speedups), "variant", "n_cols", "num_warps", "tunables", "median_us", "torch_us",
-                       "speedup"]],
-             "lat_speedup", "Above 1: the Triton variant is faster than torch.softmax at that N.")
-ui.chart(figures.bandwidth_figure(filtered, method, dtype),
-         best[[*dd.setup_keys(best), "variant", "n_cols", "num_warps", "bytes_moved", "median_us", "gbps",
-               "copy_fraction"]],
-         "lat_gbps", f"Bytes moved = {dd.DIRECTION_BYTES[direction]}, over the median time.")
+    ui.chart(
+        figures.speedup_figure(speedups, filtered, method, dtype),
+        speedups[
+            [*dd.setup_keys(speedups), "variant", "n_cols", "num_warps", "tunables", "median_us", "torch_us", "speedup"]
+        ],
+        "lat_speedup",
+        "Above 1: the Triton variant is faster than torch.softmax at that N.",
+    )
+ui.chart(
+    figures.bandwidth_figure(filtered, method, dtype),
+    best[[*dd.setup_keys(best), "variant", "n_cols", "num_warps", "bytes_moved", "median_us", "gbps", "copy_fraction"]],
+    "lat_gbps",
+    f"Bytes moved = {dd.DIRECTION_BYTES[direction]}, over the median time.",
+)

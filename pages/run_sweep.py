@@ -8,32 +8,42 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages import _common as ui
+from blockscope.pages import _common as ui
 
 st.title("Run sweep")
 
 if not ui.cuda_available():
-    st.warning("Live sweeps are disabled: this machine has no CUDA GPU (torch.cuda.is_available() is False). "
-               "Timing needs CUDA events on a GPU.")
-    st.markdown("What still works here: every other page on the bundled H200 dataset, uploaded or typed results "
-                "files and the synthetic demo; the masked-lane worked example (the teaching kernel runs on the "
-                "CPU Triton interpreter); offline compiles for registers, spills, occupancy and PTX/SASS. "
-                "To measure, run `python -m profiling sweep ...` (or this page) on a GPU machine and load the "
-                "results file here.")
+    st.warning(
+        "Live sweeps are disabled: this machine has no CUDA GPU (torch.cuda.is_available() is False). "
+        "Timing needs CUDA events on a GPU."
+    )
+    st.markdown(
+        "What still works here: every other page on the bundled H200 dataset, uploaded or typed results "
+        "files and the synthetic demo; the masked-lane worked example (the teaching kernel runs on the "
+        "CPU Triton interpreter); offline compiles for registers, spills, occupancy and PTX/SASS. "
+        "To measure, run `python -m profiling sweep ...` (or this page) on a GPU machine and load the "
+        "results file here."
+    )
     st.stop()
 
 import torch  # noqa: E402
 
-from profiling.backends import backend_names  # noqa: E402
+from blockscope.profiling.measure.backends import backend_names  # noqa: E402
 
 VARIANTS = backend_names()  # the peers, then every registered variant; peers not installed get "unavailable" rows
-st.caption(f"GPU: {torch.cuda.get_device_name()} — results are stored in this session; pick "
-           f"**{ui.LIVE}** as data source to see them on every page.")
+st.caption(
+    f"GPU: {torch.cuda.get_device_name()} — results are stored in this session; pick "
+    f"**{ui.LIVE}** as data source to see them on every page."
+)
 c = st.columns(3)
 variants = c[0].multiselect("Variants", VARIANTS, default=["torch", "teaching", "online"], key="sw_variants")
 dtypes = c[1].multiselect("dtypes", ("fp16", "bf16", "fp32"), default=["fp16"], key="sw_dtypes")
-methods = c[2].multiselect("Timing methods", ("per_call_events", "back_to_back_flushed", "cuda_graph"),
-                           default=["per_call_events"], key="sw_methods")
+methods = c[2].multiselect(
+    "Timing methods",
+    ("per_call_events", "back_to_back_flushed", "cuda_graph"),
+    default=["per_call_events"],
+    key="sw_methods",
+)
 c = st.columns(3)
 n_text = c[0].text_input("N values", "256, 1000, 1024, 1025, 4096, 16384", key="sw_n")
 n_rows = c[1].number_input("R (rows)", 1, 2**20, 4096, key="sw_rows")
@@ -45,10 +55,11 @@ except ValueError:
     st.error("N values: type integers separated by commas")
     st.stop()
 
-from profiling import sweep  # noqa: E402
+from blockscope.profiling.measure import sweep  # noqa: E402
 
-configs = sweep.build_configs(variants=variants, dtypes=dtypes, n_values=n_values, n_rows=int(n_rows),
-                              num_warps=warps or None)
+configs = sweep.build_configs(
+    variants=variants, dtypes=dtypes, n_values=n_values, n_rows=int(n_rows), num_warps=warps or None
+)
 st.markdown(f"**{len(configs)} configs** x {len(methods)} method(s).")
 start, stop = st.columns(2)
 # Cancel: the click reruns this script, which interrupts the running sweep at its next progress update;
@@ -65,12 +76,18 @@ if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs 
     def progress(done: int, total: int, config) -> None:
         bar.progress(done / max(total, 1), text=f"{clock.text(done, total)} — {config.label()}")
 
-    from profiling.precompile import default_workers
+    from blockscope.profiling.measure.precompile import default_workers
 
     try:
-        table = sweep.run_sweep(configs, methods=methods, out=out, progress=progress,
-                                cancel=lambda: bool(st.session_state.get("sw_cancelled")),
-                                compile_workers=default_workers(), timing_started=clock.start)
+        table = sweep.run_sweep(
+            configs,
+            methods=methods,
+            out=out,
+            progress=progress,
+            cancel=lambda: bool(st.session_state.get("sw_cancelled")),
+            compile_workers=default_workers(),
+            timing_started=clock.start,
+        )
         bar.progress(1.0, text=f"done: {len(table)} rows")
     except sweep.ResultsLockError as error:  # another sweep (another tab, the CLI) writes this file
         bar.progress(0.0, text="not started")
@@ -78,7 +95,7 @@ if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs 
 
 out_path = st.session_state.get("sw_out")
 if out_path and Path(out_path).exists():
-    from profiling.results import ResultsError, load_results
+    from blockscope.profiling.results import ResultsError, load_results
 
     try:
         st.session_state[ui.LIVE_KEY] = load_results(out_path)
@@ -87,10 +104,15 @@ if out_path and Path(out_path).exists():
 
 live = st.session_state.get(ui.LIVE_KEY)
 if live is not None and len(live):
-    from profiling.revision import with_revision_columns
+    from blockscope.profiling.results.revision import with_revision_columns
 
     st.dataframe(with_revision_columns(live), hide_index=True, key="sw_table")
     buffer = io.BytesIO()
     live.to_parquet(buffer, index=False)
-    st.download_button("Download results (.parquet)", buffer.getvalue(), "blockscope_live_sweep.parquet",
-                       mime="application/octet-stream", key="sw_download")
+    st.download_button(
+        "Download results (.parquet)",
+        buffer.getvalue(),
+        "blockscope_live_sweep.parquet",
+        mime="application/octet-stream",
+        key="sw_download",
+    )

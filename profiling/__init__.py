@@ -1,7 +1,3 @@
-"""Blockscope's profiling layer: measure, inspect and estimate Triton softmax kernels.
-
-Modules: timing (the one timer), trace (torch.profiler), compiled (live/offline compile metadata),
-occupancy (per-arch calculator), lanes (masked-lane model), sweep, results (schema, load/save),
-figures (DataFrame -> plotly; the only module importing plotly), export. Nothing here imports
-streamlit; everything but figures/export imports without plotly.
-"""
+"""Blockscope's profiling layers: measure (timing, sweeps, bench, tuner, backend adapters), inspect (compile facts,
+occupancy, lanes, numerics), results (schema, load/save, compare, drift, revision), views (page data, figures,
+report, export) and cli. docs/architecture.md states which layer may import which."""

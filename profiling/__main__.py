@@ -1,64 +1,8 @@
-"""`python -m profiling <command>`: occupancy, inspect, seed, sweep, export, bench, numerics, native.
+"""`python -m profiling <command>` in a source checkout: the same commands as the installed `blockscope <command>`."""
 
-Each command lives in a profiling.cli module exposing `register(subparsers)`; a handler returns an exit
-status or raises CLIError (printed as one line, exit 2).
-"""
-
-from __future__ import annotations
-
-import importlib
-import os
 import sys
 
-from .cli import CLIError, Parser
-
-COMMAND_MODULES = ("profiling.cli.compile", "profiling.cli.measure", "profiling.cli.bench", "profiling.cli.export",
-                   "profiling.cli.numerics", "profiling.cli.native")
-BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run one command; its exit status. Output cut short by the reader (`| head`) ends quietly with 141."""
-    try:
-        try:
-            status = _dispatch(argv)
-        except SystemExit:  # --help and argument errors: their output must not fail later, at exit
-            sys.stdout.flush()
-            raise
-        sys.stdout.flush()
-        return status
-    except BrokenPipeError:
-        _silence_stdout()
-        return BROKEN_PIPE_STATUS
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot raise BrokenPipeError again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # no real stdout (captured in tests): nothing to flush later
-        pass
-
-
-def _dispatch(argv: list[str] | None) -> int:
-    parser = Parser(prog="python -m profiling", description=__doc__.splitlines()[0])
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
-    args = parser.parse_args(argv)
-    if not getattr(args, "handler", None):
-        parser.error(f"a command is required; allowed: {', '.join(sorted(subparsers.choices))}")
-    try:
-        return int(args.handler(args) or 0)
-    except CLIError as error:
-        sys.stderr.write(f"python -m profiling {args.command}: error: {error}\n")
-        return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return 130
-
+from blockscope.profiling.cli.main import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python -m profiling"))

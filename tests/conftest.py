@@ -20,12 +20,17 @@ def _importable(module: str) -> bool:
 # The GPU machine has torch + triton but no streamlit/plotly: `make test-gpu` there skips the dashboard and export
 # test modules instead of failing to import them. Here (`make test`) everything is installed and collected.
 collect_ignore = [
-    name for name, needs in {
-        "test_app.py": ("streamlit", "plotly"), "test_browser.py": ("streamlit", "plotly", "playwright"),
+    name
+    for name, needs in {
+        "test_app.py": ("streamlit", "plotly"),
+        "test_browser.py": ("streamlit", "plotly", "playwright"),
         "test_app_controls.py": ("streamlit", "plotly"),
-        "test_export.py": ("plotly", "kaleido"), "test_figures.py": ("plotly",),
-        "test_backends_page.py": ("streamlit", "plotly"), "test_app_views.py": ("streamlit", "plotly"),
-    }.items() if not all(_importable(m) for m in needs)
+        "test_export.py": ("plotly", "kaleido"),
+        "test_figures.py": ("plotly",),
+        "test_backends_page.py": ("streamlit", "plotly"),
+        "test_app_views.py": ("streamlit", "plotly"),
+    }.items()
+    if not all(_importable(m) for m in needs)
 ]
 
 

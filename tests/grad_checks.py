@@ -31,8 +31,15 @@ def torch_grad(x: torch.Tensor, dy: torch.Tensor, dim: int = -1) -> tuple[torch.
     return y64.detach(), dx64
 
 
-def assert_grad_close(actual: torch.Tensor, expected: torch.Tensor, y: torch.Tensor, dy: torch.Tensor,
-                      dtype: torch.dtype, label: str = "", dim: int = -1) -> None:
+def assert_grad_close(
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    y: torch.Tensor,
+    dy: torch.Tensor,
+    dtype: torch.dtype,
+    label: str = "",
+    dim: int = -1,
+) -> None:
     """Compare a gradient in `dtype` with its float64 `expected`; NaN must match NaN position for position."""
     assert actual.shape == expected.shape, f"{label}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
     assert actual.dtype == dtype, f"{label}: dtype {actual.dtype} != {dtype}"
@@ -40,5 +47,13 @@ def assert_grad_close(actual: torch.Tensor, expected: torch.Tensor, y: torch.Ten
     got, want = actual.to(torch.float64), expected.to(torch.float64)
     dy_max = dy.to(torch.float64).abs().amax(dim, keepdim=True)
     bound = atol * (1 + dy_max) + rtol * (want.abs() + y.to(torch.float64).abs() * dy_max)
-    assert_within(got, want, bound, f"{label}: ", "gradient elements", rtol, atol,
-                  lambda index: f"y {y[index].item():.8g}, dy {dy[index].item():.8g}")
+    assert_within(
+        got,
+        want,
+        bound,
+        f"{label}: ",
+        "gradient elements",
+        rtol,
+        atol,
+        lambda index: f"y {y[index].item():.8g}, dy {dy[index].item():.8g}",
+    )

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from kernels import reference_softmax
+from blockscope.kernels import reference_softmax
 
 # rtol covers rounding the fp32 result into the output dtype (half an ulp: fp16 2**-11, bf16 2**-8)
 # plus fp32 reduction error; atol covers tiny probabilities.
@@ -24,12 +24,28 @@ def assert_softmax_close(actual: torch.Tensor, x: torch.Tensor, label: str = "")
     assert actual.dtype == x.dtype, f"{label}: dtype {actual.dtype} != {x.dtype}"
     rtol, atol = TOLERANCES[x.dtype]
     got = actual.to(torch.float64)  # compared where it lives: no copy of GPU-sized tensors to the host
-    assert_within(got, expected, atol + rtol * expected.abs(), f"{label}: ", "elements", rtol, atol,
-                  lambda index: f"input {x[index].item():.8g}")
+    assert_within(
+        got,
+        expected,
+        atol + rtol * expected.abs(),
+        f"{label}: ",
+        "elements",
+        rtol,
+        atol,
+        lambda index: f"input {x[index].item():.8g}",
+    )
 
 
-def assert_within(got: torch.Tensor, want: torch.Tensor, bound: torch.Tensor, prefix: str, what: str, rtol: float,
-                  atol: float, context: Callable[[tuple[int, ...]], str]) -> None:
+def assert_within(
+    got: torch.Tensor,
+    want: torch.Tensor,
+    bound: torch.Tensor,
+    prefix: str,
+    what: str,
+    rtol: float,
+    atol: float,
+    context: Callable[[tuple[int, ...]], str],
+) -> None:
     """Every |got - want| <= bound and NaN where `want` has NaN; else AssertionError naming how many `what` differ
     and the first bad index (`context(index)` adds the inputs there)."""
     nan_mismatch = torch.isnan(got) != torch.isnan(want)
@@ -45,14 +61,14 @@ def assert_within(got: torch.Tensor, want: torch.Tensor, bound: torch.Tensor, pr
 
 def runnable_variants() -> list[str]:
     """Registered variants that can launch in this process (GPU-only Gluon variants need CUDA, no interpreter)."""
-    from kernels import VARIANTS
+    from blockscope.kernels import VARIANTS
 
     return [name for name, spec in VARIANTS.items() if spec.runs_here()]
 
 
 def variant_takes(variant: str, n_rows: int, n_cols: int, dtype: torch.dtype) -> bool:
     """Whether the variant's plan accepts this shape and dtype (staged: N within shared memory, even for 16 bits)."""
-    from kernels import VARIANTS
+    from blockscope.kernels import VARIANTS
 
     try:
         VARIANTS[variant].plan(n_rows, n_cols, dtype)

@@ -8,13 +8,21 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from profiling.dashboard_data import BUNDLED_PATH
-from profiling.results import save_results
-from tests.synthetic import synthetic_results
+from blockscope.demo import synthetic_results
+from blockscope.profiling.results import save_results
+from blockscope.profiling.views.dashboard_data import BUNDLED_PATH
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("pages/overview.py", "pages/masked_lanes.py", "pages/occupancy.py", "pages/latency.py",
-         "pages/tradeoffs.py", "pages/kernel_evidence.py", "pages/run_sweep.py", "pages/export.py")
+PAGES = (
+    "pages/overview.py",
+    "pages/masked_lanes.py",
+    "pages/occupancy.py",
+    "pages/latency.py",
+    "pages/tradeoffs.py",
+    "pages/kernel_evidence.py",
+    "pages/run_sweep.py",
+    "pages/export.py",
+)
 TIMEOUT_S = 240  # the Occupancy page may compile a kernel offline on first use
 
 
@@ -153,13 +161,18 @@ def test_bad_typed_file_shows_an_error_and_the_app_keeps_working(tmp_path: Path,
 def test_uploads_compare_files_and_skip_bad_ones(results_file: Path) -> None:
     at = new_app()
     at.sidebar.radio(key="data_source").set_value("Upload results files").run()
-    other = synthetic_results(seed=1, n_values=(256, 1024, 4096), gpu_name="NVIDIA A100 (synthetic)",
-                              run_id="synthetic-1").to_csv(index=False).encode()
-    at.sidebar.file_uploader(key="uploads").set_value([
-        ("h200.parquet", results_file.read_bytes(), "application/octet-stream"),
-        ("a100.csv", other, "text/csv"),
-        ("notes.csv", b"hello,world\n1,2\n", "text/csv"),
-    ]).run()
+    other = (
+        synthetic_results(seed=1, n_values=(256, 1024, 4096), gpu_name="NVIDIA A100 (synthetic)", run_id="synthetic-1")
+        .to_csv(index=False)
+        .encode()
+    )
+    at.sidebar.file_uploader(key="uploads").set_value(
+        [
+            ("h200.parquet", results_file.read_bytes(), "application/octet-stream"),
+            ("a100.csv", other, "text/csv"),
+            ("notes.csv", b"hello,world\n1,2\n", "text/csv"),
+        ]
+    ).run()
     assert not at.exception
     assert any("notes.csv" in e.value and "not a Blockscope results file" in e.value for e in at.sidebar.error)
     assert at.sidebar.multiselect(key="f_sources").value == ["a100.csv", "h200.parquet"]
@@ -174,9 +187,13 @@ def test_one_file_with_two_gpus_is_compared_per_gpu(tmp_path: Path) -> None:
     import pandas as pd
 
     small = {"n_values": (256, 1024, 4096), "dtypes": ("fp16",), "variants": ("torch", "teaching", "online")}
-    table = pd.concat([synthetic_results(**small),
-                       synthetic_results(seed=1, gpu_name="NVIDIA A100 (synthetic)", run_id="synthetic-1", **small)],
-                      ignore_index=True)
+    table = pd.concat(
+        [
+            synthetic_results(**small),
+            synthetic_results(seed=1, gpu_name="NVIDIA A100 (synthetic)", run_id="synthetic-1", **small),
+        ],
+        ignore_index=True,
+    )
     at = load_path(new_app(), save_results(table, tmp_path / "two_gpus.parquet"))
     notices = [i.value for i in at.info]
     assert any("2 GPUs / runs / files loaded" in n and "NVIDIA A100 (synthetic)" in n for n in notices), notices
@@ -237,10 +254,18 @@ def test_pages_survive_partial_data(tmp_path: Path) -> None:
 
     table = synthetic_results(n_values=(256, 1000, 4096), dtypes=("bf16",))
     auto = table[table["variant"] == "teaching"].assign(variant="auto", tunables="{}")
-    foreign = pd.concat([table[table["variant"] == "online"].assign(variant="inductor"),
-                         table[table["variant"] == "teaching"].assign(variant="teaching_v2")], ignore_index=True)
-    compile_only = table[table["method"] == "cuda_graph"].head(3).assign(method="none", median_us=pd.NA,
-                                                                           p20_us=pd.NA, p80_us=pd.NA)
+    foreign = pd.concat(
+        [
+            table[table["variant"] == "online"].assign(variant="inductor"),
+            table[table["variant"] == "teaching"].assign(variant="teaching_v2"),
+        ],
+        ignore_index=True,
+    )
+    compile_only = (
+        table[table["method"] == "cuda_graph"]
+        .head(3)
+        .assign(method="none", median_us=pd.NA, p20_us=pd.NA, p80_us=pd.NA)
+    )
     table = pd.concat([table, auto, foreign, compile_only], ignore_index=True)
     table.loc[table.index % 3 == 0, ["kernel_names", "n_regs", "occupancy", "first_call_s"]] = pd.NA
     path = tmp_path / "partial.csv"
@@ -299,10 +324,13 @@ def test_filters_follow_the_data_source() -> None:
 
 
 def test_deselected_values_stay_hidden_new_ones_are_selected_and_the_sidebar_says_so(tmp_path: Path) -> None:
-    first = save_results(synthetic_results(n_values=(256, 1024), variants=("torch", "teaching", "online")),
-                         tmp_path / "first.parquet")
-    second = save_results(synthetic_results(n_values=(256, 1024), variants=("torch", "teaching", "online",
-                                                                             "multirow")), tmp_path / "second.parquet")
+    first = save_results(
+        synthetic_results(n_values=(256, 1024), variants=("torch", "teaching", "online")), tmp_path / "first.parquet"
+    )
+    second = save_results(
+        synthetic_results(n_values=(256, 1024), variants=("torch", "teaching", "online", "multirow")),
+        tmp_path / "second.parquet",
+    )
     at = load_path(new_app(), first)
     at.sidebar.multiselect(key="f_variants").unselect("online").run()
     hidden = [i.value for i in at.sidebar.info if "Filters hide" in i.value]
@@ -325,12 +353,13 @@ def test_deselected_values_stay_hidden_new_ones_are_selected_and_the_sidebar_say
 
 
 def test_upload_over_the_row_cap_is_an_error_not_a_crash(results_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from profiling import results
+    from blockscope.profiling import results
 
     monkeypatch.setattr(results, "MAX_ROWS", 10)
     at = new_app()
     at.sidebar.radio(key="data_source").set_value("Upload results files").run()
-    at.sidebar.file_uploader(key="uploads").set_value([
-        ("big.parquet", results_file.read_bytes(), "application/octet-stream")]).run()
+    at.sidebar.file_uploader(key="uploads").set_value(
+        [("big.parquet", results_file.read_bytes(), "application/octet-stream")]
+    ).run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("big.parquet" in e.value and "over the 10-row limit" in e.value for e in at.sidebar.error)

@@ -9,14 +9,25 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from profiling import occupancy
-from profiling.results import save_results
-from tests.synthetic import synthetic_results
+from blockscope.demo import synthetic_results
+from blockscope.profiling.inspect import occupancy
+from blockscope.profiling.results import save_results
 from tests.test_app import _compile_cache  # noqa: F401 - autouse: one compile cache per session
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("overview", "masked_lanes", "occupancy", "latency", "tradeoffs", "backends", "kernel_evidence", "auto",
-         "numerics", "run_sweep", "export")
+PAGES = (
+    "overview",
+    "masked_lanes",
+    "occupancy",
+    "latency",
+    "tradeoffs",
+    "backends",
+    "kernel_evidence",
+    "auto",
+    "numerics",
+    "run_sweep",
+    "export",
+)
 WIDGETS = ("selectbox", "radio", "segmented_control", "pills", "select_slider", "multiselect")
 
 
@@ -79,7 +90,7 @@ def test_latency_and_export_follow_the_sidebar_method(results_file: Path) -> Non
 def test_overview_chart_follows_the_sidebar_dtype(results_file: Path) -> None:
     import statistics
 
-    from profiling.results import load_results
+    from blockscope.profiling.results import load_results
 
     at = app_on(results_file, "overview")
     copies = sorted(float(v) for v in load_results(results_file)["copy_gbps"].dropna().unique())
@@ -127,8 +138,10 @@ def test_splitrow_waves_use_its_launch_grid_and_the_arch_sm_count(results_file: 
     assert not at.exception
     assert at.number_input(key="occ_sms_sm_120").value == occupancy.ARCHS["sm_120"].sm_count
     blocks = int(metric(at, "Blocks (programs) / SM"))
-    assert number(metric(at, "Grid programs")) == min(4096, at.number_input(key="occ_sms_sm_120").value * blocks
-                                                      // chunks) * chunks
+    assert (
+        number(metric(at, "Grid programs"))
+        == min(4096, at.number_input(key="occ_sms_sm_120").value * blocks // chunks) * chunks
+    )
 
 
 def test_small_kernels_get_the_carveout_explained(results_file: Path) -> None:
@@ -139,11 +152,15 @@ def test_small_kernels_get_the_carveout_explained(results_file: Path) -> None:
 
 
 def test_measured_configs_headline_the_gpus_own_compile_and_typed_ones_say_estimate(results_file: Path) -> None:
-    from profiling.results import load_results
+    from blockscope.profiling.results import load_results
 
     rows = load_results(results_file)
-    live = rows[(rows["variant"] == "teaching") & (rows["dtype"] == "fp16") & (rows["n_cols"] == 1000)
-                & (rows["num_warps"] == 4)]["n_regs"].dropna()
+    live = rows[
+        (rows["variant"] == "teaching")
+        & (rows["dtype"] == "fp16")
+        & (rows["n_cols"] == 1000)
+        & (rows["num_warps"] == 4)
+    ]["n_regs"].dropna()
     at = app_on(results_file, "occupancy")
     at.number_input(key="occ_n").set_value(1000).run()
     assert int(metric(at, "Registers / thread")) == int(live.iloc[0])

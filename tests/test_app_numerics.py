@@ -13,10 +13,10 @@ pytest.importorskip("plotly")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from profiling import numerics as nm  # noqa: E402
-from profiling.figures import numerics as fn  # noqa: E402
-from profiling.results import concat_results, save_results  # noqa: E402
-from tests.synthetic import synthetic_results  # noqa: E402
+from blockscope.demo import synthetic_results  # noqa: E402
+from blockscope.profiling.inspect import numerics as nm  # noqa: E402
+from blockscope.profiling.results import concat_results, save_results  # noqa: E402
+from blockscope.profiling.views.figures import numerics as fn  # noqa: E402
 from tests.test_app import _compile_cache  # noqa: F401 - autouse: one compile cache per session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,8 +27,9 @@ H200 = {"gpu_name": "NVIDIA H200", "compute_capability": "9.0", "run_id": "numer
 @pytest.fixture(scope="module")
 def numerics_table():
     """Numerics rows as if measured on an H200 (torch only: no Triton needed), one with a NaN mismatch."""
-    results = nm.run_numerics(["torch"], ["fp16", "fp32"], [128, 256, 1000, 1024, 4096], 4, ["normal", "scale10"],
-                              env=H200)
+    results = nm.run_numerics(
+        ["torch"], ["fp16", "fp32"], [128, 256, 1000, 1024, 4096], 4, ["normal", "scale10"], env=H200
+    )
     frame = nm.results_frame(results)
     mismatch = frame.iloc[[0]].assign(variant="teaching", ulp_max=math.inf)
     return concat_results([frame, mismatch])
@@ -48,8 +49,10 @@ def open_page(source_path: Path | None = None) -> AppTest:
 
 
 def specs(at: AppTest) -> dict[str, dict]:
-    return {spec["layout"]["title"]["text"]: spec for spec in
-            (json.loads(element.proto.spec) for element in at.get("plotly_chart"))}
+    return {
+        spec["layout"]["title"]["text"]: spec
+        for spec in (json.loads(element.proto.spec) for element in at.get("plotly_chart"))
+    }
 
 
 def test_page_without_numerics_columns_computes_live_on_the_interpreter(monkeypatch, tmp_path) -> None:
@@ -113,7 +116,8 @@ def test_figures_from_a_table(numerics_table) -> None:
     totals = sum(float(trace.x[0]) for trace in fractions.data)
     assert totals == pytest.approx(100)
     counts = fn.ulp_histogram_figure(
-        __import__("pandas").DataFrame({"variant": ["torch", "torch"], "ulp": [0.0, math.inf], "count": [3, 1]}), "h")
+        __import__("pandas").DataFrame({"variant": ["torch", "torch"], "ulp": [0.0, math.inf], "count": [3, 1]}), "h"
+    )
     assert list(counts.data[0].x) == ["0", "NaN mismatch"] and list(counts.data[0].y) == [75, 25]
     assert fn.numerics_rows(synthetic_results()).empty, "a table without numerics measured has no numerics rows"
 

@@ -9,9 +9,11 @@ import pytest
 pytest.importorskip("streamlit")
 pytest.importorskip("plotly")
 
-from profiling import revision  # noqa: E402
-from profiling.results import save_results  # noqa: E402
-from tests.synthetic import synthetic_results  # noqa: E402
+from blockscope.demo import synthetic_results  # noqa: E402
+from blockscope.profiling.results import (
+    revision,  # noqa: E402
+    save_results,  # noqa: E402
+)
 from tests.test_app import (  # noqa: E402
     _compile_cache,  # noqa: F401 - autouse: one compile cache per session
     load_path,
@@ -53,21 +55,36 @@ def test_current_rows_are_not_flagged(tmp_path: Path) -> None:
 def test_kernel_evidence_offers_a_trace_and_names_its_kernels(tmp_path: Path) -> None:
     import json
 
-    from profiling.trace import traces_dir_for, write_trace_index
+    from blockscope.profiling.measure.trace import traces_dir_for, write_trace_index
 
     path = tmp_path / "run.parquet"
     save_results(synthetic_results(n_values=(256, 1024), variants=("torch", "teaching"), dtypes=("fp16",)), path)
     folder = traces_dir_for(path)
     folder.mkdir()
-    trace = {"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "ts": 0, "dur": 3},
-        {"ph": "X", "cat": "kernel", "name": "spin_kernel", "ts": 1, "dur": 1},  # the tracer's marker: left out
-        {"ph": "X", "cat": "kernel", "name": "row_softmax_kernel", "ts": 10, "dur": 4.5},
-        {"ph": "X", "cat": "kernel", "name": "row_softmax_kernel", "ts": 20, "dur": 4.5},
-        {"ph": "X", "cat": "kernel", "name": "vectorized_elementwise_kernel", "ts": 30, "dur": 2.0}]}
+    trace = {
+        "traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "ts": 0, "dur": 3},
+            {"ph": "X", "cat": "kernel", "name": "spin_kernel", "ts": 1, "dur": 1},  # the tracer's marker: left out
+            {"ph": "X", "cat": "kernel", "name": "row_softmax_kernel", "ts": 10, "dur": 4.5},
+            {"ph": "X", "cat": "kernel", "name": "row_softmax_kernel", "ts": 20, "dur": 4.5},
+            {"ph": "X", "cat": "kernel", "name": "vectorized_elementwise_kernel", "ts": 30, "dur": 2.0},
+        ]
+    }
     (folder / "teaching_fp16_R4096_N1024.json").write_text(json.dumps(trace))
-    write_trace_index(folder, [{"file": "teaching_fp16_R4096_N1024.json", "variant": "teaching", "dtype": "fp16",
-                                "n_rows": 4096, "n_cols": 1024, "tunables": "{}", "kernels": ["row_softmax_kernel"]}])
+    write_trace_index(
+        folder,
+        [
+            {
+                "file": "teaching_fp16_R4096_N1024.json",
+                "variant": "teaching",
+                "dtype": "fp16",
+                "n_rows": 4096,
+                "n_cols": 1024,
+                "tunables": "{}",
+                "kernels": ["row_softmax_kernel"],
+            }
+        ],
+    )
     at = load_path(new_app(), path)
     at.switch_page("pages/kernel_evidence.py").run()
     assert not at.exception, at.exception

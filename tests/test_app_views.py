@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiling.results import save_results
-from tests.synthetic import synthetic_results
+from blockscope.demo import synthetic_results
+from blockscope.profiling.results import save_results
 from tests.test_app import (
     _compile_cache,  # noqa: F401 - autouse: one compile cache per session
     charts,
@@ -53,10 +53,11 @@ def test_tradeoffs_latency_heatmap_is_one_at_the_best_num_warps(results_file: Pa
 def test_tradeoffs_falls_back_to_the_bundled_num_warps_grid(tmp_path: Path) -> None:
     """A file with one num_warps per variant and N (the default sweep) has no heatmap to draw: the page says so and
     shows the bundled grid, with only Triton variants (no torch, auto or peers) to pick."""
-    from profiling import tradeoffs
+    from blockscope.profiling.views import tradeoffs
 
-    one = synthetic_results(n_values=(256, 1024), variants=("torch", "teaching", "online"), dtypes=("fp16",),
-                            num_warps=(4,))
+    one = synthetic_results(
+        n_values=(256, 1024), variants=("torch", "teaching", "online"), dtypes=("fp16",), num_warps=(4,)
+    )
     assert tradeoffs.warps_axis_variants(one) == []
     path = tmp_path / "one_warps.parquet"
     save_results(one, path)
@@ -73,10 +74,12 @@ def test_run_vs_run_computes_ratios_from_two_uploaded_files(results_file: Path) 
     other = synthetic_results(seed=5, run_id="synthetic-5", **SMALL)
     at = new_app()
     at.sidebar.radio(key="data_source").set_value("Upload results files").run()
-    at.sidebar.file_uploader(key="uploads").set_value([
-        ("before.parquet", results_file.read_bytes(), "application/octet-stream"),
-        ("after.csv", other.to_csv(index=False).encode(), "text/csv"),
-    ]).run()
+    at.sidebar.file_uploader(key="uploads").set_value(
+        [
+            ("before.parquet", results_file.read_bytes(), "application/octet-stream"),
+            ("after.csv", other.to_csv(index=False).encode(), "text/csv"),
+        ]
+    ).run()
     at.switch_page("pages/run_vs_run.py").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="rvr_a").value == "after.csv" and at.selectbox(key="rvr_b").value == "before.parquet"
@@ -106,7 +109,7 @@ def test_run_vs_run_with_one_run_says_how_to_load_two(results_file: Path) -> Non
 def test_auto_page_shows_the_pick_for_a_typed_shape() -> None:
     import torch
 
-    from kernels import auto
+    from blockscope.kernels import auto
 
     at = new_app()
     at.switch_page("pages/auto.py").run()
@@ -119,8 +122,9 @@ def test_auto_page_shows_the_pick_for_a_typed_shape() -> None:
     pick = next(m for m in at.metric if "auto picks for fp16 R=4,096 N=2,049" in m.label)
     assert pick.value == variant
     assert any(f"`{json.dumps(tunables, sort_keys=True)}`" in m.value and "N=2,049" in m.value for m in at.markdown)
-    candidates = [spec for spec in charts(at) if "Tuner's candidates at fp16 R=4,096 N=2,049" in
-                  spec["layout"]["title"]["text"]]
+    candidates = [
+        spec for spec in charts(at) if "Tuner's candidates at fp16 R=4,096 N=2,049" in spec["layout"]["title"]["text"]
+    ]
     assert candidates and "#d62728" in candidates[0]["data"][0]["marker"]["color"]  # the pick is marked
     backends = next(d.value for d in at.dataframe if "vs_auto" in d.value.columns)
     assert backends.loc[backends["variant"] == "auto", "vs_auto"].item() == 1.0

@@ -7,22 +7,23 @@ import json
 import pytest
 import torch
 
-import kernels
-from kernels import VARIANTS, auto, softmax
-from profiling import autotune
+from blockscope import kernels
+from blockscope.kernels import VARIANTS, auto, softmax
+from blockscope.profiling.measure import autotune
 from tests.softmax_checks import assert_softmax_close
 
 
 def test_shipped_h200_table_has_provenance_and_valid_entries():
     table = auto.load_table("NVIDIA H200")
     assert table["gpu"] == "NVIDIA H200" and table["compute_capability"] == "9.0"
-    assert table["command"].startswith("python3 scripts/tune_h200.py")
+    assert table["command"].startswith("python3 -m tools.tune_h200")
     dtypes = {e["dtype"] for e in table["entries"]}
     assert dtypes == {"fp16", "bf16", "fp32"}
     for entry in table["entries"]:
         if entry["variant"] != "torch":
-            VARIANTS[entry["variant"]].plan(entry["n_rows"], entry["n_cols"], kernels.dtype_from_name(entry["dtype"]),
-                                            **entry["tunables"])
+            VARIANTS[entry["variant"]].plan(
+                entry["n_rows"], entry["n_cols"], kernels.dtype_from_name(entry["dtype"]), **entry["tunables"]
+            )
             assert entry["median_us"] <= entry["torch_us"] * 1.0001  # the tuner keeps torch where it is faster
 
 
@@ -57,8 +58,10 @@ def test_choice_follows_the_table_bucket_alignment_and_nearest_shape(monkeypatch
     assert auto.choose(4096, 8000, torch.float16, "NVIDIA H200") == (aligned["variant"], aligned["tunables"])
 
 
-@pytest.mark.parametrize("n_cols, itemsize, alignment", [(1000, 2, 16), (1002, 2, 4), (777, 2, 2), (1001, 4, 4),
-                                                         (1002, 4, 8), (4096, 4, 16), (0, 2, 16)])
+@pytest.mark.parametrize(
+    "n_cols, itemsize, alignment",
+    [(1000, 2, 16), (1002, 2, 4), (777, 2, 2), (1001, 4, 4), (1002, 4, 8), (4096, 4, 16), (0, 2, 16)],
+)
 def test_row_alignment_is_the_widest_load_a_row_allows(n_cols, itemsize, alignment):
     assert auto.row_alignment(n_cols, itemsize) == alignment
 
@@ -67,16 +70,28 @@ def test_an_entry_that_does_not_fit_the_shape_falls_back_to_its_num_warps_then_d
     """An fp32 warprows entry at N=128 with 32 threads per row (one 4-element vector each), borrowed for fp16,
     would lay 32 x 8 lanes over a 128-lane row: auto keeps warprows with its num_warps and the default
     threads_per_row for fp16, not the heuristic."""
-    table = {"format": auto.TABLE_FORMAT, "entries": [
-        {"dtype": "fp32", "n_rows": 4096, "n_cols": 128, "variant": "warprows",
-         "tunables": {"num_warps": 8, "threads_per_row": 32}}]}
+    table = {
+        "format": auto.TABLE_FORMAT,
+        "entries": [
+            {
+                "dtype": "fp32",
+                "n_rows": 4096,
+                "n_cols": 128,
+                "variant": "warprows",
+                "tunables": {"num_warps": 8, "threads_per_row": 32},
+            }
+        ],
+    }
     monkeypatch.setattr(auto, "load_table", lambda gpu_name: table)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     assert auto.choose(4096, 128, torch.float16, "NVIDIA H200") == ("warprows", {"num_warps": 8})
-    assert auto.fitted_tunables("warprows", {"num_warps": 8, "threads_per_row": 256}, 4, 2048,
-                                torch.float16) == {"num_warps": 8, "threads_per_row": 256}
-    assert auto.fitted_tunables("multirow", {"rows_per_program": 256, "num_warps": 2}, 4, 16384,
-                                torch.float16) == {"num_warps": 2}
+    assert auto.fitted_tunables("warprows", {"num_warps": 8, "threads_per_row": 256}, 4, 2048, torch.float16) == {
+        "num_warps": 8,
+        "threads_per_row": 256,
+    }
+    assert auto.fitted_tunables("multirow", {"rows_per_program": 256, "num_warps": 2}, 4, 16384, torch.float16) == {
+        "num_warps": 2
+    }
     assert auto.fitted_tunables("teaching", {"num_warps": 4}, 4, 10**6, torch.float16) is None  # over its limit
 
 
@@ -90,9 +105,14 @@ def test_exact_shapes_of_the_table_get_their_own_entry():
 
 def test_a_dtype_without_entries_borrows_the_nearest_in_bytes(tmp_path, monkeypatch):
     monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path))
-    table = {"format": auto.TABLE_FORMAT, "gpu": "Test GPU", "entries": [
-        {"dtype": "fp16", "n_rows": 4096, "n_cols": 1024, "variant": "teaching", "tunables": {"num_warps": 2}},
-        {"dtype": "fp32", "n_rows": 4096, "n_cols": 1024, "variant": "teaching", "tunables": {"num_warps": 8}}]}
+    table = {
+        "format": auto.TABLE_FORMAT,
+        "gpu": "Test GPU",
+        "entries": [
+            {"dtype": "fp16", "n_rows": 4096, "n_cols": 1024, "variant": "teaching", "tunables": {"num_warps": 2}},
+            {"dtype": "fp32", "n_rows": 4096, "n_cols": 1024, "variant": "teaching", "tunables": {"num_warps": 8}},
+        ],
+    }
     (tmp_path / "autotune").mkdir()
     (tmp_path / "autotune" / "test-gpu.json").write_text(json.dumps(table))
     assert auto.choose(4096, 1024, torch.bfloat16, "Test GPU") == ("teaching", {"num_warps": 2})
@@ -101,8 +121,15 @@ def test_a_dtype_without_entries_borrows_the_nearest_in_bytes(tmp_path, monkeypa
 def test_torch_entries_route_to_torch_softmax(monkeypatch):
     """Where the tuner measured torch.softmax fastest (launch-bound shapes; the H200 table has none since warprows),
     auto calls it."""
-    entry = {"dtype": "bf16", "n_rows": 4096, "n_cols": 129, "variant": "torch", "tunables": {}, "median_us": 6.1,
-             "torch_us": 6.1}
+    entry = {
+        "dtype": "bf16",
+        "n_rows": 4096,
+        "n_cols": 129,
+        "variant": "torch",
+        "tunables": {},
+        "median_us": 6.1,
+        "torch_us": 6.1,
+    }
     monkeypatch.setattr(auto, "load_table", lambda gpu_name: {"format": auto.TABLE_FORMAT, "entries": [entry]})
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[entry["dtype"]]
     assert auto.choose(entry["n_rows"], entry["n_cols"], dtype, "NVIDIA H200") == ("torch", {})
@@ -125,12 +152,36 @@ def test_auto_matches_reference(n_cols):
 def test_user_table_takes_precedence(tmp_path, monkeypatch):
     monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path))
     records = [
-        {"dtype": "fp16", "n_rows": 64, "n_cols": 1024, "variant": "torch", "tunables": {}, "median_us": 9.0,
-         "torch_us": 9.0, "error": ""},
-        {"dtype": "fp16", "n_rows": 64, "n_cols": 1024, "variant": "online", "tunables": {"tile": 256},
-         "median_us": 5.0, "torch_us": 9.0, "error": ""},
-        {"dtype": "fp16", "n_rows": 64, "n_cols": 1024, "variant": "teaching", "tunables": {"num_warps": 2},
-         "median_us": 4.0, "torch_us": 9.0, "error": "max abs error 1 over tolerance"},
+        {
+            "dtype": "fp16",
+            "n_rows": 64,
+            "n_cols": 1024,
+            "variant": "torch",
+            "tunables": {},
+            "median_us": 9.0,
+            "torch_us": 9.0,
+            "error": "",
+        },
+        {
+            "dtype": "fp16",
+            "n_rows": 64,
+            "n_cols": 1024,
+            "variant": "online",
+            "tunables": {"tile": 256},
+            "median_us": 5.0,
+            "torch_us": 9.0,
+            "error": "",
+        },
+        {
+            "dtype": "fp16",
+            "n_rows": 64,
+            "n_cols": 1024,
+            "variant": "teaching",
+            "tunables": {"num_warps": 2},
+            "median_us": 4.0,
+            "torch_us": 9.0,
+            "error": "max abs error 1 over tolerance",
+        },
     ]
     table = autotune.make_table(records, 1.5, "test")
     table["gpu"] = "Test GPU 9000"
@@ -157,8 +208,14 @@ def test_tune_shape_records_errors_and_keeps_going():
         return 10.0 + len(calls)
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    records = autotune.tune_shape(3, 100, torch.float32, fake_timer, device=device,
-                                  candidate_list=[("teaching", {"num_warps": 4}), ("online", {"tile": 3})])
+    records = autotune.tune_shape(
+        3,
+        100,
+        torch.float32,
+        fake_timer,
+        device=device,
+        candidate_list=[("teaching", {"num_warps": 4}), ("online", {"tile": 3})],
+    )
     assert [r["variant"] for r in records] == ["torch", "teaching", "online"]
     assert records[1]["error"] == "" and records[1]["first_us"] == 12.0 and records[0]["first_us"] == 11.0
     assert "tile=3 is not allowed" in records[2]["error"]
@@ -173,14 +230,17 @@ def test_recheck_drops_a_first_pass_winner_that_a_re_measurement_reverses():
     first_pass = {"torch": [10.0], "teaching": [5.0], "online": [30.0]}
     rechecks = {"torch": 10.0, "teaching": 20.0, "online": 30.0}
 
-    records = [{"variant": name, "tunables": {}, "median_us": first_pass[name][0], "error": ""}
-               for name in ("torch", "teaching", "online")]
+    records = [
+        {"variant": name, "tunables": {}, "median_us": first_pass[name][0], "error": ""}
+        for name in ("torch", "teaching", "online")
+    ]
     calls = {i: (lambda name=r["variant"]: name) for i, r in enumerate(records)}
     autotune.recheck(records, calls, lambda fn: rechecks[fn()], top=2, rounds=3)
     assert records[1]["reversed"] is True and records[1]["median_us"] == 20.0
     assert records[0]["median_us"] == 10.0 and "recheck_us" not in records[2]  # online: not in the top 2
-    entries = autotune.best_entries([{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 10.0}
-                                     for r in records])
+    entries = autotune.best_entries(
+        [{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 10.0} for r in records]
+    )
     assert entries[0]["variant"] == "torch"
 
 
@@ -189,18 +249,23 @@ def test_a_tie_under_the_flushed_timer_is_broken_by_graph_replay():
     entry; multirow at 11 us (10% slower) is not tied, however fast its replay; no tie, no tie-break."""
     flushed = {"torch": 20.0, "teaching": 10.0, "warprows": 10.2, "multirow": 11.0}
     replay = {"torch": 15.0, "teaching": 8.0, "warprows": 6.5, "multirow": 1.0}
-    records = [{"variant": name, "tunables": {}, "median_us": us, "error": "", "recheck_us": [us]}
-               for name, us in flushed.items()]
+    records = [
+        {"variant": name, "tunables": {}, "median_us": us, "error": "", "recheck_us": [us]}
+        for name, us in flushed.items()
+    ]
     calls = {i: (lambda name=r["variant"]: name) for i, r in enumerate(records)}
     autotune.break_ties(records, calls, lambda fn: replay[fn()])
     assert [r.get("tiebreak_us") for r in records] == [None, 8.0, 6.5, None]
     assert records[2]["tiebreak_rounds_us"] == [6.5] * autotune.TIEBREAK_ROUNDS
     assert [bool(r.get("chosen")) for r in records] == [False, False, True, False]
-    entries = autotune.best_entries([{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 20.0}
-                                     for r in records])
+    entries = autotune.best_entries(
+        [{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 20.0} for r in records]
+    )
     assert entries[0]["variant"] == "warprows" and entries[0]["median_us"] == 10.2
-    alone = [{"variant": "teaching", "tunables": {}, "median_us": 10.0, "error": "", "recheck_us": [10.0]},
-             {"variant": "multirow", "tunables": {}, "median_us": 12.0, "error": "", "recheck_us": [12.0]}]
+    alone = [
+        {"variant": "teaching", "tunables": {}, "median_us": 10.0, "error": "", "recheck_us": [10.0]},
+        {"variant": "multirow", "tunables": {}, "median_us": 12.0, "error": "", "recheck_us": [12.0]},
+    ]
     autotune.break_ties(alone, {0: lambda: "teaching", 1: lambda: "multirow"}, lambda fn: pytest.fail("timed"))
     assert not any("chosen" in r or "tiebreak_us" in r for r in alone)
 
@@ -210,8 +275,10 @@ def test_the_tie_break_takes_the_median_of_interleaved_rounds():
     rotate the order (teaching, warprows | warprows, teaching | teaching, warprows)."""
     replay = {"teaching": iter([7.0, 7.0, 7.0]), "warprows": iter([5.0, 9.0, 9.0])}
     order = []
-    records = [{"variant": name, "tunables": {}, "median_us": 10.0, "error": "", "recheck_us": [10.0]}
-               for name in ("teaching", "warprows")]
+    records = [
+        {"variant": name, "tunables": {}, "median_us": 10.0, "error": "", "recheck_us": [10.0]}
+        for name in ("teaching", "warprows")
+    ]
     calls = {i: (lambda name=r["variant"]: name) for i, r in enumerate(records)}
 
     def timer(fn):
@@ -238,8 +305,9 @@ def test_a_challenged_pick_is_always_rechecked_side_by_side():
     autotune.recheck(records, calls, lambda fn: rechecks[fn()], top=3, rounds=3, always=(1,))
     assert records[1]["recheck_us"] == [9.0, 9.0, 9.0] and records[1]["median_us"] == 9.0
     assert records[2]["reversed"] is True
-    entries = autotune.best_entries([{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 20.0}
-                                     for r in records])
+    entries = autotune.best_entries(
+        [{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 20.0} for r in records]
+    )
     assert entries[0]["variant"] == "incumbent"
     records, calls = records_and_calls()
     autotune.recheck(records, calls, lambda fn: rechecks[fn()], top=3, rounds=3)
@@ -254,8 +322,9 @@ def test_a_config_timed_once_does_not_win_against_rechecked_medians():
     calls = {i: (lambda name=r["variant"]: name) for i, r in enumerate(records)}
     autotune.recheck(records, calls, lambda fn: {"torch": 20.0}.get(fn(), 10.6), top=3, rounds=3)
     assert "recheck_us" not in records[4] and records[4]["median_us"] < records[1]["median_us"]
-    entries = autotune.best_entries([{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 20.0}
-                                     for r in records])
+    entries = autotune.best_entries(
+        [{**r, "dtype": "fp16", "n_rows": 1, "n_cols": 8, "torch_us": 20.0} for r in records]
+    )
     assert entries[0]["variant"] in {"a", "b", "c"}
 
 
@@ -280,8 +349,8 @@ def test_tune_grid_reports_each_shape_and_default_rows():
 
 
 def test_the_grid_mid_points_are_aligned_rows_in_buckets_without_one_and_never_the_benchs_off_grid_n():
-    from profiling.bench import OFFGRID
-    from profiling.sweep import default_n_values
+    from blockscope.profiling.measure.bench import OFFGRID
+    from blockscope.profiling.measure.sweep import default_n_values
 
     default = default_n_values()
     for n_cols in autotune.GRID_MID_N:
@@ -297,11 +366,30 @@ def test_the_grid_mid_points_are_aligned_rows_in_buckets_without_one_and_never_t
 def test_challenge_retunes_part_of_a_table_and_merges_with_provenance():
     """The --challenge path: torch, the entry's pick and the challengers' candidates are timed on the table's shapes
     with N >= min_n; winners replace those entries, the rest stand, provenance goes under `retuned`."""
-    table = {"format": auto.TABLE_FORMAT, "gpu": "Test GPU", "entries": [
-        {"dtype": "fp32", "n_rows": 3, "n_cols": 8, "variant": "teaching", "tunables": {"num_warps": 4},
-         "median_us": 9.0, "torch_us": 9.5},
-        {"dtype": "fp32", "n_rows": 3, "n_cols": 100, "variant": "teaching", "tunables": {"num_warps": 4},
-         "median_us": 9.0, "torch_us": 9.5}]}
+    table = {
+        "format": auto.TABLE_FORMAT,
+        "gpu": "Test GPU",
+        "entries": [
+            {
+                "dtype": "fp32",
+                "n_rows": 3,
+                "n_cols": 8,
+                "variant": "teaching",
+                "tunables": {"num_warps": 4},
+                "median_us": 9.0,
+                "torch_us": 9.5,
+            },
+            {
+                "dtype": "fp32",
+                "n_rows": 3,
+                "n_cols": 100,
+                "variant": "teaching",
+                "tunables": {"num_warps": 4},
+                "median_us": 9.0,
+                "torch_us": 9.5,
+            },
+        ],
+    }
     timed = []
 
     def fake_timer(fn):  # multirow is the fastest: every call of it reports 1 us
@@ -334,7 +422,7 @@ def test_auto_plans_every_n_up_to_its_limit(n_cols, gpu_name):
 
 
 def test_eager_check_times_both_paths_and_keeps_the_faster(monkeypatch):
-    from kernels import auto as auto_module
+    from blockscope.kernels import auto as auto_module
 
     now = [0.0]
     monkeypatch.setattr(auto_module.time, "perf_counter", lambda: now[0])
@@ -342,6 +430,7 @@ def test_eager_check_times_both_paths_and_keeps_the_faster(monkeypatch):
     def call(us):
         def run():
             now[0] += us * 1e-6
+
         return run
 
     syncs = []
@@ -353,7 +442,7 @@ def test_eager_check_times_both_paths_and_keeps_the_faster(monkeypatch):
 
 
 def test_eager_check_never_applies_off_the_gpu_or_when_disabled(monkeypatch):
-    from kernels import auto as auto_module
+    from blockscope.kernels import auto as auto_module
 
     x = torch.randn(4, 64)
     assert not auto_module._eager_candidate(x, x)
@@ -363,10 +452,19 @@ def test_eager_check_never_applies_off_the_gpu_or_when_disabled(monkeypatch):
 
 
 def test_a_torch_entry_does_not_reach_inputs_far_larger_than_its_own(monkeypatch):
-    table = {"format": auto.TABLE_FORMAT, "entries": [
-        {"dtype": "bf16", "n_rows": 4096, "n_cols": 248, "variant": "torch", "tunables": {}},
-        {"dtype": "bf16", "n_rows": 4096, "n_cols": 256, "variant": "multirow",
-         "tunables": {"num_warps": 4, "rows_per_program": 4}}]}
+    table = {
+        "format": auto.TABLE_FORMAT,
+        "entries": [
+            {"dtype": "bf16", "n_rows": 4096, "n_cols": 248, "variant": "torch", "tunables": {}},
+            {
+                "dtype": "bf16",
+                "n_rows": 4096,
+                "n_cols": 256,
+                "variant": "multirow",
+                "tunables": {"num_warps": 4, "rows_per_program": 4},
+            },
+        ],
+    }
     monkeypatch.setattr(auto, "load_table", lambda gpu_name: table)
     assert auto.choose(4096, 200, torch.bfloat16, "GPU") == ("torch", {})  # launch-bound, as tuned
     assert auto.choose(4 * 4096, 248, torch.bfloat16, "GPU") == ("torch", {})  # within TORCH_REACH
@@ -378,7 +476,7 @@ def test_a_torch_entry_does_not_reach_inputs_far_larger_than_its_own(monkeypatch
 def test_repeat_calls_take_the_cached_choice_and_keep_every_check_that_matters(monkeypatch):
     """softmax_auto's fast path: an input seen before (shape, dtype, device) goes to the cached launcher without
     re-validation; tunables, a tensor subclass or an input that requires grad take the checked path."""
-    from kernels import auto as auto_module
+    from blockscope.kernels import auto as auto_module
 
     x = torch.randn(3, 64)
     calls = []
@@ -387,8 +485,9 @@ def test_repeat_calls_take_the_cached_choice_and_keep_every_check_that_matters(m
         calls.append(tunables)
         return torch.softmax(t, -1)
 
-    monkeypatch.setitem(auto_module._FAST, (x.shape, x.dtype, x.device),
-                        auto_module._Seen(launcher, {"num_warps": 4}, None, False))
+    monkeypatch.setitem(
+        auto_module._FAST, (x.shape, x.dtype, x.device), auto_module._Seen(launcher, {"num_warps": 4}, None, False)
+    )
     torch.testing.assert_close(auto_module.softmax_auto(x), torch.softmax(x, -1))
     assert calls == [{"num_warps": 4}]
     with pytest.raises(ValueError, match="unknown tunable"):

@@ -10,12 +10,12 @@ import types
 import pytest
 import torch
 
-from profiling import backends, sweep
-from profiling.backends import base, get_backend
-from profiling.backends.liger import LigerBackend
-from profiling.backends.quack import QuackBackend
-from profiling.results import validate
-from profiling.sweep import make_config
+from blockscope.profiling.measure import backends, sweep
+from blockscope.profiling.measure.backends import base, get_backend
+from blockscope.profiling.measure.backends.liger import LigerBackend
+from blockscope.profiling.measure.backends.quack import QuackBackend
+from blockscope.profiling.measure.sweep import make_config
+from blockscope.profiling.results import validate
 from tests.test_sweep import run
 
 
@@ -29,11 +29,20 @@ def test_names_and_unknown_backend():
     assert rows["torch"]["available"] == "yes" and rows["liger"]["package"] == "liger-kernel"
 
 
-@pytest.mark.parametrize(("dtype", "n", "allowed"), [
-    (torch.float16, 4096, True), (torch.float16, 1001, False), (torch.float16, 1004, False),
-    (torch.bfloat16, 100000, True), (torch.float32, 1004, True), (torch.float32, 1002, False),
-    (torch.float32, 2**20, False), (torch.float16, 2**20, True), (torch.float64, 1024, False),
-])
+@pytest.mark.parametrize(
+    ("dtype", "n", "allowed"),
+    [
+        (torch.float16, 4096, True),
+        (torch.float16, 1001, False),
+        (torch.float16, 1004, False),
+        (torch.bfloat16, 100000, True),
+        (torch.float32, 1004, True),
+        (torch.float32, 1002, False),
+        (torch.float32, 2**20, False),
+        (torch.float16, 2**20, True),
+        (torch.float64, 1024, False),
+    ],
+)
 def test_quack_support_rules(dtype, n, allowed):
     reason = QuackBackend().supports(64, n, dtype)
     assert (reason is None) == allowed, reason
@@ -55,6 +64,7 @@ def _missing(name):
         if module.startswith(name):
             raise ModuleNotFoundError(f"No module named {name!r}")
         return real(module, *args, **kwargs)
+
     return fake
 
 
@@ -69,8 +79,11 @@ def test_missing_package_is_a_reason_not_a_crash(monkeypatch, backend, module):
 
 def test_sweep_records_unavailable_and_unsupported_backends(monkeypatch):
     monkeypatch.setattr(importlib, "import_module", _missing("liger_kernel"))
-    configs = [make_config("liger", "fp32", 4, 8), make_config("quack", "fp32", 4, 6),
-               make_config("torch", "fp32", 4, 8)]
+    configs = [
+        make_config("liger", "fp32", 4, 8),
+        make_config("quack", "fp32", 4, 6),
+        make_config("torch", "fp32", 4, 8),
+    ]
     table = validate(run(configs, methods=["per_call_events"]))
     error = dict(zip(table["variant"], table["error"], strict=True))
     assert error["liger"].startswith("unavailable: liger: ") and sweep.error_kind(error["liger"]) == "transient"
@@ -108,15 +121,17 @@ def test_peers_take_no_tunables_and_any_width():
 
 
 def test_compiled_kernel_facts_read_jit_caches():
-    compiled = types.SimpleNamespace(name="k", n_regs=38, n_spills=0, metadata=types.SimpleNamespace(
-        shared=512, num_warps=8, name="k"))
+    compiled = types.SimpleNamespace(
+        name="k", n_regs=38, n_spills=0, metadata=types.SimpleNamespace(shared=512, num_warps=8, name="k")
+    )
     jit = types.SimpleNamespace(device_caches={0: ({"key": compiled}, None)})
     assert [base.compiled_kernel_facts(k) for k in base.compiled_kernels([jit, object()])] == [
-        base.KernelFacts("k", 38, 0, 512, 8)]
+        base.KernelFacts("k", 38, 0, 512, 8)
+    ]
 
 
 def test_blockscope_evidence_is_this_shapes_compile(monkeypatch):
-    from profiling import compiled
+    from blockscope.profiling.inspect import compiled
 
     seen = []
 
@@ -124,8 +139,14 @@ def test_blockscope_evidence_is_this_shapes_compile(monkeypatch):
         seen.append((variant, n_cols, dtype, n_rows, tunables))
         if variant == "auto" and n_cols == 7:
             raise ValueError("auto: the tuning table picks torch.softmax")
-        return types.SimpleNamespace(kernel_name=f"k{n_cols}", variant=variant, n_regs=n_cols // 8,
-                                     spill_store_bytes=0, shared_bytes=16, num_warps=4)
+        return types.SimpleNamespace(
+            kernel_name=f"k{n_cols}",
+            variant=variant,
+            n_regs=n_cols // 8,
+            spill_store_bytes=0,
+            shared_bytes=16,
+            num_warps=4,
+        )
 
     monkeypatch.setattr(compiled, "inspect", fake_inspect)
     facts = backends.BlockscopeBackend("teaching", num_warps=4).evidence(torch.zeros(2, 3, 256))
@@ -135,8 +156,9 @@ def test_blockscope_evidence_is_this_shapes_compile(monkeypatch):
 
 
 def test_peer_compile_facts_fill_occupancy(monkeypatch):
-    evidence = base.Evidence(kernels=[base.KernelFacts("triton_per_fused__softmax_0", 32, 0, 0, 8)],
-                             source="# generated")
+    evidence = base.Evidence(
+        kernels=[base.KernelFacts("triton_per_fused__softmax_0", 32, 0, 0, 8)], source="# generated"
+    )
     monkeypatch.setattr(backends.InductorBackend, "evidence", lambda self, x: evidence)
     facts = sweep.peer_compile_facts(make_config("inductor", "fp16", 4, 8), torch.zeros(4, 8), "sm_90")
     assert facts["n_regs"] == 32 and facts["num_warps"] == 8 and facts["kernel_source"] == "# generated"
@@ -162,7 +184,7 @@ def test_output_code_capture_puts_back_what_was_there(monkeypatch, original):
     broke every later torch.compile (AttributeError), so the capture restores exactly the original."""
     from torch._inductor.graph import GraphLowering
 
-    from profiling.backends.inductor import _capture_output_code
+    from blockscope.profiling.measure.backends.inductor import _capture_output_code
 
     if original == "absent":
         monkeypatch.delattr(GraphLowering, "save_output_code", raising=False)
@@ -185,8 +207,12 @@ def test_liger_evidence_is_the_kernel_of_this_shape(monkeypatch):
         block = 1 << (x.shape[-1] - 1).bit_length()
         key = (x.dtype, block)
         if key not in cache:
-            cache[key] = types.SimpleNamespace(name="_softmax_single_block_forward_kernel", n_regs=block // 64 + 10,
-                                               n_spills=0, metadata=types.SimpleNamespace(shared=16, num_warps=4))
+            cache[key] = types.SimpleNamespace(
+                name="_softmax_single_block_forward_kernel",
+                n_regs=block // 64 + 10,
+                n_spills=0,
+                metadata=types.SimpleNamespace(shared=16, num_warps=4),
+            )
         return torch.softmax(x, -1)
 
     softmax = types.ModuleType("liger_kernel.ops.softmax")
@@ -194,9 +220,12 @@ def test_liger_evidence_is_the_kernel_of_this_shape(monkeypatch):
     softmax._softmax_single_block_forward_kernel = jit
     utils = types.ModuleType("liger_kernel.ops.utils")
     utils.calculate_settings = lambda n: (1 << (n - 1).bit_length(), 4)
-    for name, module in (("liger_kernel", types.ModuleType("liger_kernel")),
-                         ("liger_kernel.ops", types.ModuleType("liger_kernel.ops")),
-                         ("liger_kernel.ops.softmax", softmax), ("liger_kernel.ops.utils", utils)):
+    for name, module in (
+        ("liger_kernel", types.ModuleType("liger_kernel")),
+        ("liger_kernel.ops", types.ModuleType("liger_kernel.ops")),
+        ("liger_kernel.ops.softmax", softmax),
+        ("liger_kernel.ops.utils", utils),
+    ):
         monkeypatch.setitem(sys.modules, name, module)
     backend = LigerBackend()
     small, wide, shares = torch.randn(2, 128), torch.randn(2, 4096), torch.randn(2, 4090)

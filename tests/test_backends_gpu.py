@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from profiling import backends
-from profiling.sweep import make_config, peer_compile_facts
+from blockscope.profiling.measure import backends
+from blockscope.profiling.measure.sweep import make_config, peer_compile_facts
 
 pytestmark = pytest.mark.gpu
 
@@ -27,8 +27,9 @@ def test_peer_matches_torch(name, dtype):
     x = torch.randn(513, 4096, device="cuda", dtype=dtype)
     assert backend.supports(*x.shape, dtype) is None
     fn = backend.prepare(x)
-    torch.testing.assert_close(fn().float(), torch.softmax(x.float(), -1), atol=2e-3 if dtype != torch.float32
-                               else 1e-5, rtol=0)
+    torch.testing.assert_close(
+        fn().float(), torch.softmax(x.float(), -1), atol=2e-3 if dtype != torch.float32 else 1e-5, rtol=0
+    )
 
 
 @pytest.mark.parametrize("name", ["inductor", "liger"])
@@ -45,7 +46,7 @@ def test_triton_peers_report_compile_facts(name):
 
 
 def test_kernel_names_name_each_peer():
-    from profiling.trace import kernel_names
+    from blockscope.profiling.measure.trace import kernel_names
 
     x = torch.randn(256, 2048, device="cuda", dtype=torch.float16)
     for name in ("torch", "inductor", "liger", "quack"):

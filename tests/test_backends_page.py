@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiling.backends import views
-from profiling.results import save_results
-from tests.synthetic import synthetic_backends
+from blockscope.demo import synthetic_backends
+from blockscope.profiling.results import save_results
+from blockscope.profiling.views import backends as views
 from tests.test_app import charts, load_path, new_app, trace_names
 
 
@@ -19,9 +19,10 @@ def table() -> pd.DataFrame:
 
 
 def test_row_status_classes():
-    assert [views.row_status(e) for e in ("", None, "unsupported: quack: x", "wrong result: 3 of 9",
-                                          "skipped: predicted", "RuntimeError: boom")] == \
-        ["ran", "ran", "unsupported", "wrong", "skipped", "failed"]
+    assert [
+        views.row_status(e)
+        for e in ("", None, "unsupported: quack: x", "wrong result: 3 of 9", "skipped: predicted", "RuntimeError: boom")
+    ] == ["ran", "ran", "unsupported", "wrong", "skipped", "failed"]
 
 
 def test_fastest_marks_the_winner_per_n(table):
@@ -62,8 +63,8 @@ def test_kernel_ranges_join_consecutive_n(table):
 
 
 def test_the_page_renders_peers_from_a_loaded_file(tmp_path: Path, table):
-    from profiling.results import concat_results
-    from tests.synthetic import synthetic_results
+    from blockscope.demo import synthetic_results
+    from blockscope.profiling.results import concat_results
 
     teaching = synthetic_results(n_values=(128, 1000, 1001, 4096, 65536))
     path = tmp_path / "backends.parquet"
@@ -119,8 +120,9 @@ def test_versus_auto_is_the_geomean_of_time_ratios(table):
 def test_backends_report_section_is_rewritten_in_place(tmp_path: Path, table):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("backends_report", Path(__file__).parents[1] / "scripts" /
-                                                  "backends_report.py")
+    spec = importlib.util.spec_from_file_location(
+        "backends_report", Path(__file__).parents[1] / "scripts" / "backends_report.py"
+    )
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
     results = tmp_path / "b.parquet"
@@ -132,6 +134,7 @@ def test_backends_report_section_is_rewritten_in_place(tmp_path: Path, table):
     doc.write_text("# head\n\nkeep me\n")
     for _ in range(2):  # a rerun replaces the section, never appends a second one
         import sys
+
         argv, sys.argv = sys.argv, ["backends_report.py", "--results", str(results), "--doc", str(doc)]
         try:
             assert report.main() == 0

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-import kernels
-from kernels import backward
-from kernels.backward import choose_backward, softmax_backward
+from blockscope import kernels
+from blockscope.kernels import backward
+from blockscope.kernels.backward import choose_backward, softmax_backward
 from tests.grad_checks import assert_grad_close, backward_reference
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -91,8 +91,16 @@ def test_nan_rows_stay_nan_and_empty_inputs():
 
 @pytest.mark.parametrize(
     "n_cols, path",
-    [(1, "multirow"), (128, "multirow"), (1024, "multirow"), (1025, "row"), (8192, "row"), (8193, "looped"),
-     (65536, "looped"), (2**20, "looped")],
+    [
+        (1, "multirow"),
+        (128, "multirow"),
+        (1024, "multirow"),
+        (1025, "row"),
+        (8192, "row"),
+        (8193, "looped"),
+        (65536, "looped"),
+        (2**20, "looped"),
+    ],
 )
 def test_choose_backward_by_block(n_cols, path):
     chosen, tunables = choose_backward(4096, n_cols, torch.float16)

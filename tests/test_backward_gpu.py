@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from profiling import backends, directions, timing
-from profiling.results import validate
-from profiling.sweep import build_configs, run_sweep
+from blockscope.profiling.measure import backends, directions, timing
+from blockscope.profiling.measure.sweep import build_configs, run_sweep
+from blockscope.profiling.results import validate
 
 pytestmark = pytest.mark.gpu
 PEERS = ["torch", "inductor", "liger", "quack"]
@@ -59,7 +59,7 @@ def test_every_timing_method_times_the_backward(name):
 
 
 def test_kernel_names_of_each_backward():
-    from profiling.trace import kernel_names
+    from blockscope.profiling.measure.trace import kernel_names
 
     x, _, inputs = _case(256, 2048, torch.float16)
     expected = {"inductor": "triton_", "liger": "backward", "auto": "softmax_backward"}
@@ -76,8 +76,9 @@ def test_kernel_names_of_each_backward():
 
 def test_sweep_with_directions_on_the_gpu(tmp_path):
     variants = ["torch", "auto", *[p for p in PEERS[1:] if backends.get_backend(p).available() is None]]
-    configs = build_configs(variants, ["fp16", "fp32"], [1000, 4096], n_rows=1024,
-                            directions=["forward", "backward", "forward_backward"])
+    configs = build_configs(
+        variants, ["fp16", "fp32"], [1000, 4096], n_rows=1024, directions=["forward", "backward", "forward_backward"]
+    )
     table = run_sweep(configs, out=tmp_path / "directions.parquet", reps=20, warmup=3)
     validate(table)
     ran = table[table["error"] == ""]

@@ -10,13 +10,21 @@ import pandas as pd
 import pytest
 import torch
 
-from profiling import bench
-from profiling.backends.liger import LigerBackend
-from profiling.backends.quack import QuackBackend
+from blockscope.profiling.measure import bench
+from blockscope.profiling.measure.backends.liger import LigerBackend
+from blockscope.profiling.measure.backends.quack import QuackBackend
 from tests.test_bench import _timed_by_order
 
-ENV = {"gpu_name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "driver_version": "580",
-       "torch_version": "2.11", "triton_version": "3.6.0", "measured_at": "2026-12-02", "copy_gbps": 4000.0}
+ENV = {
+    "gpu_name": "NVIDIA H200",
+    "compute_capability": "9.0",
+    "sm_count": 132,
+    "driver_version": "580",
+    "torch_version": "2.11",
+    "triton_version": "3.6.0",
+    "measured_at": "2026-12-02",
+    "copy_gbps": 4000.0,
+}
 
 
 @pytest.fixture
@@ -35,8 +43,17 @@ def fake_quack(monkeypatch):
 
 @pytest.mark.parametrize("direction, passes", [("backward", 3), ("forward_backward", 5)])
 def test_backward_shape_times_torch_auto_and_peers_after_a_dx_check(fake_quack, direction, passes):
-    row = bench.bench_shape("offgrid", 3, 1024, torch.float32, copy_gbps=100.0, device="cpu", direction=direction,
-                            benchmark=_timed_by_order([12.0, 20.0, 10.0]), peers=("liger", "quack"))
+    row = bench.bench_shape(
+        "offgrid",
+        3,
+        1024,
+        torch.float32,
+        copy_gbps=100.0,
+        device="cpu",
+        direction=direction,
+        benchmark=_timed_by_order([12.0, 20.0, 10.0]),
+        peers=("liger", "quack"),
+    )
     assert row["direction"] == direction and row["error"] == ""
     assert (row["quack_us"], row["torch_us"], row["auto_us"]) == (12.0, 20.0, 10.0)
     assert row["speedup"] == pytest.approx(2.0) and row["auto_vs_quack"] == pytest.approx(1.2)
@@ -48,21 +65,51 @@ def test_backward_shape_times_torch_auto_and_peers_after_a_dx_check(fake_quack, 
 
 def test_wrong_or_missing_backward_is_reported_not_timed(fake_quack):
     fake_quack.softmax_bwd = lambda dy, y: torch.zeros_like(dy)
-    wrong = bench.bench_shape("offgrid", 3, 256, torch.float16, copy_gbps=100.0, device="cpu", direction="backward",
-                              benchmark=_timed_by_order([20.0, 10.0]), peers=("quack",))
+    wrong = bench.bench_shape(
+        "offgrid",
+        3,
+        256,
+        torch.float16,
+        copy_gbps=100.0,
+        device="cpu",
+        direction="backward",
+        benchmark=_timed_by_order([20.0, 10.0]),
+        peers=("quack",),
+    )
     assert wrong["quack_error"].startswith("wrong result: ") and math.isnan(wrong["quack_us"])
     del fake_quack.softmax_bwd
-    missing = bench.bench_shape("offgrid", 3, 256, torch.float16, copy_gbps=100.0, device="cpu",
-                                direction="backward", benchmark=_timed_by_order([20.0, 10.0]), peers=("quack",))
-    assert missing["quack_error"] == ("unsupported: quack: quack.softmax has no softmax_bwd in this version (no "
-                                      "backward to time)")
+    missing = bench.bench_shape(
+        "offgrid",
+        3,
+        256,
+        torch.float16,
+        copy_gbps=100.0,
+        device="cpu",
+        direction="backward",
+        benchmark=_timed_by_order([20.0, 10.0]),
+        peers=("quack",),
+    )
+    assert missing["quack_error"] == (
+        "unsupported: quack: quack.softmax has no softmax_bwd in this version (no backward to time)"
+    )
     assert missing["error"] == "" and missing["auto_us"] == 10.0
 
 
 def test_markdown_sections_per_direction(fake_quack):
-    rows = [bench.bench_shape("offgrid", 3, 1024, torch.float32, copy_gbps=100.0, device="cpu", direction=way,
-                              benchmark=_timed_by_order([12.0, 20.0, 10.0]), peers=("quack",))
-            for way in ("forward", "backward")]
+    rows = [
+        bench.bench_shape(
+            "offgrid",
+            3,
+            1024,
+            torch.float32,
+            copy_gbps=100.0,
+            device="cpu",
+            direction=way,
+            benchmark=_timed_by_order([12.0, 20.0, 10.0]),
+            peers=("quack",),
+        )
+        for way in ("forward", "backward")
+    ]
     table = pd.DataFrame(rows).assign(method="cuda_graph")
     assert [(d, m) for d, m, _ in bench.sections(table)] == [("forward", "cuda_graph"), ("backward", "cuda_graph")]
     assert [(d, m) for d, m, _ in bench.sections(table.drop(columns="direction"))] == [("forward", "cuda_graph")]
@@ -74,7 +121,7 @@ def test_markdown_sections_per_direction(fake_quack):
 
 
 def test_cli_rejects_unknown_direction(capsys):
-    from profiling.__main__ import main
+    from blockscope.profiling.cli.main import main
 
     assert main(["bench", "--directions", "forward,sideways"]) == 2
     assert "unknown direction(s) sideways; allowed: forward, backward, forward_backward" in capsys.readouterr().err

@@ -20,17 +20,37 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 # (sidebar title, has charts)
-PAGES = (("Overview", False), ("Masked lanes", True), ("Occupancy", True), ("Latency", True),
-         ("Tradeoffs", True), ("Backends", True), ("Run vs run", False), ("auto", True), ("Kernel evidence", True),
-         ("Numerics", True), ("Run sweep", False), ("Export", False))
+PAGES = (
+    ("Overview", False),
+    ("Masked lanes", True),
+    ("Occupancy", True),
+    ("Latency", True),
+    ("Tradeoffs", True),
+    ("Backends", True),
+    ("Run vs run", False),
+    ("auto", True),
+    ("Kernel evidence", True),
+    ("Numerics", True),
+    ("Run sweep", False),
+    ("Export", False),
+)
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium "
-                                                     "(`make test` installs it: apt-get install chromium)"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="needs Debian chromium at /usr/bin/chromium (`make test` installs it: apt-get install chromium)",
+    ),
 ]
 
 
@@ -48,9 +68,26 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     env = {**os.environ, "BLOCKSCOPE_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1"}
     log = (tmp_path_factory.mktemp("streamlit") / "server.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless",
-         "true", "--server.address", "localhost", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--server.address",
+            "localhost",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://localhost:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -91,7 +128,7 @@ def _wait_idle(page, timeout_ms: int = 90000) -> None:
 def test_every_page_renders_without_console_errors(server: str, tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
-    from profiling.dashboard_data import BUNDLED_PATH
+    from blockscope.profiling.views.dashboard_data import BUNDLED_PATH
 
     errors: list[str] = []
     shots: dict[str, Path] = {}
@@ -99,8 +136,10 @@ def test_every_page_renders_without_console_errors(server: str, tmp_path: Path) 
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         # tall viewport: Streamlit scrolls inside its own container, so full_page would stop at the viewport
         page = browser.new_page(viewport={"width": 1500, "height": 2600})
-        page.on("console", lambda m: errors.append(f"console: {m.text} {m.location.get('url', '')}")
-                if m.type == "error" else None)
+        page.on(
+            "console",
+            lambda m: errors.append(f"console: {m.text} {m.location.get('url', '')}") if m.type == "error" else None,
+        )
         page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
         page.goto(server, wait_until="domcontentloaded")
         page.wait_for_selector("[data-testid='stSidebarNav']", timeout=60000)
@@ -117,16 +156,19 @@ def test_every_page_renders_without_console_errors(server: str, tmp_path: Path) 
                     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60000)
                 except Exception as error:  # name the page (and keep its screenshot) instead of a bare timeout
                     if os.environ.get("BLOCKSCOPE_SHOTS_DIR"):
-                        page.screenshot(path=str(Path(os.environ["BLOCKSCOPE_SHOTS_DIR"]) / "failed.png"),
-                                        full_page=True)
+                        page.screenshot(
+                            path=str(Path(os.environ["BLOCKSCOPE_SHOTS_DIR"]) / "failed.png"), full_page=True
+                        )
                     raise AssertionError(f"{title}: no plotly chart drawn within 60 s") from error
             assert page.locator("[data-testid='stException']").count() == 0, f"{title}: exception shown"
             shot = tmp_path / f"{title.lower().replace(' ', '_')}.png"
             page.screenshot(path=str(shot), full_page=True)
             shots[title] = shot
             if title == "Latency":
-                page.screenshot(path=str(tmp_path / "readme.png"),  # the first screen only
-                                clip={"x": 0, "y": 0, "width": 1500, "height": 1000})
+                page.screenshot(
+                    path=str(tmp_path / "readme.png"),  # the first screen only
+                    clip={"x": 0, "y": 0, "width": 1500, "height": 1000},
+                )
         browser.close()
     assert not errors, "\n".join(errors)
     assert all(path.stat().st_size > 10_000 for path in shots.values())

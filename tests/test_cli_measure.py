@@ -8,16 +8,16 @@ import re
 import pytest
 import torch
 
-import profiling.__main__ as entry
-from profiling.cli import Parser
-from profiling.cli import measure as cli_measure
+from blockscope.profiling.cli import Parser
+from blockscope.profiling.cli import main as entry
+from blockscope.profiling.cli import measure as cli_measure
 
 NO_CUDA = not torch.cuda.is_available()
 
 
 @pytest.fixture(autouse=True)
 def only_measure_commands(monkeypatch):
-    monkeypatch.setattr(entry, "COMMAND_MODULES", ("profiling.cli.measure",))
+    monkeypatch.setattr(entry, "COMMAND_MODULES", ("blockscope.profiling.cli.measure",))
 
 
 def fail(capsys, argv: list[str]) -> str:
@@ -33,29 +33,40 @@ def fail(capsys, argv: list[str]) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["sweep"], "the following arguments are required: --out"),
-    (["sweep", "--out", "x.parquet", "--variants", "teaching,nope"],
-     "unknown variant(s) nope; allowed: torch, inductor, liger, quack, teaching, multirow"),
-    (["sweep", "--out", "x.parquet", "--dtypes", "fp8"], "unknown dtype(s) fp8; allowed: fp16, bf16, fp32"),
-    (["sweep", "--out", "x.parquet", "--methods", "wallclock"],
-     "unknown method(s) wallclock; allowed: per_call_events, back_to_back_flushed, cuda_graph"),
-    (["sweep", "--out", "x.parquet", "--num-warps", "3"], "--num-warps 3 not allowed; allowed: 1, 2, 4, 8, 16, 32"),
-    (["sweep", "--out", "x.parquet", "--n", "0"], "0 is not positive"),
-    (["sweep", "--out", "x.parquet", "--n", "abc"], "'abc' is not an integer"),
-    (["sweep", "--out", "x.parquet", "--variants", ""], "--variants is empty"),
-    (["sweep", "--out", "x.parquet", "--variants", "teaching", "--n", "70000"],
-     "N=70000 is over every selected variant's limit; allowed: N <= 65536"),
-    (["sweep", "--out", "x.txt"], "unsupported suffix '.txt'; allowed: .parquet or .csv"),
-    (["sweep", "--out", "x.csv", "--tunable", "tile=abc"], "--tunable 'tile=abc'"),
-    (["sweep", "--out", "x.csv", "--tunable", "tile"], "malformed; allowed: NAME=V1,V2"),
-    (["sweep", "--out", "x.csv", "--variants", "teaching", "--tunable", "tile=64"],
-     "--tunable tile: no selected variant takes it; allowed: num_warps"),
-    (["sweep", "--out", "x.csv", "--tunable", "num_warps=4"], "use --num-warps"),
-    (["sweep", "--out", "x.csv", "--reps", "-3"], "-3 is not positive"),
-    (["seed", "--rounds", "0"], "0 is not positive"),
-    (["nosuch"], "invalid choice: 'nosuch'"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["sweep"], "the following arguments are required: --out"),
+        (
+            ["sweep", "--out", "x.parquet", "--variants", "teaching,nope"],
+            "unknown variant(s) nope; allowed: torch, inductor, liger, quack, teaching, multirow",
+        ),
+        (["sweep", "--out", "x.parquet", "--dtypes", "fp8"], "unknown dtype(s) fp8; allowed: fp16, bf16, fp32"),
+        (
+            ["sweep", "--out", "x.parquet", "--methods", "wallclock"],
+            "unknown method(s) wallclock; allowed: per_call_events, back_to_back_flushed, cuda_graph",
+        ),
+        (["sweep", "--out", "x.parquet", "--num-warps", "3"], "--num-warps 3 not allowed; allowed: 1, 2, 4, 8, 16, 32"),
+        (["sweep", "--out", "x.parquet", "--n", "0"], "0 is not positive"),
+        (["sweep", "--out", "x.parquet", "--n", "abc"], "'abc' is not an integer"),
+        (["sweep", "--out", "x.parquet", "--variants", ""], "--variants is empty"),
+        (
+            ["sweep", "--out", "x.parquet", "--variants", "teaching", "--n", "70000"],
+            "N=70000 is over every selected variant's limit; allowed: N <= 65536",
+        ),
+        (["sweep", "--out", "x.txt"], "unsupported suffix '.txt'; allowed: .parquet or .csv"),
+        (["sweep", "--out", "x.csv", "--tunable", "tile=abc"], "--tunable 'tile=abc'"),
+        (["sweep", "--out", "x.csv", "--tunable", "tile"], "malformed; allowed: NAME=V1,V2"),
+        (
+            ["sweep", "--out", "x.csv", "--variants", "teaching", "--tunable", "tile=64"],
+            "--tunable tile: no selected variant takes it; allowed: num_warps",
+        ),
+        (["sweep", "--out", "x.csv", "--tunable", "num_warps=4"], "use --num-warps"),
+        (["sweep", "--out", "x.csv", "--reps", "-3"], "-3 is not positive"),
+        (["seed", "--rounds", "0"], "0 is not positive"),
+        (["nosuch"], "invalid choice: 'nosuch'"),
+    ],
+)
 def test_bad_arguments_exit_2_one_line(capsys, argv, expected):
     line = fail(capsys, argv)
     assert expected in line
@@ -65,7 +76,7 @@ def test_foreign_out_file_is_refused(capsys, tmp_path):
     out = tmp_path / "other.csv"
     out.write_text("a,b\n1,2\n")
     line = fail(capsys, ["sweep", "--out", str(out), "--variants", "torch", "--n", "128"])
-    assert line.startswith("python -m profiling sweep: error: --out exists and cannot be resumed: other.csv:")
+    assert line.startswith("blockscope sweep: error: --out exists and cannot be resumed: other.csv:")
     assert "header lacks column(s) variant" in line
     assert out.read_text() == "a,b\n1,2\n"
 
@@ -88,7 +99,7 @@ def test_retry_errors_flag():
 def test_without_cuda_says_so(capsys, tmp_path, argv, monkeypatch):
     monkeypatch.chdir(tmp_path)
     line = fail(capsys, argv)
-    assert f"python -m profiling {argv[0]}: error: {argv[0]} needs a CUDA GPU and this machine has none" in line
+    assert f"blockscope {argv[0]}: error: {argv[0]} needs a CUDA GPU and this machine has none" in line
     assert not (tmp_path / "x.parquet").exists()
 
 
@@ -99,8 +110,25 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def test_config_selection_from_arguments():
-    args = parse(["sweep", "--out", "x.parquet", "--variants", "torch,teaching,online", "--dtypes", "fp16,fp32",
-                  "--n", "100,70000", "--rows", "8,16", "--num-warps", "4,8", "--tunable", "tile=256,1024"])
+    args = parse(
+        [
+            "sweep",
+            "--out",
+            "x.parquet",
+            "--variants",
+            "torch,teaching,online",
+            "--dtypes",
+            "fp16,fp32",
+            "--n",
+            "100,70000",
+            "--rows",
+            "8,16",
+            "--num-warps",
+            "4,8",
+            "--tunable",
+            "tile=256,1024",
+        ]
+    )
     configs = cli_measure.sweep_configs_from_args(args)
     count = {}
     for c in configs:
@@ -109,8 +137,15 @@ def test_config_selection_from_arguments():
     assert count == {"torch": 2 * 2 * 2, "teaching": 2 * 2 * 2, "online": 2 * 2 * 2 * 2 * 2}
     assert {c.n_rows for c in configs} == {8, 16}
     defaults = cli_measure.sweep_configs_from_args(parse(["sweep", "--out", "x.csv"]))
-    assert {c.variant for c in defaults} == {"torch", "teaching", "multirow", "online", "persistent", "splitrow",
-                                             "auto"}
+    assert {c.variant for c in defaults} == {
+        "torch",
+        "teaching",
+        "multirow",
+        "online",
+        "persistent",
+        "splitrow",
+        "auto",
+    }
     assert {c.dtype for c in defaults} == {"fp16", "bf16", "fp32"} and {c.n_rows for c in defaults} == {4096}
     assert max(c.n_cols for c in defaults if c.variant == "multirow") == 16384
 
@@ -129,22 +164,31 @@ def test_progress_reporter_without_tqdm(monkeypatch, capsys):
     monkeypatch.setattr(builtins, "__import__", no_tqdm)
     stream = io.StringIO()
     callback, close = cli_measure._progress_reporter(stream)
-    from profiling.sweep import make_config
+    from blockscope.profiling.measure.sweep import make_config
 
     callback(1, 3, make_config("teaching", "fp16", 4096, 1000))
     close()
-    assert re.fullmatch(r"\[1/3 configs, \d+ s elapsed, about \d+ s left\] teaching fp16 R=4096 N=1000\n",
-                        stream.getvalue()), stream.getvalue()
+    assert re.fullmatch(
+        r"\[1/3 configs, \d+ s elapsed, about \d+ s left\] teaching fp16 R=4096 N=1000\n", stream.getvalue()
+    ), stream.getvalue()
 
 
 def test_seed_report_lines_in_the_seed_format():
     import re
 
-    from profiling.timing import FakeClock
+    from blockscope.profiling.measure.timing import FakeClock
 
     clock = FakeClock(tick_us=4.0, wall_tick_s=0.5)
-    lines = cli_measure.seed_report(n_rows=8, n_cols=1000, device="cpu", clock=clock,
-                                    tracer=lambda fn: ["row_softmax_kernel"], rounds=3, warmup=0, graph_calls=2)
+    lines = cli_measure.seed_report(
+        n_rows=8,
+        n_cols=1000,
+        device="cpu",
+        clock=clock,
+        tracer=lambda fn: ["row_softmax_kernel"],
+        rounds=3,
+        warmup=0,
+        graph_calls=2,
+    )
     assert re.fullmatch(r"python=\S+ torch=\S+ triton=\S+", lines[0])
     assert lines[1] == "device=cpu capability=none"
     assert lines[2] == "X=(8, 1000) dtype=torch.float16 layout=contiguous row_stride=1000"

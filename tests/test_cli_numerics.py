@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiling.__main__ import main
-from profiling.cli.numerics import json_record, table_lines
-from profiling.numerics import CPU_MAX_N, NUMERICS_COLUMNS, run_numerics
-from profiling.results import load_results
+from blockscope.profiling.cli.main import main
+from blockscope.profiling.cli.numerics import json_record, table_lines
+from blockscope.profiling.inspect.numerics import CPU_MAX_N, NUMERICS_COLUMNS, run_numerics
+from blockscope.profiling.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--dtypes", "fp16,fp32", "--n", "16,33", "--rows", "4"]  # R=4: a special row with a defined reference
@@ -29,8 +29,9 @@ def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
 
 def test_table_and_results_file(capsys, tmp_path):
     out_file = tmp_path / "numerics.parquet"
-    code, out, _ = run_cli(capsys, "--variants", "torch,teaching", *SMALL, "--inputs", "normal,special",
-                           "--out", str(out_file))
+    code, out, _ = run_cli(
+        capsys, "--variants", "torch,teaching", *SMALL, "--inputs", "normal,special", "--out", str(out_file)
+    )
     assert code == 0
     lines = out.splitlines()
     where = "CPU Triton interpreter" if not torch.cuda.is_available() else torch.cuda.get_device_name()
@@ -56,16 +57,42 @@ def test_table_and_results_file(capsys, tmp_path):
 
 
 def test_json_lines_and_csv(capsys, tmp_path):
-    code, out, err = run_cli(capsys, "--variants", "torch", "--dtypes", "bf16", "--n", "8", "--rows", "2",
-                             "--inputs", "dominant", "--json", "--out", str(tmp_path / "n.csv"))
+    code, out, err = run_cli(
+        capsys,
+        "--variants",
+        "torch",
+        "--dtypes",
+        "bf16",
+        "--n",
+        "8",
+        "--rows",
+        "2",
+        "--inputs",
+        "dominant",
+        "--json",
+        "--out",
+        str(tmp_path / "n.csv"),
+    )
     assert code == 0 and err == ""
     records = [json.loads(line) for line in out.splitlines()]  # torch only: no interpreter bf16 note either
     assert len(records) == 1
     record = records[0]
-    assert (record["variant"], record["dtype"], record["n_cols"], record["numerics_input"]) == ("torch", "bf16", 8,
-                                                                                               "dominant")
-    assert {"ulp_max", "ulp_mean", "frac_0", "rowsum_err_max", "worst_row", "worst_col", "nan_mismatches",
-            "device"} <= set(record)
+    assert (record["variant"], record["dtype"], record["n_cols"], record["numerics_input"]) == (
+        "torch",
+        "bf16",
+        8,
+        "dominant",
+    )
+    assert {
+        "ulp_max",
+        "ulp_mean",
+        "frac_0",
+        "rowsum_err_max",
+        "worst_row",
+        "worst_col",
+        "nan_mismatches",
+        "device",
+    } <= set(record)
     assert load_results(tmp_path / "n.csv")["numerics_input"].tolist() == ["dominant"]
 
 
@@ -85,13 +112,16 @@ def test_failures_are_rows_not_crashes():
     assert "over teaching's limit of 65536" in lines[2]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--variants", "torch,nope"], "unknown variant(s) nope; allowed: torch, inductor, liger, quack, teaching"),
-    (["--dtypes", "fp8"], "unknown dtype(s) fp8; allowed: fp16, bf16, fp32"),
-    (["--inputs", "normal,gaussian"], "unknown input distribution(s) gaussian; allowed: normal, scale10"),
-    (["--variants", ""], "--variants is empty; allowed: a comma-separated list"),
-    (["--out", "x.json"], "unsupported suffix '.json'; allowed: .parquet or .csv"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--variants", "torch,nope"], "unknown variant(s) nope; allowed: torch, inductor, liger, quack, teaching"),
+        (["--dtypes", "fp8"], "unknown dtype(s) fp8; allowed: fp16, bf16, fp32"),
+        (["--inputs", "normal,gaussian"], "unknown input distribution(s) gaussian; allowed: normal, scale10"),
+        (["--variants", ""], "--variants is empty; allowed: a comma-separated list"),
+        (["--out", "x.json"], "unsupported suffix '.json'; allowed: .parquet or .csv"),
+    ],
+)
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv)
     assert code == 2 and out == ""
@@ -109,17 +139,39 @@ def test_parser_rejects_bad_numbers(capsys):
 def test_n_over_the_cpu_cap_is_refused(capsys):
     code, _, err = run_cli(capsys, "--variants", "torch", "--n", f"128,{CPU_MAX_N + 1}")
     assert code == 2
-    assert f"N={CPU_MAX_N + 1} is over the CPU interpreter's cap and there is no GPU; allowed without a GPU: " \
-           f"N <= {CPU_MAX_N}" in err
+    assert (
+        f"N={CPU_MAX_N + 1} is over the CPU interpreter's cap and there is no GPU; allowed without a GPU: "
+        f"N <= {CPU_MAX_N}" in err
+    )
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU interpreter switch")
 def test_module_entry_sets_the_interpreter_itself(tmp_path):
     """A plain shell without TRITON_INTERPRET still runs the Triton kernels (on the interpreter)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-m", "profiling", "numerics", "--variants", "teaching", "--dtypes", "fp32",
-                           "--n", "16", "--rows", "2", "--inputs", "near_uniform"], capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "profiling",
+            "numerics",
+            "--variants",
+            "teaching",
+            "--dtypes",
+            "fp32",
+            "--n",
+            "16",
+            "--rows",
+            "2",
+            "--inputs",
+            "near_uniform",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-800:]
     row = done.stdout.splitlines()[2].split()
     assert row[:4] == ["teaching", "fp32", "16", "near_uniform"], done.stdout
@@ -127,8 +179,9 @@ def test_module_entry_sets_the_interpreter_itself(tmp_path):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the note is about the CPU interpreter")
 def test_bf16_on_the_interpreter_prints_the_truncation_note(capsys):
-    code, out, _ = run_cli(capsys, "--variants", "teaching", "--dtypes", "bf16", "--n", "8", "--rows", "2",
-                           "--inputs", "normal")
+    code, out, _ = run_cli(
+        capsys, "--variants", "teaching", "--dtypes", "bf16", "--n", "8", "--rows", "2", "--inputs", "normal"
+    )
     assert code == 0
     assert out.splitlines()[1].startswith("note: the Triton CPU interpreter converts float32 to bf16 by truncation")
 
@@ -137,20 +190,34 @@ def test_bf16_on_the_interpreter_prints_the_truncation_note(capsys):
 
 
 def _rows(variant: str, values: list[tuple[int, str, float, float]], error: str = "") -> list[dict]:
-    return [{"variant": variant, "dtype": "fp16", "n_rows": 64, "n_cols": n, "numerics_input": inp, "method": "none",
-             "error": error, "ulp_max": mx, "ulp_mean": mean, "gpu_name": "NVIDIA H200"} for n, inp, mx, mean in values]
+    return [
+        {
+            "variant": variant,
+            "dtype": "fp16",
+            "n_rows": 64,
+            "n_cols": n,
+            "numerics_input": inp,
+            "method": "none",
+            "error": error,
+            "ulp_max": mx,
+            "ulp_mean": mean,
+            "gpu_name": "NVIDIA H200",
+        }
+        for n, inp, mx, mean in values
+    ]
 
 
 def test_versus_torch_counts_config_by_config():
     import pandas as pd
 
-    from profiling.numerics import summary_lines, versus_torch
+    from blockscope.profiling.inspect.numerics import summary_lines, versus_torch
 
     table = pd.DataFrame(
         _rows("torch", [(128, "normal", 1, 0.1), (256, "normal", 2, 0.2), (512, "special", math.inf, 0.0)])
         + _rows("teaching", [(128, "normal", 1, 0.05), (256, "normal", 3, 0.2), (512, "special", math.inf, 0.0)])
         + _rows("online", [(128, "normal", 0, 0.0), (256, "normal", 2, 0.1)])
-        + _rows("online", [(512, "special", 0, 0.0)], error="RuntimeError: boom"))
+        + _rows("online", [(512, "special", 0, 0.0)], error="RuntimeError: boom")
+    )
     verdicts = versus_torch(table).set_index("variant")
     teaching, online = verdicts.loc["teaching"], verdicts.loc["online"]
     assert (teaching.configs, teaching.ulp_max_beats, teaching.ulp_max_ties, teaching.ulp_max_loses) == (3, 0, 2, 1)
@@ -168,8 +235,9 @@ def test_capture_script_dry_run_cpu_run_resume_and_summary(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
 
     def run(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*script, "--out", str(out), *argv], capture_output=True, text=True, cwd=ROOT, env=env,
-                              timeout=600)
+        return subprocess.run(
+            [*script, "--out", str(out), *argv], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600
+        )
 
     dry = run("--dry-run", "--device", "cpu")
     assert dry.returncode == 0, dry.stderr[-500:]
@@ -191,7 +259,8 @@ def test_capture_script_dry_run_cpu_run_resume_and_summary(tmp_path):
 
 @pytest.mark.gpu
 def test_gpu_runs_any_n(capsys):
-    code, out, _ = run_cli(capsys, "--variants", "torch,online", "--dtypes", "fp16", "--n", "262144", "--rows", "4",
-                           "--inputs", "normal")
+    code, out, _ = run_cli(
+        capsys, "--variants", "torch,online", "--dtypes", "fp16", "--n", "262144", "--rows", "4", "--inputs", "normal"
+    )
     rows = [line for line in out.splitlines() if " 262144 " in line]
     assert code == 0 and len(rows) == 2 and not any("error:" in line for line in rows), out

@@ -9,19 +9,29 @@ import re
 import pytest
 import torch
 
-import kernels
-from kernels import VARIANTS, cluster, softmax
+from blockscope import kernels
+from blockscope.kernels import VARIANTS, cluster, softmax
 from tests.softmax_checks import assert_softmax_close
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or kernels.interpreting(),
-                               reason="needs a CUDA GPU without the interpreter (make test-gpu)")
+needs_gpu = pytest.mark.skipif(
+    not torch.cuda.is_available() or kernels.interpreting(),
+    reason="needs a CUDA GPU without the interpreter (make test-gpu)",
+)
 
 
-@pytest.mark.parametrize("n_cols, dtype, chunk, programs", [
-    (32768, torch.float16, 16384, 2), (65536, torch.bfloat16, 16384, 4), (262144, torch.float16, 32768, 8),
-    (131072, torch.float32, 16384, 8), (50000, torch.float16, 16384, 4), (1000, torch.float32, 1024, 1),
-    (300000, torch.float16, 32768, 10)])
+@pytest.mark.parametrize(
+    "n_cols, dtype, chunk, programs",
+    [
+        (32768, torch.float16, 16384, 2),
+        (65536, torch.bfloat16, 16384, 4),
+        (262144, torch.float16, 32768, 8),
+        (131072, torch.float32, 16384, 8),
+        (50000, torch.float16, 16384, 4),
+        (1000, torch.float32, 1024, 1),
+        (300000, torch.float16, 32768, 10),
+    ],
+)
 def test_plan_splits_a_row_over_a_cluster(n_cols, dtype, chunk, programs):
     plan = cluster.plan(4096, n_cols, dtype)
     assert (plan.tunables["chunk"], plan.cluster_size, plan.constexprs["CLUSTER"]) == (chunk, programs, programs)
@@ -38,14 +48,17 @@ def test_plan_vectors_only_where_n_allows_them():
     assert cluster.plan(8, 50002, torch.float32).constexprs["VEC"] == 1
 
 
-@pytest.mark.parametrize("n_cols, tunables, message", [
-    (32768, {"chunk": 1000}, "chunk=1000 is not allowed; allowed: a power of two from 1024 to 32768"),
-    (65536, {"chunk": 2048}, "over 32 programs; allowed: at most 16 programs per cluster (chunk >= 4096)"),
-    (32768, {"num_warps": 2}, "num_warps=2 is not allowed; allowed: 4, 8, 16, 32"),
-    (32768, {"maxnreg": 16}, "maxnreg=16 is not allowed; allowed: an integer from 32 to 255"),
-    (32768, {"tile": 4}, "unknown tunable(s) tile; allowed: chunk, maxnreg, num_warps"),
-    (2**20, {}, "N=1048576 is outside this variant's range; allowed: 1 <= N <= 524288"),
-])
+@pytest.mark.parametrize(
+    "n_cols, tunables, message",
+    [
+        (32768, {"chunk": 1000}, "chunk=1000 is not allowed; allowed: a power of two from 1024 to 32768"),
+        (65536, {"chunk": 2048}, "over 32 programs; allowed: at most 16 programs per cluster (chunk >= 4096)"),
+        (32768, {"num_warps": 2}, "num_warps=2 is not allowed; allowed: 4, 8, 16, 32"),
+        (32768, {"maxnreg": 16}, "maxnreg=16 is not allowed; allowed: an integer from 32 to 255"),
+        (32768, {"tile": 4}, "unknown tunable(s) tile; allowed: chunk, maxnreg, num_warps"),
+        (2**20, {}, "N=1048576 is outside this variant's range; allowed: 1 <= N <= 524288"),
+    ],
+)
 def test_plan_errors_name_what_is_allowed(n_cols, tunables, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         cluster.plan(16, n_cols, torch.float16, **tunables)
@@ -56,10 +69,11 @@ def test_maxnreg_goes_to_the_compile_options():
     assert cluster.plan(8, 32768, torch.float16, maxnreg=0).compile_options == {}
 
 
-@pytest.mark.parametrize("n_cols, dtype, vectors", [(32768, "fp16", 8), (65536, "bf16", 8), (131072, "fp32", 16),
-                                                    (50000, "fp16", 8)])
+@pytest.mark.parametrize(
+    "n_cols, dtype, vectors", [(32768, "fp16", 8), (65536, "bf16", 8), (131072, "fp32", 16), (50000, "fp16", 8)]
+)
 def test_offline_sm90_compile_exchanges_through_the_cluster(n_cols, dtype, vectors):
-    from profiling import compiled
+    from blockscope.profiling.inspect import compiled
 
     info = compiled.inspect_offline("cluster", n_cols, dtype, cache=False)
     ptx = info.ptx
@@ -73,7 +87,7 @@ def test_offline_sm90_compile_exchanges_through_the_cluster(n_cols, dtype, vecto
 
 
 def test_auto_never_picks_cluster_under_the_interpreter(monkeypatch):
-    from kernels import auto
+    from blockscope.kernels import auto
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     for dtype in DTYPES:
@@ -84,9 +98,21 @@ def test_auto_never_picks_cluster_under_the_interpreter(monkeypatch):
 @needs_gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
-@pytest.mark.parametrize("n_rows, n_cols, chunk", [(1, 2, None), (5, 1000, None), (3, 4096, 1024), (777, 32768, None),
-                                                   (33, 50000, 8192), (7, 65535, None), (3, 100002, 16384),
-                                                   (9, 262144, None), (2, 300000, None), (4, 524288, 32768)])
+@pytest.mark.parametrize(
+    "n_rows, n_cols, chunk",
+    [
+        (1, 2, None),
+        (5, 1000, None),
+        (3, 4096, 1024),
+        (777, 32768, None),
+        (33, 50000, 8192),
+        (7, 65535, None),
+        (3, 100002, 16384),
+        (9, 262144, None),
+        (2, 300000, None),
+        (4, 524288, 32768),
+    ],
+)
 def test_cluster_matches_reference_on_gpu(n_rows, n_cols, chunk, dtype):
     torch.manual_seed(n_cols)
     x = torch.randn(n_rows, n_cols, device="cuda", dtype=dtype) * 4
@@ -122,8 +148,10 @@ def test_cluster_special_values_per_chunk_on_gpu(variant, tunables):
 @needs_gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
-@pytest.mark.parametrize("n_rows, n_cols, programs", [(3, 65536, 2), (33, 131072, None), (5, 262144, None),
-                                                      (7, 100002, 3), (2, 524288, None), (9, 32768, 2)])
+@pytest.mark.parametrize(
+    "n_rows, n_cols, programs",
+    [(3, 65536, 2), (33, 131072, None), (5, 262144, None), (7, 100002, 3), (2, 524288, None), (9, 32768, 2)],
+)
 def test_staged_over_a_cluster_matches_reference_on_gpu(n_rows, n_cols, programs, dtype):
     torch.manual_seed(n_cols)
     x = torch.randn(n_rows, n_cols, device="cuda", dtype=dtype) * 4

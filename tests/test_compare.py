@@ -1,4 +1,4 @@
-"""Run vs run (profiling/compare.py): ratios B / A with their spread, summaries and ranking changes."""
+"""Run vs run (profiling/results/compare.py): ratios B / A with their spread, summaries and ranking changes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from profiling import compare
-from profiling import dashboard_data as dd
-from tests.synthetic import synthetic_results
+from blockscope.demo import synthetic_results
+from blockscope.profiling.results import compare
+from blockscope.profiling.views import dashboard_data as dd
 
 SMALL = {"n_values": (256, 1024, 4096), "dtypes": ("fp16",), "variants": ("torch", "teaching", "online")}
 
@@ -40,11 +40,17 @@ def test_same_config_ratio_is_b_over_a_with_the_spread(two_runs) -> None:
     ran_b = b[(b["method"] == "cuda_graph") & (b["error"] == "")]
     assert len(table) == len(ran_a) == len(ran_b)
     for _, row in table.iterrows():
-        match = (ran_a["variant"] == row["variant"]) & (ran_a["n_cols"] == row["n_cols"]) & \
-            (ran_a["tunables"] == row["tunables"])
+        match = (
+            (ran_a["variant"] == row["variant"])
+            & (ran_a["n_cols"] == row["n_cols"])
+            & (ran_a["tunables"] == row["tunables"])
+        )
         ra = ran_a[match].iloc[0]
-        rb = ran_b[(ran_b["variant"] == row["variant"]) & (ran_b["n_cols"] == row["n_cols"])
-                   & (ran_b["tunables"] == row["tunables"])].iloc[0]
+        rb = ran_b[
+            (ran_b["variant"] == row["variant"])
+            & (ran_b["n_cols"] == row["n_cols"])
+            & (ran_b["tunables"] == row["tunables"])
+        ].iloc[0]
         assert row["ratio"] == pytest.approx(rb["median_us"] / ra["median_us"])
         assert row["ratio_low"] == pytest.approx(rb["p20_us"] / ra["p80_us"])
         assert row["ratio_high"] == pytest.approx(rb["p80_us"] / ra["p20_us"])

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-import kernels
-from profiling import compiled
-from profiling.compiled import CompileInfo, inspect, inspect_many, inspect_offline
+from blockscope import kernels
+from blockscope.profiling.inspect import compiled
+from blockscope.profiling.inspect.compiled import CompileInfo, inspect, inspect_many, inspect_offline
 
 CONFIGS = [
     {"variant": "teaching", "n_cols": 65536, "dtype": "fp32", "arch": "sm_90", "num_warps": 4},
@@ -28,8 +28,13 @@ CONFIGS = [
     {"variant": "teaching", "n_cols": 1000, "dtype": "fp16", "arch": "sm_80", "num_warps": 4},
     {"variant": "teaching", "n_cols": 1000, "dtype": "fp16", "arch": "sm_120", "num_warps": 4},
     {"variant": "teaching", "n_cols": 70000, "dtype": "fp16", "arch": "sm_90"},  # over the limit: error entry
-    {"variant": "persistent", "n_cols": 8192, "dtype": "fp32", "arch": "sm_90", "tunables": {"num_warps": 8,
-                                                                                            "num_stages": 3}},
+    {
+        "variant": "persistent",
+        "n_cols": 8192,
+        "dtype": "fp32",
+        "arch": "sm_90",
+        "tunables": {"num_warps": 8, "num_stages": 3},
+    },
     {"variant": "teaching", "n_cols": 16384, "dtype": "fp16", "arch": "sm_90", "num_warps": 4},
 ]
 
@@ -93,13 +98,15 @@ def test_second_call_is_a_cache_hit(results, cache_root):
     first = results[0]
     assert again.cached and again.source == "offline"
     assert (again.n_regs, again.spill_store_bytes, again.shared_bytes) == (
-        first.n_regs, first.spill_store_bytes, first.shared_bytes)
+        first.n_regs,
+        first.spill_store_bytes,
+        first.shared_bytes,
+    )
     assert again.ptx == first.ptx
     files = list(cache_root.glob("teaching-fp32-sm_90-*.json"))
     assert len(files) == 2 and all(json.loads(f.read_text())["format"] == compiled.CACHE_FORMAT for f in files)
     # n_rows is not a compile input of the teaching kernel: same cache entry, the request's own n_rows
-    other_rows = inspect_offline("teaching", 1024, torch.float32, "9.0", n_rows=48, cache_root=cache_root,
-                                 num_warps=4)
+    other_rows = inspect_offline("teaching", 1024, torch.float32, "9.0", n_rows=48, cache_root=cache_root, num_warps=4)
     assert other_rows.cached and other_rows.n_rows == 48 and other_rows.n_regs == results[1].n_regs
 
 
@@ -131,17 +138,20 @@ def test_specialization_matches_a_live_launch():
     assert attrs[(2,)] == attrs[(5,)] == divisible  # stride 1024 and n_cols 1024
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: inspect_offline("teaching", 1024, "fp16", "sm_75"), "allowed: sm_80, sm_86"),
-    (lambda: inspect_offline("nope", 1024, "fp16"), "allowed: teaching, multirow"),
-    (lambda: inspect_offline("teaching", 1024, "fp8"), "allowed: fp16, bf16, fp32"),
-    (lambda: inspect_offline("teaching", 1024, torch.float64), "allowed: fp16, bf16, fp32"),
-    (lambda: inspect_offline("teaching", 65537, "fp16"), "allowed: 1 <= N <= 65536"),
-    (lambda: inspect_offline("multirow", 20000, "fp16"), "allowed: 1 <= N <= 16384"),
-    (lambda: inspect_offline("teaching", 0, "fp16"), "allowed: a positive integer"),
-    (lambda: inspect_offline("teaching", 1024, "fp16", tile=64), "unknown tunable.*allowed: num_warps"),
-    (lambda: inspect_offline("online", 1024, "fp16", tile=8), "allowed: a power of two from 16"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: inspect_offline("teaching", 1024, "fp16", "sm_75"), "allowed: sm_80, sm_86"),
+        (lambda: inspect_offline("nope", 1024, "fp16"), "allowed: teaching, multirow"),
+        (lambda: inspect_offline("teaching", 1024, "fp8"), "allowed: fp16, bf16, fp32"),
+        (lambda: inspect_offline("teaching", 1024, torch.float64), "allowed: fp16, bf16, fp32"),
+        (lambda: inspect_offline("teaching", 65537, "fp16"), "allowed: 1 <= N <= 65536"),
+        (lambda: inspect_offline("multirow", 20000, "fp16"), "allowed: 1 <= N <= 16384"),
+        (lambda: inspect_offline("teaching", 0, "fp16"), "allowed: a positive integer"),
+        (lambda: inspect_offline("teaching", 1024, "fp16", tile=64), "unknown tunable.*allowed: num_warps"),
+        (lambda: inspect_offline("online", 1024, "fp16", tile=8), "allowed: a power of two from 16"),
+    ],
+)
 def test_errors_name_what_is_allowed(call, message):
     with pytest.raises(ValueError, match=message):
         call()
@@ -170,7 +180,7 @@ def test_a_crashing_worker_fails_only_its_config(monkeypatch):
 
 def test_result_lines_skip_noise_and_torn_lines():
     prefix = compiled.RESULT_PREFIX
-    text = f"{{\nptxas info\n{prefix}{{\"a\": 1}}\n{prefix}{{\"b\": 2}}\n{prefix}{{\"c\""
+    text = f'{{\nptxas info\n{prefix}{{"a": 1}}\n{prefix}{{"b": 2}}\n{prefix}{{"c"'
     assert compiled._result_lines(text) == [{"a": 1}, {"b": 2}]
     assert compiled._result_lines(text.encode()) == [{"a": 1}, {"b": 2}]
     assert compiled._result_lines(None) == []
@@ -178,8 +188,8 @@ def test_result_lines_skip_noise_and_torn_lines():
 
 @pytest.mark.gpu
 def test_live_inspect_matches_the_driver():
-    from kernels._common import driver_blocks_per_sm
-    from profiling.occupancy import occupancy
+    from blockscope.kernels._common import driver_blocks_per_sm
+    from blockscope.profiling.inspect.occupancy import occupancy
 
     info = inspect("teaching", 1000, "fp16", num_warps=4)
     assert info.source == "live" and info.arch == compiled.live_arch() and info.function_handle
@@ -203,7 +213,7 @@ def counting(cmd, *args, **kwargs):
 
 
 subprocess.run = counting
-from profiling import compiled
+from blockscope.profiling.inspect import compiled
 
 info = compiled.inspect_offline("teaching", 1024, "fp32", "sm_90", cache=False, num_warps=4)
 print(json.dumps({"ptxas_runs": len(calls), "n_regs": info.n_regs, "stack": info.stack_bytes,
@@ -215,8 +225,11 @@ def test_ptxas_runs_once_per_compile(tmp_path, results):
     """Triton's cubin step already runs `ptxas -v`; a second run just to read registers and spills doubled every
     compile (4 min 36 s for the teaching kernel at N=65536 with 1 warp)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[1]), TRITON_CACHE_DIR=str(tmp_path / "triton"),
-               BLOCKSCOPE_CACHE_DIR=str(tmp_path / "blockscope"))
+    env.update(
+        PYTHONPATH=str(Path(__file__).resolve().parents[1]),
+        TRITON_CACHE_DIR=str(tmp_path / "triton"),
+        BLOCKSCOPE_CACHE_DIR=str(tmp_path / "blockscope"),
+    )
     done = subprocess.run([sys.executable, "-c", PTXAS_COUNT], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     facts = json.loads(done.stdout.strip().splitlines()[-1])
@@ -226,12 +239,18 @@ def test_ptxas_runs_once_per_compile(tmp_path, results):
 
 
 def test_parse_ptxas_log():
-    log = ("ptxas info    : Compiling entry function 'row_softmax_kernel' for 'sm_90a'\n"
-           "ptxas info    : Function properties for row_softmax_kernel\n"
-           "    2048 bytes stack frame, 2044 bytes spill stores, 2040 bytes spill loads\n"
-           "ptxas info    : Used 255 registers, used 1 barriers, 16 bytes smem\n")
-    assert compiled.parse_ptxas_log(log) == {"n_regs": 255, "stack_bytes": 2048, "spill_store_bytes": 2044,
-                                              "spill_load_bytes": 2040}
+    log = (
+        "ptxas info    : Compiling entry function 'row_softmax_kernel' for 'sm_90a'\n"
+        "ptxas info    : Function properties for row_softmax_kernel\n"
+        "    2048 bytes stack frame, 2044 bytes spill stores, 2040 bytes spill loads\n"
+        "ptxas info    : Used 255 registers, used 1 barriers, 16 bytes smem\n"
+    )
+    assert compiled.parse_ptxas_log(log) == {
+        "n_regs": 255,
+        "stack_bytes": 2048,
+        "spill_store_bytes": 2044,
+        "spill_load_bytes": 2040,
+    }
     assert compiled.parse_ptxas_log("") is None
 
 
@@ -305,8 +324,10 @@ def test_a_queued_job_gets_its_deadline_when_a_worker_takes_it(tmp_path, monkeyp
         return [results[1]]
 
     monkeypatch.setattr(compiled, "_run_workers", blocked_workers)
-    jobs = [compiled.inspect_async("teaching", n, "fp32", "sm_90", cache_root=tmp_path, timeout_s=5, num_warps=4)
-            for n in (1000, 1001, 1002)]
+    jobs = [
+        compiled.inspect_async("teaching", n, "fp32", "sm_90", cache_root=tmp_path, timeout_s=5, num_warps=4)
+        for n in (1000, 1001, 1002)
+    ]
     deadline = time.monotonic() + 10
     while not (jobs[0].running() and jobs[1].running()) and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -320,8 +341,13 @@ def test_a_queued_job_gets_its_deadline_when_a_worker_takes_it(tmp_path, monkeyp
 
 def test_a_failed_background_job_is_kept_for_a_while(tmp_path, monkeypatch):
     monkeypatch.setattr(compiled, "_JOBS", {})
-    monkeypatch.setattr(compiled, "_run_workers", lambda batch, workers, timeout_s=None: [
-        {"error": "timed out after 1 s (worker killed) (while compiling this config)", "timed_out": True}])
+    monkeypatch.setattr(
+        compiled,
+        "_run_workers",
+        lambda batch, workers, timeout_s=None: [
+            {"error": "timed out after 1 s (worker killed) (while compiling this config)", "timed_out": True}
+        ],
+    )
     job = compiled.inspect_async("teaching", 1000, "fp16", "sm_90", cache_root=tmp_path, num_warps=4)
     with pytest.raises(compiled.CompileTimeout, match="offline compile timed out after 1 s"):
         job.result(timeout=30)
@@ -340,4 +366,7 @@ def test_live_inspect_in_a_worker_matches_in_process():
     worker = inspect("teaching", 1000, "fp16", num_warps=4, timeout_s=120)
     assert worker.source == "live" and worker.function_handle is None and worker.arch == here.arch
     assert (worker.n_regs, worker.shared_bytes, worker.spill_store_bytes) == (
-        here.n_regs, here.shared_bytes, here.spill_store_bytes)
+        here.n_regs,
+        here.shared_bytes,
+        here.spill_store_bytes,
+    )

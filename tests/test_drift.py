@@ -5,22 +5,43 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from profiling import drift
-from profiling.__main__ import main
-from profiling.results import normalize, save_results
+from blockscope.profiling.cli.main import main
+from blockscope.profiling.results import drift, normalize, save_results
 
 
 def table(medians: dict[tuple[str, int, str], float], errors: tuple = ()) -> pd.DataFrame:
-    rows = [{"variant": v, "dtype": "fp16", "n_rows": 4096, "n_cols": n, "tunables": "{}", "method": m,
-             "median_us": us, "min_us": us, "max_us": us, "p20_us": us, "p80_us": us,
-             "error": "boom" if (v, n, m) in errors else ""} for (v, n, m), us in medians.items()]
+    rows = [
+        {
+            "variant": v,
+            "dtype": "fp16",
+            "n_rows": 4096,
+            "n_cols": n,
+            "tunables": "{}",
+            "method": m,
+            "median_us": us,
+            "min_us": us,
+            "max_us": us,
+            "p20_us": us,
+            "p80_us": us,
+            "error": "boom" if (v, n, m) in errors else "",
+        }
+        for (v, n, m), us in medians.items()
+    ]
     return normalize(pd.DataFrame(rows))
 
 
-FIRST = {("teaching", 1000, "cuda_graph"): 100.0, ("teaching", 65536, "cuda_graph"): 400.0,
-         ("torch", 1000, "cuda_graph"): 10.0, ("online", 4096, "cuda_graph"): 50.0}
-SECOND = {("teaching", 1000, "cuda_graph"): 102.0, ("teaching", 65536, "cuda_graph"): 360.0,
-          ("torch", 1000, "cuda_graph"): 30.0, ("online", 4096, "cuda_graph"): 50.0}
+FIRST = {
+    ("teaching", 1000, "cuda_graph"): 100.0,
+    ("teaching", 65536, "cuda_graph"): 400.0,
+    ("torch", 1000, "cuda_graph"): 10.0,
+    ("online", 4096, "cuda_graph"): 50.0,
+}
+SECOND = {
+    ("teaching", 1000, "cuda_graph"): 102.0,
+    ("teaching", 65536, "cuda_graph"): 360.0,
+    ("torch", 1000, "cuda_graph"): 30.0,
+    ("online", 4096, "cuda_graph"): 50.0,
+}
 
 
 def test_drift_pairs_configs_over_the_floor():
@@ -57,7 +78,7 @@ def test_capture_script_runs_two_sweeps_and_compares_the_second(tmp_path, monkey
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("capture_default_sweep", root / "scripts/capture_default_sweep.py")
+    spec = importlib.util.spec_from_file_location("capture_default_sweep", root / "tools/capture_default_sweep.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     commands = []

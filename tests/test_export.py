@@ -17,18 +17,26 @@ import plotly.graph_objects as go
 import pytest
 from PIL import Image
 
-from profiling import __main__ as cli_main
-from profiling import dashboard_data as dd
-from profiling import export
-from profiling.figures import standard_figures
-from profiling.results import save_results
-from tests.synthetic import synthetic_results
+from blockscope.demo import synthetic_results
+from blockscope.profiling.cli import main as cli_main
+from blockscope.profiling.results import save_results
+from blockscope.profiling.views import dashboard_data as dd
+from blockscope.profiling.views import export
+from blockscope.profiling.views.figures import standard_figures
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium "
-                                                                  "(apt-get install chromium)")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+needs_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium (apt-get install chromium)"
+)
 
 
 def _source() -> Path | pd.DataFrame:
@@ -86,11 +94,13 @@ def _assert_same(read: pd.DataFrame, data: pd.DataFrame, name: str) -> None:
     for column in data.columns:
         want, got = data[column], read[str(column)]
         if pd.api.types.is_numeric_dtype(want) and not pd.api.types.is_bool_dtype(want):
-            assert np.allclose(want.astype(float).to_numpy(), got.astype(float).to_numpy(), equal_nan=True,
-                               rtol=1e-12), f"{name}.{column}"
+            assert np.allclose(
+                want.astype(float).to_numpy(), got.astype(float).to_numpy(), equal_nan=True, rtol=1e-12
+            ), f"{name}.{column}"
         else:
-            assert (want.astype("string").fillna("").tolist() == got.astype("string").fillna("").tolist()), \
+            assert want.astype("string").fillna("").tolist() == got.astype("string").fillna("").tolist(), (
                 f"{name}.{column}"
+            )
 
 
 @pytest.mark.browser
@@ -138,10 +148,12 @@ def test_html_renders_offline_in_chromium(exported) -> None:
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto((out / export.REPORT_NAME).as_uri(), wait_until="load")
-            page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {len(specs)}",
-                                   timeout=60_000)
+            page.wait_for_function(
+                f"document.querySelectorAll('.js-plotly-plot').length >= {len(specs)}", timeout=60_000
+            )
             plots = page.eval_on_selector_all(
-                ".js-plotly-plot", "els => els.map(e => e.querySelectorAll('.main-svg').length)")
+                ".js-plotly-plot", "els => els.map(e => e.querySelectorAll('.main-svg').length)"
+            )
         finally:
             browser.close()
     assert len(plots) == len(specs)
@@ -225,7 +237,7 @@ def test_single_figure_png_and_svg() -> None:
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch):
-    """profiling.__main__.main with only the command modules that exist in this checkout."""
+    """blockscope.profiling.cli.main.main with only the command modules that exist in this checkout."""
     present = tuple(m for m in cli_main.COMMAND_MODULES if importlib.util.find_spec(m) is not None)
     monkeypatch.setattr(cli_main, "COMMAND_MODULES", present)
     return cli_main.main
@@ -255,8 +267,9 @@ def test_cli_exports_html_and_csv(tmp_path: Path, cli, capsys: pytest.CaptureFix
     results = tmp_path / "r.parquet"
     save_results(_small(), results)
     out = tmp_path / "o"
-    code = cli(["export", "--results", str(results), "--out", str(out), "--format", "html,csv",
-                "--method", "cuda_graph"])
+    code = cli(
+        ["export", "--results", str(results), "--out", str(out), "--format", "html,csv", "--method", "cuda_graph"]
+    )
     assert code == 0
     assert "wrote" in capsys.readouterr().out
     assert (out / export.REPORT_NAME).exists()
@@ -267,7 +280,7 @@ def _page_app(formats: list[str]):
     """pages/export.py under AppTest with a loaded small synthetic table in the shared Context."""
     from streamlit.testing.v1 import AppTest
 
-    from pages import _common as ui
+    from blockscope.pages import _common as ui
 
     df = _small()
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "export.py"), default_timeout=120)
@@ -292,8 +305,7 @@ def test_export_page_offers_zip_and_html(monkeypatch: pytest.MonkeyPatch) -> Non
     assert _download_labels(at) == ["Download all (zip)", "Download HTML report"]
 
 
-def test_export_page_without_chromium_warns_and_still_exports(monkeypatch: pytest.MonkeyPatch,
-                                                              tmp_path: Path) -> None:
+def test_export_page_without_chromium_warns_and_still_exports(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium"))
     at = _page_app(["png", "html"])
     assert any("apt-get install chromium" in w.value for w in at.warning)
@@ -306,8 +318,8 @@ def test_export_page_without_chromium_warns_and_still_exports(monkeypatch: pytes
 def _buttons_script() -> None:
     import plotly.graph_objects as go
 
-    from pages._exports import export_buttons
-    from tests.synthetic import synthetic_results
+    from blockscope.demo import synthetic_results
+    from blockscope.pages._exports import export_buttons
 
     export_buttons(go.Figure(go.Bar(x=[1, 2], y=[3, 4])), synthetic_results(n_values=(256,)).head(3), "bars", "b")
 
@@ -330,7 +342,7 @@ def test_export_buttons(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 @needs_chromium
 @pytest.mark.browser
 def test_export_buttons_image_bytes_are_cached() -> None:
-    from pages import _exports
+    from blockscope.pages import _exports
 
     fig = go.Figure(go.Bar(x=[1, 2], y=[3, 4]))
     fig.update_layout(width=300, height=200)
@@ -346,9 +358,15 @@ def _foreign(tmp_path: Path) -> Path:
     """A results CSV whose Triton rows carry names the registry does not know, one of them path-like."""
     table = _small()
     extra = table[table["variant"] == "teaching"]
-    table = pd.concat([table.assign(variant=table["variant"].replace({"teaching": "teaching_v2"})),
-                       extra.assign(variant="inductor"), extra.assign(variant="x/../../escaped"),
-                       extra.assign(variant="x_.._.._escaped")], ignore_index=True)
+    table = pd.concat(
+        [
+            table.assign(variant=table["variant"].replace({"teaching": "teaching_v2"})),
+            extra.assign(variant="inductor"),
+            extra.assign(variant="x/../../escaped"),
+            extra.assign(variant="x_.._.._escaped"),
+        ],
+        ignore_index=True,
+    )
     return save_results(table, tmp_path / "foreign.csv")
 
 
@@ -362,9 +380,12 @@ def test_cli_exports_foreign_variants_inside_out(tmp_path: Path, cli, capsys: py
     assert written and all(p.parent == out for p in written), written
     assert all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", p.name) for p in written), written
     names = {p.name for p in written}
-    assert {"heatmap_teaching_v2_fp16_per_call_events.csv", "heatmap_inductor_fp16_per_call_events.csv",
-            "heatmap_x_.._.._escaped_fp16_per_call_events.csv",
-            "heatmap_x_.._.._escaped_fp16_per_call_events-2.csv"} <= names  # two values, one safe name: no overwrite
+    assert {
+        "heatmap_teaching_v2_fp16_per_call_events.csv",
+        "heatmap_inductor_fp16_per_call_events.csv",
+        "heatmap_x_.._.._escaped_fp16_per_call_events.csv",
+        "heatmap_x_.._.._escaped_fp16_per_call_events-2.csv",
+    } <= names  # two values, one safe name: no overwrite
     latency = pd.read_csv(out / "latency_fp16_per_call_events.csv")
     assert {"teaching_v2", "inductor", "x/../../escaped", "torch"} <= set(latency["variant"])  # shown as they are
     assert "teaching_v2" in (out / export.REPORT_NAME).read_text(encoding="utf-8")
@@ -379,7 +400,7 @@ def test_output_path_stays_inside(tmp_path: Path) -> None:
 def test_export_page_exports_foreign_variants(tmp_path: Path) -> None:
     from streamlit.testing.v1 import AppTest
 
-    from pages import _common as ui
+    from blockscope.pages import _common as ui
 
     df = dd.load_table(_foreign(tmp_path))
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "export.py"), default_timeout=120)

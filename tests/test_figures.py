@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from profiling import dashboard_data as dd
-from profiling import figures
-from profiling.results import validate
-from tests.synthetic import synthetic_results
+from blockscope.demo import synthetic_results
+from blockscope.profiling.results import validate
+from blockscope.profiling.views import dashboard_data as dd
+from blockscope.profiling.views import figures
 
 N_VALUES = (128, 256, 257, 1000, 1024, 1025, 4096, 16384, 65536)
 
@@ -56,8 +56,13 @@ def test_latency_shades_regimes_from_data(df: pd.DataFrame) -> None:
 
 
 def test_regimes_follow_thresholds() -> None:
-    table = synthetic_results(n_values=(128, 65536), variants=("torch", "teaching"), num_warps=(4,),
-                              methods=("per_call_events",), dtypes=("fp16",))
+    table = synthetic_results(
+        n_values=(128, 65536),
+        variants=("torch", "teaching"),
+        num_warps=(4,),
+        methods=("per_call_events",),
+        dtypes=("fp16",),
+    )
     regimes = dd.regimes(table).set_index(["variant", "n_cols"])["regime"]
     assert regimes[("torch", 128)] == "launch-bound"
     assert regimes[("torch", 65536)] == "bandwidth-bound"
@@ -145,9 +150,11 @@ def test_standard_figures_cover_the_export_set(df: pd.DataFrame) -> None:
 
 def test_ncu_table_is_read_when_present(tmp_path) -> None:
     path = tmp_path / "ncu.csv"
-    path.write_text('variant,dtype,n_cols,num_warps,sm__maximum_warps_per_active_cycle_pct,'
-                    'sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_'
-                    'elapsed,gpu__time_duration.sum,error\nteaching,fp16,1000,4,100,"87.5",61.2,"5,344",\n')
+    path.write_text(
+        "variant,dtype,n_cols,num_warps,sm__maximum_warps_per_active_cycle_pct,"
+        "sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_"
+        'elapsed,gpu__time_duration.sum,error\nteaching,fp16,1000,4,100,"87.5",61.2,"5,344",\n'
+    )
     table = dd.load_ncu(path)
     assert table.loc[0, "achieved_occupancy_pct"] == 87.5 and table.loc[0, "gpu_time_ns"] == 5344
     fig = figures.ncu_figure(table)
@@ -156,8 +163,10 @@ def test_ncu_table_is_read_when_present(tmp_path) -> None:
 
 
 def test_row_count_filter_keeps_one_r() -> None:
-    table = pd.concat([synthetic_results(n_values=(1024,)),
-                       synthetic_results(n_values=(1024,)).assign(n_rows=8192)], ignore_index=True)
+    table = pd.concat(
+        [synthetic_results(n_values=(1024,)), synthetic_results(n_values=(1024,)).assign(n_rows=8192)],
+        ignore_index=True,
+    )
     assert dd.options(table)["n_rows"] == [4096, 8192]
     kept = dd.apply_filters(table, dd.Filters(n_rows=8192), method=False)
     assert set(kept["n_rows"]) == {8192} and len(kept) == len(table) // 2
@@ -165,8 +174,10 @@ def test_row_count_filter_keeps_one_r() -> None:
 
 def test_driver_occupancy_table(tmp_path) -> None:
     path = tmp_path / "occ.csv"
-    path.write_text("variant,dtype,n_cols,num_warps,driver_blocks_per_sm,calculator_blocks_per_sm,error\n"
-                    "teaching,fp16,128,1,32,32,\nonline,fp32,4096,8,2,3,\nteaching,fp16,9,1,,,boom\n")
+    path.write_text(
+        "variant,dtype,n_cols,num_warps,driver_blocks_per_sm,calculator_blocks_per_sm,error\n"
+        "teaching,fp16,128,1,32,32,\nonline,fp32,4096,8,2,3,\nteaching,fp16,9,1,,,boom\n"
+    )
     table = dd.load_driver_occupancy(path)
     assert table["agrees"].tolist()[:2] == [True, False] and table["error"].tolist()[2] == "boom"
     assert dd.load_driver_occupancy(tmp_path / "absent.csv") is None
@@ -182,8 +193,13 @@ def test_offline_vs_live_table_loads_with_differences():
 
 def _two_gpus() -> pd.DataFrame:
     """One file, two GPUs: H200 teaching 10 µs vs torch 17 µs (1.70x); A100 teaching 100 µs vs torch 7 µs (0.07x)."""
-    small = {"n_values": (1024,), "dtypes": ("fp16",), "variants": ("torch", "teaching"), "num_warps": (4, 8),
-             "methods": ("cuda_graph", "per_call_events")}
+    small = {
+        "n_values": (1024,),
+        "dtypes": ("fp16",),
+        "variants": ("torch", "teaching"),
+        "num_warps": (4, 8),
+        "methods": ("cuda_graph", "per_call_events"),
+    }
     h200 = synthetic_results(gpu_name="NVIDIA H200", run_id="h-1", **small)
     a100 = synthetic_results(gpu_name="NVIDIA A100", run_id="a-1", **small)
     h200["median_us"] = pd.array(np.where(h200["variant"] == "torch", 17.0, 10.0), dtype="Float64")
@@ -212,13 +228,16 @@ def test_figures_draw_gpus_side_by_side() -> None:
     part = both[both["method"] == "cuda_graph"]
     fig = figures.speedup_figure(dd.speedup_vs_torch(part), both, "cuda_graph", "fp16")
     assert {t.name: float(t.y[0]) for t in fig.data} == pytest.approx(
-        {"teaching · NVIDIA H200": 1.70, "teaching · NVIDIA A100": 0.07})
+        {"teaching · NVIDIA H200": 1.70, "teaching · NVIDIA A100": 0.07}
+    )
     fig = figures.latency_figure(both, "cuda_graph", "fp16")
     assert {"torch · NVIDIA A100", "torch · NVIDIA H200", "teaching · NVIDIA A100"} <= names(fig)
     assert "NVIDIA A100 vs NVIDIA H200" in fig.layout.title.text
     fig = figures.best_speedup_figure(dd.speedup_vs_torch(part), both, "cuda_graph")
-    assert {t.name for t in fig.data if t.name and t.name.startswith("fp16")} == {"fp16 · NVIDIA H200",
-                                                                                   "fp16 · NVIDIA A100"}
+    assert {t.name for t in fig.data if t.name and t.name.startswith("fp16")} == {
+        "fp16 · NVIDIA H200",
+        "fp16 · NVIDIA A100",
+    }
     assert dd.regime_spans(dd.regimes(part)) == []  # one shading cannot show two GPUs
     with pytest.raises(ValueError, match="several GPUs"):
         dd.warps_pivot(part[part["variant"] == "teaching"], "median_us")
@@ -240,8 +259,14 @@ def test_runs_of_one_gpu_split_only_when_they_timed_the_same_configs() -> None:
 
 
 def test_foreign_variants_are_drawn_and_have_no_lane_curve(df: pd.DataFrame) -> None:
-    foreign = pd.concat([df, df[df["variant"] == "teaching"].assign(variant="teaching_v2"),
-                         df[df["variant"] == "online"].assign(variant="liger")], ignore_index=True)
+    foreign = pd.concat(
+        [
+            df,
+            df[df["variant"] == "teaching"].assign(variant="teaching_v2"),
+            df[df["variant"] == "online"].assign(variant="liger"),
+        ],
+        ignore_index=True,
+    )
     curve = dd.lane_curve(["teaching", "teaching_v2", "liger", "torch"], [256, 1024])
     assert set(curve["variant"]) == {"teaching"}
     specs = {s.name: s for s in figures.standard_figures(foreign, method="cuda_graph", dtypes=["fp16"])}
@@ -253,14 +278,24 @@ def test_foreign_variants_are_drawn_and_have_no_lane_curve(df: pd.DataFrame) -> 
 def test_hidden_by_filters_names_what_is_hidden(df: pd.DataFrame) -> None:
     assert dd.hidden_by_filters(df, dd.Filters(dtype="fp16", method="cuda_graph")) is None
     everything = dd.options(df)
-    assert dd.hidden_by_filters(df, dd.Filters(variants=tuple(everything["variants"]),
-                                               n_range=(everything["n_values"][0], everything["n_values"][-1]))) is None
-    text = dd.hidden_by_filters(df, dd.Filters(variants=("torch", "teaching", "online"), n_range=(256, 65536),
-                                               num_warps=(4,)))
-    assert text.startswith("Filters hide 2 of 5 variants (multirow, persistent); 1 of 2 num_warps (8); "
-                           "1 of 9 N outside 256–65,536: ")
-    kept = dd.apply_filters(df, dd.Filters(variants=("torch", "teaching", "online"), n_range=(256, 65536),
-                                           num_warps=(4,)), method=False)
+    assert (
+        dd.hidden_by_filters(
+            df,
+            dd.Filters(
+                variants=tuple(everything["variants"]), n_range=(everything["n_values"][0], everything["n_values"][-1])
+            ),
+        )
+        is None
+    )
+    text = dd.hidden_by_filters(
+        df, dd.Filters(variants=("torch", "teaching", "online"), n_range=(256, 65536), num_warps=(4,))
+    )
+    assert text.startswith(
+        "Filters hide 2 of 5 variants (multirow, persistent); 1 of 2 num_warps (8); 1 of 9 N outside 256–65,536: "
+    )
+    kept = dd.apply_filters(
+        df, dd.Filters(variants=("torch", "teaching", "online"), n_range=(256, 65536), num_warps=(4,)), method=False
+    )
     assert text.endswith(f"{len(df) - len(kept):,} of {len(df):,} rows.")
 
 
@@ -282,7 +317,7 @@ def test_line_charts_draw_power_of_two_edges_as_markers_and_break_at_unmeasured_
 
 
 def test_tradeoff_heatmap_is_relative_per_n_marks_the_best_and_labels_empty_cells(df: pd.DataFrame) -> None:
-    from profiling import tradeoffs
+    from blockscope.profiling.views import tradeoffs
 
     rows = df[(df["variant"] == "teaching") & (df["dtype"] == "fp16") & (df["method"] == "cuda_graph")]
     grid = tradeoffs.warps_grid(rows, "median_us")
@@ -316,7 +351,7 @@ def test_exported_occupancy_figures_keep_the_legend_readable() -> None:
 
 
 def test_ratio_figure_has_spread_bars_and_keeps_every_ratio_in_view() -> None:
-    from profiling import compare
+    from blockscope.profiling.results import compare
 
     a = synthetic_results(seed=0, dtypes=("fp16",))
     b = synthetic_results(seed=1, run_id="synthetic-1", dtypes=("fp16",))
@@ -324,11 +359,10 @@ def test_ratio_figure_has_spread_bars_and_keeps_every_ratio_in_view() -> None:
     fig = figures.ratio_figure(table, "A", "B", "fp16", "cuda_graph")
     teaching = next(t for t in fig.data if t.name == "teaching" and t.mode == "lines+markers")
     rows = table[table["variant"] == "teaching"].set_index("n_cols")
-    for x, y, up, down in zip(teaching.x, teaching.y, teaching.error_y.array, teaching.error_y.arrayminus,
-                              strict=True):
+    for x, y, up, down in zip(teaching.x, teaching.y, teaching.error_y.array, teaching.error_y.arrayminus, strict=True):
         assert y == pytest.approx(rows.at[x, "ratio"])
         assert y + up == pytest.approx(rows.at[x, "ratio_high"]) and y - down == pytest.approx(rows.at[x, "ratio_low"])
-    low, high = (10 ** v for v in fig.layout.yaxis.range)
+    low, high = (10**v for v in fig.layout.yaxis.range)
     assert low <= table["ratio_low"].min() and high >= table["ratio_high"].max() and low < 1 < high
 
 

@@ -15,8 +15,8 @@ def x():
 
 
 def test_three_methods_positive_and_consistent(x):
-    from kernels import softmax_teaching
-    from profiling.timing import TIMING_METHODS, benchmark
+    from blockscope.kernels import softmax_teaching
+    from blockscope.profiling.measure.timing import TIMING_METHODS, benchmark
 
     fn = lambda: softmax_teaching(x)  # noqa: E731
     stats = {m: benchmark(fn, m) for m in TIMING_METHODS}
@@ -34,8 +34,8 @@ def test_three_methods_positive_and_consistent(x):
 
 
 def test_trace_names_triton_and_aten_kernels(x, tmp_path):
-    from kernels import softmax_teaching
-    from profiling.trace import kernel_names, trace_kernels
+    from blockscope.kernels import softmax_teaching
+    from blockscope.profiling.measure.trace import kernel_names, trace_kernels
 
     softmax_teaching(x)
     names = kernel_names(lambda: softmax_teaching(x))
@@ -48,13 +48,13 @@ def test_trace_names_triton_and_aten_kernels(x, tmp_path):
 
 
 def test_copy_bandwidth_is_hbm_class():
-    from profiling.timing import measure_copy_gbps
+    from blockscope.profiling.measure.timing import measure_copy_gbps
 
     assert measure_copy_gbps(torch.device("cuda")) > 1000
 
 
 def test_fingerprint_on_gpu():
-    from profiling.env import fingerprint
+    from blockscope.profiling.measure.env import fingerprint
 
     info = fingerprint(copy_gbps=1.0)
     assert info["gpu_name"] != "none" and info["sm_count"] > 0 and "." in info["compute_capability"]
@@ -62,11 +62,15 @@ def test_fingerprint_on_gpu():
 
 
 def test_tiny_real_sweep(tmp_path):
-    from profiling.results import load_results, validate
-    from profiling.sweep import build_configs, run_sweep
+    from blockscope.profiling.measure.sweep import build_configs, run_sweep
+    from blockscope.profiling.results import load_results, validate
 
-    configs = build_configs(["torch", "teaching", "multirow", "online", "persistent", "splitrow", "auto"],
-                            ["fp16"], [1000, 4097], n_rows=256)
+    configs = build_configs(
+        ["torch", "teaching", "multirow", "online", "persistent", "splitrow", "auto"],
+        ["fp16"],
+        [1000, 4097],
+        n_rows=256,
+    )
     table = run_sweep(configs, out=tmp_path / "tiny.parquet", warmup=3, target_ms=0.2)
     validate(table)
     assert (table["error"] == "").all(), table[table["error"] != ""][["variant", "error"]]

@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch._dynamo.testing
 
-import kernels
-from kernels import VARIANTS, Softmax, auto, ops, softmax
+from blockscope import kernels
+from blockscope.kernels import VARIANTS, Softmax, auto, ops, softmax
 from tests.grad_checks import assert_grad_close, torch_grad
 from tests.softmax_checks import TOLERANCES, assert_softmax_close, runnable_variants
 
@@ -28,7 +28,7 @@ def assert_matches_torch(actual: torch.Tensor, x: torch.Tensor, dim: int, label:
 
 
 def check_grad(x: torch.Tensor, label: str, dim: int = -1, seed: int = 1, **kwargs) -> torch.Tensor:
-    """kernels.softmax(x, dim, **kwargs) has our grad_fn, and x's gradient matches torch's float64 one."""
+    """blockscope.kernels.softmax(x, dim, **kwargs) has our grad_fn, and x's gradient matches torch's float64 one."""
     leaf = x.detach().requires_grad_()
     y = softmax(leaf, dim, **kwargs)
     node = y.grad_fn if dim % x.dim() == x.dim() - 1 else y.grad_fn.next_functions[0][0]  # under movedim's
@@ -49,9 +49,13 @@ def test_every_variant_has_a_grad_fn_and_torchs_gradient(variant, n_cols, tunabl
 
 
 def test_auto_keeps_the_gradient_on_the_torch_route_and_the_triton_route(monkeypatch):
-    table = {"format": auto.TABLE_FORMAT, "entries": [  # a table where torch.softmax won the small shape
-        {"dtype": "fp32", "n_rows": 4096, "n_cols": 129, "variant": "torch", "tunables": {}},
-        {"dtype": "fp32", "n_rows": 4096, "n_cols": 1000, "variant": "teaching", "tunables": {"num_warps": 4}}]}
+    table = {
+        "format": auto.TABLE_FORMAT,
+        "entries": [  # a table where torch.softmax won the small shape
+            {"dtype": "fp32", "n_rows": 4096, "n_cols": 129, "variant": "torch", "tunables": {}},
+            {"dtype": "fp32", "n_rows": 4096, "n_cols": 1000, "variant": "teaching", "tunables": {"num_warps": 4}},
+        ],
+    }
     monkeypatch.setattr(auto, "load_table", lambda gpu_name: table)
     auto.clear_choices()
     assert auto.choose(3, 129, torch.float32)[0] == "torch"

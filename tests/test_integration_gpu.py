@@ -8,8 +8,8 @@ import time
 import pytest
 import torch
 
-import kernels
-from kernels import VARIANTS, backward
+from blockscope import kernels
+from blockscope.kernels import VARIANTS, backward
 from tests.grad_checks import assert_grad_close, backward_reference, torch_grad
 from tests.softmax_checks import assert_softmax_close
 
@@ -33,14 +33,18 @@ def wait_or_exit(label: str, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while not done.query():
         if time.monotonic() > deadline:
-            pytest.exit(f"{label}: GPU work not done after {seconds:.0f} s (split-row programs waiting forever)",
-                        returncode=1)
+            pytest.exit(
+                f"{label}: GPU work not done after {seconds:.0f} s (split-row programs waiting forever)", returncode=1
+            )
         time.sleep(0.01)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=lambda d: kernels.DTYPE_NAMES[d])
-@pytest.mark.parametrize("variant, tunables, seq", [("auto", {}, 1024), ("splitrow", {"chunk": 1024}, 4096),
-                                                    ("online", {}, 2048)], ids=["auto", "splitrow", "online"])
+@pytest.mark.parametrize(
+    "variant, tunables, seq",
+    [("auto", {}, 1024), ("splitrow", {"chunk": 1024}, 4096), ("online", {}, 2048)],
+    ids=["auto", "splitrow", "online"],
+)
 def test_compiled_attention_block_with_cuda_graphs_matches_torch(variant, tunables, seq, dtype):
     from torch._dynamo.utils import counters
 
@@ -102,7 +106,7 @@ def test_splitrow_cuda_graphs_replayed_on_two_streams(counter):
 
 
 def test_splitrow_eager_on_two_streams_uses_one_workspace_per_stream():
-    from kernels import splitrow
+    from blockscope.kernels import splitrow
 
     xs = [torch.randn(256, 131072, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
     streams = [torch.cuda.Stream(), torch.cuda.Stream()]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import kernels
-from kernels import VARIANTS, softmax
+from blockscope import kernels
+from blockscope.kernels import VARIANTS, softmax
 from tests.softmax_checks import assert_softmax_close, runnable_variants
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -123,7 +123,7 @@ def test_row_strides_that_are_and_are_not_whole_16_byte_vectors(variant, width):
 
 
 def test_launch_constexprs_keep_vec_only_for_whole_vector_strides():
-    from kernels._common import launch_constexprs, vector_elements
+    from blockscope.kernels._common import launch_constexprs, vector_elements
 
     assert vector_elements(torch.float16, 1000) == 8 and vector_elements(torch.float16, 1004) == 1
     assert vector_elements(torch.float32, 1004) == 4 and vector_elements(torch.bfloat16, 3) == 1
@@ -167,9 +167,7 @@ def test_wrong_device_is_rejected(monkeypatch):
         softmax(torch.ones(2, 4, device="meta"), "online")
 
 
-@pytest.mark.parametrize(
-    "variant, n_cols", [("teaching", 65537), ("multirow", 16385), ("persistent", 65537)]
-)
+@pytest.mark.parametrize("variant, n_cols", [("teaching", 65537), ("multirow", 16385), ("persistent", 65537)])
 def test_n_over_limit(variant, n_cols):
     limit = VARIANTS[variant].max_n
     with pytest.raises(ValueError, match=f"allowed: 1 <= N <= {limit}"):
@@ -248,17 +246,20 @@ def test_interpret_set_after_triton_import_says_what_to_do():
     import sys
     from pathlib import Path
 
-    script = ("import os, torch, triton\n"
-              "os.environ['TRITON_INTERPRET'] = '1'\n"
-              "import kernels\n"
-              "try:\n"
-              "    kernels.softmax(torch.ones(2, 4), 'online')\n"
-              "except ValueError as error:\n"
-              "    print('ValueError:', error)\n")
+    script = (
+        "import os, torch, triton\n"
+        "os.environ['TRITON_INTERPRET'] = '1'\n"
+        "from blockscope import kernels\n"
+        "try:\n"
+        "    kernels.softmax(torch.ones(2, 4), 'online')\n"
+        "except ValueError as error:\n"
+        "    print('ValueError:', error)\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith("ValueError: online: tensor on cpu, but TRITON_INTERPRET=1 was set after triton was "
-                                  "imported"), done.stdout
+    assert done.stdout.startswith(
+        "ValueError: online: tensor on cpu, but TRITON_INTERPRET=1 was set after triton was imported"
+    ), done.stdout
     assert "allowed: set TRITON_INTERPRET=1 before importing triton" in done.stdout

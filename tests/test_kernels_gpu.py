@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import kernels
-from kernels import VARIANTS, softmax
+from blockscope import kernels
+from blockscope.kernels import VARIANTS, softmax
 from tests.softmax_checks import assert_softmax_close, variant_takes
 
 pytestmark = pytest.mark.gpu
@@ -53,7 +53,7 @@ def test_online_row_offsets_beyond_int32():
 
 
 def test_persistent_launches_sm_count_times_blocks_per_sm():
-    from kernels import persistent
+    from blockscope.kernels import persistent
 
     x = torch.randn(100_000, 128, device="cuda", dtype=torch.float16)
     assert_softmax_close(softmax(x, "persistent"), x, "persistent")
@@ -64,7 +64,7 @@ def test_persistent_launches_sm_count_times_blocks_per_sm():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
 def test_auto_over_the_default_sweep(dtype):
-    from profiling.sweep import default_n_values
+    from blockscope.profiling.measure.sweep import default_n_values
 
     for n_cols in default_n_values():
         torch.manual_seed(n_cols)
@@ -96,7 +96,7 @@ def test_splitrow_cuda_graph_replays_take_fresh_epochs():
 
 
 def test_direct_launch_matches_the_jit_launch():
-    from kernels import _common
+    from blockscope.kernels import _common
 
     x = torch.randn(300, 1000, device="cuda", dtype=torch.bfloat16)
     for variant in ("teaching", "multirow", "persistent", "online", "splitrow"):
@@ -110,15 +110,15 @@ def test_direct_launch_matches_the_jit_launch():
     assert any(entry is not None for entry in _common._COMPILED.values()), "the direct path was never taken"
 
 
-SPIN_WHILE_SPLITROW = r'''
+SPIN_WHILE_SPLITROW = r"""
 import time
 
 import torch
 import triton
 import triton.language as tl
 
-import kernels
-from kernels import splitrow
+from blockscope import kernels
+from blockscope.kernels import splitrow
 
 
 @triton.jit
@@ -148,7 +148,7 @@ error = (out.double() - expected).abs().max().item()
 assert error < 2e-3, error
 assert not splitrow._FALLBACKS, splitrow._FALLBACKS
 print(f"OK {seconds:.3f} s, max abs error {error:.2e}")
-'''
+"""
 
 
 def test_splitrow_finishes_while_another_stream_occupies_the_sms(tmp_path):
@@ -169,7 +169,7 @@ def test_splitrow_finishes_while_another_stream_occupies_the_sms(tmp_path):
 
 
 def test_splitrow_launches_cooperatively():
-    from kernels import _common, splitrow
+    from blockscope.kernels import _common, splitrow
 
     x = torch.randn(256, 65536, device="cuda", dtype=torch.float16)
     assert_softmax_close(kernels.softmax(x, "splitrow", chunk=4096, num_warps=4), x, "cooperative splitrow")
@@ -180,7 +180,7 @@ def test_splitrow_launches_cooperatively():
 
 
 def test_splitrow_falls_back_to_online_when_the_cooperative_launch_fails(monkeypatch):
-    from kernels import splitrow
+    from blockscope.kernels import splitrow
 
     monkeypatch.setattr(splitrow, "_FALLBACKS", {})
     calls = []
@@ -216,7 +216,7 @@ def test_rows_up_to_the_stated_limit(variant, n_cols):
 def test_auto_eager_check_sees_a_busy_stream():
     """A launch queued behind work is not eager: the idle-stream check must say busy (it once said idle on a busy
     default stream, so b2b-timed auto took torch.softmax), and a side stream with nothing queued is idle."""
-    from kernels import auto
+    from blockscope.kernels import auto
 
     x = torch.randn(2048, 2000, device="cuda", dtype=torch.float16)
     torch.cuda.synchronize()

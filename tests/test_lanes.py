@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from profiling.lanes import lane_curve, lane_model, masked_lane_fraction
+from blockscope.profiling.inspect.lanes import lane_curve, lane_model, masked_lane_fraction
 
 
-@pytest.mark.parametrize("n_cols, tile, masked, per_thread", [
-    (1000, 1024, 24, 8.0),  # 4 warps (BLOCK < 2048): 1024 / 128 lanes per thread
-    (1024, 1024, 0, 8.0),
-    (1025, 2048, 1023, 8.0),  # 8 warps from BLOCK 2048: 2048 / 256
-    (1, 1, 0, 1 / 128),
-    (65535, 65536, 1, 256.0),
-])
+@pytest.mark.parametrize(
+    "n_cols, tile, masked, per_thread",
+    [
+        (1000, 1024, 24, 8.0),  # 4 warps (BLOCK < 2048): 1024 / 128 lanes per thread
+        (1024, 1024, 0, 8.0),
+        (1025, 2048, 1023, 8.0),  # 8 warps from BLOCK 2048: 2048 / 256
+        (1, 1, 0, 1 / 128),
+        (65535, 65536, 1, 256.0),
+    ],
+)
 def test_teaching_edges(n_cols, tile, masked, per_thread):
     model = lane_model("teaching", n_cols, n_rows=4096)
     assert (model.tile_width, model.lanes_per_program, model.masked_lanes_per_program) == (tile, tile, masked)
@@ -88,7 +91,7 @@ def test_errors_name_what_is_allowed():
 def test_staged_lane_curves_leave_out_only_the_n_they_cannot_stage():
     """Odd N in 16 bits cannot be staged: the curve has every other N (the dashboard used to drop the whole
     variant from the Masked lanes chart because one N raised)."""
-    from profiling import dashboard_data as dd
+    from blockscope.profiling.views import dashboard_data as dd
 
     n_values = [1000, 1001, 1024, 1025, 4096, 5000]
     for variant in ("staged", "staged_split"):
@@ -98,9 +101,10 @@ def test_staged_lane_curves_leave_out_only_the_n_they_cannot_stage():
     assert set(drawn["variant"]) == {"teaching", "staged", "staged_split"}
 
 
-@pytest.mark.parametrize("variant, n_cols, tunables, programs", [("staged", 100000, {}, 4),
-                                                                  ("cluster", 50000, {"chunk": 16384}, 4),
-                                                                  ("staged_split", 262144, {}, 8)])
+@pytest.mark.parametrize(
+    "variant, n_cols, tunables, programs",
+    [("staged", 100000, {}, 4), ("cluster", 50000, {"chunk": 16384}, 4), ("staged_split", 262144, {}, 8)],
+)
 def test_rows_over_several_programs_count_lanes_per_program(variant, n_cols, tunables, programs):
     """A row over several programs (a cluster, cooperating chunks): each program spans one chunk; the last one holds
     the row's tail."""

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from profiling import dashboard_data as dd
-from profiling.results import save_results
-from tests.synthetic import synthetic_results
+from blockscope.demo import synthetic_results
+from blockscope.profiling.results import save_results
+from blockscope.profiling.views import dashboard_data as dd
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 pytest.importorskip("plotly")
@@ -95,8 +95,10 @@ def test_direction_helpers_without_streamlit() -> None:
     assert "holds forward timings only" in dd.missing_direction_note(old, "forward_backward")
     assert dd.direction_label("forward_backward") == "forward + backward"
     # two runs of one GPU, one forward and one backward: parts of one capture, not reruns to keep apart
-    parts = pd.concat([table[table["direction"] == "forward"],
-                       table[table["direction"] == "backward"].assign(run_id="second")], ignore_index=True)
+    parts = pd.concat(
+        [table[table["direction"] == "forward"], table[table["direction"] == "backward"].assign(run_id="second")],
+        ignore_index=True,
+    )
     assert dd.setups(parts) == []
     rerun = pd.concat([parts, table[table["direction"] == "backward"].assign(run_id="third")], ignore_index=True)
     assert dd.setups(rerun) != []

@@ -9,8 +9,8 @@ import struct
 import pytest
 import torch
 
-import kernels
-from kernels import _common, auto, native, replay
+from blockscope import kernels
+from blockscope.kernels import _common, auto, native, replay
 from tests.softmax_checks import assert_softmax_close
 
 SIGNATURE = ["*fp16", "*fp16", "i32", "i32", "constexpr", "i32", "constexpr"]
@@ -28,8 +28,10 @@ def test_pack_params_lays_out_each_runtime_parameter_as_tritons_launcher_passes_
     assert struct.unpack_from("QQ", packed.blob, 32) == (0, 0) and len(packed.blob) == 48
 
 
-@pytest.mark.parametrize("kind, value, fmt", [("i64", 2**40, "q"), ("u32", 2**31 + 5, "I"), ("i1", True, "b"),
-                                               ("fp32", 0.5, "f"), ("i8", -3, "b")])
+@pytest.mark.parametrize(
+    "kind, value, fmt",
+    [("i64", 2**40, "q"), ("u32", 2**31 + 5, "I"), ("i1", True, "b"), ("fp32", 0.5, "f"), ("i8", -3, "b")],
+)
 def test_pack_params_packs_scalars_by_type(kind, value, fmt):
     x, y = torch.randn(2, 8), torch.empty(2, 8)
     packed = native.pack_params(["*fp32", "*fp32", kind], [y, x, value], x, y)
@@ -37,14 +39,17 @@ def test_pack_params_packs_scalars_by_type(kind, value, fmt):
     assert struct.unpack_from(fmt, packed.blob, packed.offsets[2])[0] == pytest.approx(float(value))
 
 
-@pytest.mark.parametrize("signature, bound, message", [
-    (["*fp16", "*fp16", "*fp16"], "workspace", "other than the input and output"),
-    (["*fp16", "*fp16", "fp16"], [1.0], "'fp16' is not packed"),
-    (["*fp16", "*fp16", ("i32", "i32")], [(1, 2)], "a tuple"),
-    (["*fp16", "*fp16"], "short", "3 bound arguments"),
-    (["*fp16", "i32"], "no output", "both the input and the output"),
-    (["*fp16", "*fp16", "i32"], ["a pointer for an int"], "'i32' is not packed"),
-])
+@pytest.mark.parametrize(
+    "signature, bound, message",
+    [
+        (["*fp16", "*fp16", "*fp16"], "workspace", "other than the input and output"),
+        (["*fp16", "*fp16", "fp16"], [1.0], "'fp16' is not packed"),
+        (["*fp16", "*fp16", ("i32", "i32")], [(1, 2)], "a tuple"),
+        (["*fp16", "*fp16"], "short", "3 bound arguments"),
+        (["*fp16", "i32"], "no output", "both the input and the output"),
+        (["*fp16", "*fp16", "i32"], ["a pointer for an int"], "'i32' is not packed"),
+    ],
+)
 def test_pack_params_refuses_what_a_replay_would_not_reproduce(signature, bound, message):
     x, y = torch.randn(2, 8), torch.empty(2, 8)
     if bound == "workspace":
@@ -104,8 +109,22 @@ def test_the_module_builds_against_this_torch_and_declines_what_it_cannot_take(t
             assert module.run(value) is None  # nothing registered, CPU tensors, subclasses, other objects
         x, y = torch.randn(3, 16), torch.empty(3, 16)
         packed = native.pack_params(["*fp32", "*fp32", "i32"], [y, x, 16], x, y)
-        args = (x, 1, (3, 1, 1), 128, 0, 1, False, False, packed.blob, packed.offsets, packed.sizes,
-                packed.x_slots, packed.y_slots, None)
+        args = (
+            x,
+            1,
+            (3, 1, 1),
+            128,
+            0,
+            1,
+            False,
+            False,
+            packed.blob,
+            packed.offsets,
+            packed.sizes,
+            packed.x_slots,
+            packed.y_slots,
+            None,
+        )
         with pytest.raises((ValueError, RuntimeError), match="CUDA|libcuda|driver"):
             module.register(*args)  # a CPU tensor, or (no driver here) no libcuda
         with pytest.raises(TypeError):
@@ -190,16 +209,26 @@ def built():
     auto.clear_choices()
 
 
-REPLAYED = [("teaching", {}), ("multirow", {"rows_per_program": 4}), ("online", {}), ("persistent", {}),
-            ("staged", {}), ("warprows", {}), ("stagedrows", {}), ("cluster", {"chunk": 1024})]
+REPLAYED = [
+    ("teaching", {}),
+    ("multirow", {"rows_per_program": 4}),
+    ("online", {}),
+    ("persistent", {}),
+    ("staged", {}),
+    ("warprows", {}),
+    ("stagedrows", {}),
+    ("cluster", {"chunk": 1024}),
+]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype, n_rows, n_cols", [(torch.float16, 37, 1000), (torch.bfloat16, 64, 4096),
-                                                   (torch.float32, 5, 3000)])
+@pytest.mark.parametrize(
+    "dtype, n_rows, n_cols", [(torch.float16, 37, 1000), (torch.bfloat16, 64, 4096), (torch.float32, 5, 3000)]
+)
 @pytest.mark.parametrize("variant, tunables", REPLAYED)
-def test_every_replayable_variant_replays_natively_to_its_launchers_result(built, variant, tunables, dtype, n_rows,
-                                                                           n_cols):
+def test_every_replayable_variant_replays_natively_to_its_launchers_result(
+    built, variant, tunables, dtype, n_rows, n_cols
+):
     launcher = kernels.get_variant(variant).launcher
     x = torch.randn(n_rows, n_cols, device="cuda", dtype=dtype) * 4
     with replay.recording() as launches:
@@ -245,6 +274,7 @@ def test_native_run_declines_inputs_its_launch_does_not_fit(built):
 
     hook = knobs.runtime.launch_enter_hook
     if hasattr(hook, "add"):
+
         def seen(metadata):
             return None
 
@@ -285,8 +315,11 @@ def test_the_public_entry_tries_the_native_run_first_for_auto(monkeypatch):
     other = torch.randn(3, 4)  # the run declines: the usual path
     assert_softmax_close(kernels.softmax(other, variant="auto"), other)
     assert len(taken) == 2  # a miss is looked up once: kernels.softmax goes on to softmax_auto_after_native
-    for call in (lambda: kernels.softmax(x, 0, variant="auto"), lambda: kernels.softmax(x, variant="teaching"),
-                 lambda: kernels.softmax(x, variant="auto", out=torch.empty(2, 4))):
+    for call in (
+        lambda: kernels.softmax(x, 0, variant="auto"),
+        lambda: kernels.softmax(x, variant="teaching"),
+        lambda: kernels.softmax(x, variant="auto", out=torch.empty(2, 4)),
+    ):
         call()
     assert all(t.shape != (2, 4) for t in taken[2:])  # other dims, variants and out= skip the first try
 

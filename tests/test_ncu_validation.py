@@ -1,4 +1,4 @@
-"""Replay of the H200 Nsight Compute capture (data/ncu_validation.csv, made by scripts/ncu_validation.py):
+"""Replay of the H200 Nsight Compute capture (data/ncu_validation.csv, made by tools/ncu_validation.py):
 the occupancy calculator must give ncu's theoretical occupancy and per-resource block limits on every row."""
 
 from __future__ import annotations
@@ -8,11 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from profiling.occupancy import occupancy
+from blockscope.profiling.inspect.occupancy import occupancy
 
 CAPTURE = Path(__file__).resolve().parents[1] / "data" / "ncu_validation.csv"
-LIMITS = {"registers": "launch__occupancy_limit_registers", "shared_memory": "launch__occupancy_limit_shared_mem",
-          "warps": "launch__occupancy_limit_warps", "blocks": "launch__occupancy_limit_blocks"}
+LIMITS = {
+    "registers": "launch__occupancy_limit_registers",
+    "shared_memory": "launch__occupancy_limit_shared_mem",
+    "warps": "launch__occupancy_limit_warps",
+    "blocks": "launch__occupancy_limit_blocks",
+}
 
 
 def _number(text: str) -> float:

@@ -1,4 +1,4 @@
-"""profiling.numerics: ULP distance, correct rounding, row sums, summaries, inputs, resolver, probe, sweep hook."""
+"""profiling.inspect.numerics: ULP distance, correct rounding, row sums, summaries, inputs, resolver, probe, sweep."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-import kernels
-from profiling import numerics as nm
-from profiling.numerics import inputs as inp
-from profiling.results import COLUMNS, load_results, save_results
+from blockscope import kernels
+from blockscope.profiling.inspect import numerics as nm
+from blockscope.profiling.inspect.numerics import inputs as inp
+from blockscope.profiling.results import COLUMNS, load_results, save_results
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 MANTISSA_BITS = {torch.float16: 10, torch.bfloat16: 7, torch.float32: 23}
@@ -38,10 +38,21 @@ def test_ulp_hand_cases(dtype):
     info = torch.finfo(dtype)
     tiny = float(info.smallest_normal) * 2.0 ** -MANTISSA_BITS[dtype]  # smallest subnormal
     cases = [  # (a, b, ULPs apart)
-        (1.0, 1.0, 0), (0.0, -0.0, 0), (tiny, -tiny, 2), (-tiny, tiny, 2), (0.0, tiny, 1), (-0.0, -tiny, 1),
-        (1.0, 2.0, 2 ** MANTISSA_BITS[dtype]), (float(info.smallest_normal), float(info.smallest_normal) - tiny, 1),
-        (float(info.max), math.inf, 1), (math.inf, math.inf, 0), (-math.inf, -math.inf, 0),
-        (math.nan, math.nan, 0), (math.nan, 1.0, math.inf), (0.0, math.nan, math.inf), (math.inf, math.nan, math.inf),
+        (1.0, 1.0, 0),
+        (0.0, -0.0, 0),
+        (tiny, -tiny, 2),
+        (-tiny, tiny, 2),
+        (0.0, tiny, 1),
+        (-0.0, -tiny, 1),
+        (1.0, 2.0, 2 ** MANTISSA_BITS[dtype]),
+        (float(info.smallest_normal), float(info.smallest_normal) - tiny, 1),
+        (float(info.max), math.inf, 1),
+        (math.inf, math.inf, 0),
+        (-math.inf, -math.inf, 0),
+        (math.nan, math.nan, 0),
+        (math.nan, 1.0, math.inf),
+        (0.0, math.nan, math.inf),
+        (math.inf, math.nan, math.inf),
         (0.5, -0.5, 2 * nm.ordered_int(t([0.5], dtype)).item()),
     ]
     a = t([c[0] for c in cases], dtype)
@@ -78,8 +89,9 @@ def test_every_16_bit_pattern_orders_like_its_float(dtype):
     zeros = (floats[by_value][1:] == 0) & (floats[by_value][:-1] == 0)
     bad = ~(((steps == 1) & ~zeros) | ((steps == 0) & zeros))
     assert not bad.any(), f"{dtype}: first bad step at sorted index {first_bad(bad)}"
-    assert torch.equal(nm.from_ordered(ordered, dtype).view(torch.int16)[floats != 0],
-                       floats.view(torch.int16)[floats != 0]), "from_ordered must invert ordered_int"
+    assert torch.equal(
+        nm.from_ordered(ordered, dtype).view(torch.int16)[floats != 0], floats.view(torch.int16)[floats != 0]
+    ), "from_ordered must invert ordered_int"
 
 
 def test_ulp_distance_rejects_mixed_inputs():
@@ -98,8 +110,9 @@ def test_round_to_dtype_avoids_torchs_double_rounding():
     above_tie = torch.tensor([1 + 2**-11 + 2**-30], dtype=torch.float64)  # just above the fp16 tie 1 + 2**-11
     assert nm.round_to_dtype(above_tie, torch.float16).item() == 1 + 2**-10
     assert above_tie.to(torch.float16).item() == 1.0, "torch no longer double-rounds: this check can go"
-    assert nm.round_to_dtype(torch.tensor([1 + 2**-8 + 2**-30], dtype=torch.float64), torch.bfloat16).item() \
-        == 1 + 2**-7
+    assert (
+        nm.round_to_dtype(torch.tensor([1 + 2**-8 + 2**-30], dtype=torch.float64), torch.bfloat16).item() == 1 + 2**-7
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
@@ -119,8 +132,9 @@ def test_round_to_dtype_at_midpoints(dtype):
 
 def test_round_to_dtype_matches_numpy_half_and_keeps_specials():
     gen = torch.Generator().manual_seed(3)
-    values = torch.randn(20000, generator=gen, dtype=torch.float64) * torch.exp(3 * torch.randn(20000, generator=gen,
-                                                                                             dtype=torch.float64))
+    values = torch.randn(20000, generator=gen, dtype=torch.float64) * torch.exp(
+        3 * torch.randn(20000, generator=gen, dtype=torch.float64)
+    )
     want = torch.from_numpy(values.numpy().astype(np.float16))  # numpy rounds float64 -> half once
     got = nm.round_to_dtype(values, torch.float16)
     bad = got.view(torch.int16) != want.view(torch.int16)
@@ -294,10 +308,10 @@ def test_softmax_callable_resolves_torch_variants_and_probes():
 
 
 def test_softmax_callable_uses_peer_backends(monkeypatch):
-    from profiling import backends
-    from profiling.backends.inductor import InductorBackend
-    from profiling.backends.liger import LigerBackend
-    from profiling.backends.quack import QuackBackend
+    from blockscope.profiling.measure import backends
+    from blockscope.profiling.measure.backends.inductor import InductorBackend
+    from blockscope.profiling.measure.backends.liger import LigerBackend
+    from blockscope.profiling.measure.backends.quack import QuackBackend
 
     monkeypatch.setattr(LigerBackend, "available", lambda self: None)
     monkeypatch.setattr(LigerBackend, "prepare", lambda self, x: lambda: torch.softmax(x, dim=-1) * 1)
@@ -311,7 +325,6 @@ def test_softmax_callable_uses_peer_backends(monkeypatch):
         nm.softmax_callable("inductor")(torch.randn(2, 8))
     assert nm.allowed_names()[:4] == backends.PEERS
     assert nm.allowed_names()[-3:] == ("probe_exp", "probe_exp2", "probe_fp64")
-
 
 
 # --- kernels through the measurement ----------------------------------------------------------------------------
@@ -339,7 +352,7 @@ def test_probe_exp_is_the_teaching_kernel_and_exp2_differs_slightly():
     assert torch.equal(exp, teaching), "probe_exp must be the teaching kernel's math"
     distance = nm.ulp_distance(exp2, exp)
     assert float(distance.max()) < 256, f"exp2 is {distance.max()} ULP off exp"
-    from profiling.numerics.probe import probe_softmax
+    from blockscope.profiling.inspect.numerics.probe import probe_softmax
 
     with pytest.raises(ValueError, match="allowed: 2-d fp16, bf16 or fp32"):
         probe_softmax(torch.zeros(2, 2, 2), False)
@@ -349,7 +362,7 @@ def test_probe_exp_is_the_teaching_kernel_and_exp2_differs_slightly():
 
 def test_probe_ptx_uses_the_documented_exp_instructions():
     """The page's claim: on NVIDIA GPUs tl.exp is mul by log2(e) + ex2.approx.f32; exp2 flushes subnormals."""
-    from profiling.numerics.probe import exp_instructions
+    from blockscope.profiling.inspect.numerics.probe import exp_instructions
 
     found = exp_instructions("sm_90")
     assert "ex2.approx.f32" in found["probe_exp"] and "mul.f32" in found["probe_exp"], found
@@ -376,16 +389,24 @@ def test_run_numerics_rows_and_failures():
             return lambda x: (_ for _ in ()).throw(RuntimeError("kernel exploded"))
         return nm.softmax_callable(name)
 
-    results = nm.run_numerics(["torch", "boom", "missing"], ["fp32"], [16], 3, ["normal"], resolve=resolve,
-                              env={"gpu_name": "none", "run_id": "r1"})
+    results = nm.run_numerics(
+        ["torch", "boom", "missing"],
+        ["fp32"],
+        [16],
+        3,
+        ["normal"],
+        resolve=resolve,
+        env={"gpu_name": "none", "run_id": "r1"},
+    )
     by = {r.row["variant"]: r for r in results}
     assert by["torch"].error == "" and by["torch"].summary is not None and by["torch"].row["run_id"] == "r1"
     assert by["boom"].error == "RuntimeError: kernel exploded" and by["boom"].summary is None
     assert by["missing"].error.startswith("ValueError: unknown softmax 'missing'")
     frame = nm.results_frame(results)
     assert list(frame["method"]) == ["none"] * 3 and frame["ulp_max"].isna().tolist() == [False, True, True]
-    skipped = nm.run_numerics(["torch"], ["fp32"], [16], 3, ["normal", "special"],
-                              skip={nm.result_key("torch", "fp32", 3, 16, "special")})
+    skipped = nm.run_numerics(
+        ["torch"], ["fp32"], [16], 3, ["normal", "special"], skip={nm.result_key("torch", "fp32", 3, 16, "special")}
+    )
     assert [r.row["numerics_input"] for r in skipped] == ["normal"]
 
 
@@ -393,8 +414,15 @@ def test_run_numerics_rows_and_failures():
 
 
 def test_schema_has_the_numerics_columns(tmp_path):
-    expected = {"ulp_max": "Float64", "ulp_mean": "Float64", "ulp_frac_0": "Float64", "ulp_frac_1": "Float64",
-                "ulp_frac_gt1": "Float64", "rowsum_err_max": "Float64", "numerics_input": "string"}
+    expected = {
+        "ulp_max": "Float64",
+        "ulp_mean": "Float64",
+        "ulp_frac_0": "Float64",
+        "ulp_frac_1": "Float64",
+        "ulp_frac_gt1": "Float64",
+        "rowsum_err_max": "Float64",
+        "numerics_input": "string",
+    }
     assert {k: COLUMNS[k] for k in expected} == expected and set(nm.NUMERICS_COLUMNS) == set(expected)
     results = nm.run_numerics(["torch"], ["fp16"], [8], 2, ["special"])
     frame = nm.results_frame(results)
@@ -407,27 +435,47 @@ def test_schema_has_the_numerics_columns(tmp_path):
 
 
 def test_sweep_hook_fills_the_numerics_columns():
-    from profiling.sweep import make_config, run_sweep
-    from profiling.timing import FakeClock
+    from blockscope.profiling.measure.sweep import make_config, run_sweep
+    from blockscope.profiling.measure.timing import FakeClock
 
-    env = {"run_id": "t", "gpu_name": "none", "compute_capability": "none", "sm_count": None, "driver_version": "none",
-           "torch_version": torch.__version__, "triton_version": "3.x", "copy_gbps": 100.0,
-           "measured_at": "2026-12-01T00:00:00+00:00"}
-    table = run_sweep([make_config("torch", "fp16", 4, 64), make_config("teaching", "fp32", 4, 64)],
-                      methods=["per_call_events"], device=DEVICE, env=env, warmup=0, reps=2, trace=False,
-                      compile_facts=lambda *a: {}, clock=FakeClock(tick_us=5.0, wall_tick_s=0.1))
+    env = {
+        "run_id": "t",
+        "gpu_name": "none",
+        "compute_capability": "none",
+        "sm_count": None,
+        "driver_version": "none",
+        "torch_version": torch.__version__,
+        "triton_version": "3.x",
+        "copy_gbps": 100.0,
+        "measured_at": "2026-12-01T00:00:00+00:00",
+    }
+    table = run_sweep(
+        [make_config("torch", "fp16", 4, 64), make_config("teaching", "fp32", 4, 64)],
+        methods=["per_call_events"],
+        device=DEVICE,
+        env=env,
+        warmup=0,
+        reps=2,
+        trace=False,
+        compile_facts=lambda *a: {},
+        clock=FakeClock(tick_us=5.0, wall_tick_s=0.1),
+    )
     assert table["error"].tolist() == ["", ""]
     assert table["numerics_input"].tolist() == ["normal", "normal"]
-    assert table["ulp_max"].notna().all() and (table["ulp_frac_0"] + table["ulp_frac_1"]
-                                               + table["ulp_frac_gt1"]).round(9).eq(1).all()
+    assert (
+        table["ulp_max"].notna().all()
+        and (table["ulp_frac_0"] + table["ulp_frac_1"] + table["ulp_frac_gt1"]).round(9).eq(1).all()
+    )
     assert nm.sweep_columns(torch.zeros(2, 3), torch.zeros(2, 4, dtype=torch.float64)) == {}
 
 
 def test_numerics_package_imports_without_streamlit_or_plotly():
     import subprocess
 
-    code = ("import sys; import profiling.numerics, profiling.cli.numerics; "
-            "bad = [m for m in ('streamlit', 'plotly') if m in sys.modules]; assert not bad, bad")
+    code = (
+        "import sys; import blockscope.profiling.inspect.numerics, blockscope.profiling.cli.numerics; "
+        "bad = [m for m in ('streamlit', 'plotly') if m in sys.modules]; assert not bad, bad"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-500:]
 
@@ -440,11 +488,12 @@ GPU_MAX_ULP = {"fp16": 2, "bf16": 2, "fp32": 64}  # budget on standard-normal ro
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_gpu_variants_within_budget_and_nan_semantics(dtype):
-    import kernels
+    from blockscope import kernels
 
     names = ["torch", *kernels.VARIANTS, "probe_exp", "probe_exp2"]
-    results = nm.run_numerics(names, [dtype], [128, 1000, 4096], 64, ["normal", "special"], device="cuda",
-                              within_limits=True)
+    results = nm.run_numerics(
+        names, [dtype], [128, 1000, 4096], 64, ["normal", "special"], device="cuda", within_limits=True
+    )
     failed = [f"{r.row['variant']} N={r.row['n_cols']}: {r.error}" for r in results if r.error]
     assert not failed, failed[:3]
     for r in results:
@@ -463,7 +512,7 @@ def test_gpu_exp_and_exp2_probes_agree_without_subnormal_results():
 
 
 def test_fp64_probe_is_the_exact_end_of_the_scale():
-    from profiling.numerics.probe import EXP, FP64, probe_softmax
+    from blockscope.profiling.inspect.numerics.probe import EXP, FP64, probe_softmax
 
     for dtype in ("fp32", "fp16"):
         summary, _ = nm.measure(nm.softmax_callable("probe_fp64"), dtype, 4, 1000, "scale30")

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-import kernels
-from profiling.occupancy import ARCHS, arch_from_name, occupancy, waves
+from blockscope import kernels
+from blockscope.profiling.inspect.occupancy import ARCHS, arch_from_name, occupancy, waves
+from tools import gpu_occupancy_validation as validation
 
 ROOT = Path(__file__).resolve().parents[1]
 H200_CAPTURE = ROOT / "data" / "occupancy_h200.csv"
 NCU_CAPTURE = ROOT / "data" / "ncu_validation.csv"
-sys.path.insert(0, str(ROOT / "scripts"))
-import gpu_occupancy_validation as validation  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -125,10 +123,12 @@ def test_blocks_per_sm_match_ncu_capture():
     number = lambda text: float(text.replace(",", ""))  # noqa: E731
     for row in _ncu_rows():
         result = occupancy("sm_90", int(row["n_regs"]), int(row["num_warps"]), int(row["shared_bytes"]))
-        ncu = {"registers": number(row["launch__occupancy_limit_registers"]),
-               "shared_memory": number(row["launch__occupancy_limit_shared_mem"]),
-               "warps": number(row["launch__occupancy_limit_warps"]),
-               "blocks": number(row["launch__occupancy_limit_blocks"])}
+        ncu = {
+            "registers": number(row["launch__occupancy_limit_registers"]),
+            "shared_memory": number(row["launch__occupancy_limit_shared_mem"]),
+            "warps": number(row["launch__occupancy_limit_warps"]),
+            "blocks": number(row["launch__occupancy_limit_blocks"]),
+        }
         for name in ("registers", "warps", "blocks"):
             assert result.limits[name] == ncu[name], (name, row)
         assert result.blocks_per_sm == min(ncu.values()), row
@@ -152,7 +152,7 @@ def replay(path: Path) -> list[dict]:
 
 def test_replays_h200_capture():
     if not H200_CAPTURE.exists():
-        pytest.skip("data/occupancy_h200.csv not captured yet (run scripts/gpu_occupancy_validation.py on the H200)")
+        pytest.skip("data/occupancy_h200.csv not captured yet (run tools/gpu_occupancy_validation.py on the H200)")
     with open(H200_CAPTURE) as handle:
         rows = [r for r in csv.DictReader(handle) if not r["error"]]
     assert len(rows) >= 40
@@ -163,7 +163,8 @@ def test_replays_h200_capture():
 def test_validation_configs_are_valid_and_cover_every_variant_and_dtype():
     assert len(validation.CONFIGS) >= 40
     assert len({(v, d, n, json.dumps(t, sort_keys=True)) for v, d, n, t in validation.CONFIGS}) == len(
-        validation.CONFIGS)
+        validation.CONFIGS
+    )
     assert {v for v, *_ in validation.CONFIGS} == {"teaching", "multirow", "online", "persistent", "splitrow"}
     assert {d for _, d, *_ in validation.CONFIGS} == {"fp16", "bf16", "fp32"}
     for variant, dtype, n_cols, tunables in validation.CONFIGS:
@@ -174,12 +175,21 @@ def test_validation_configs_are_valid_and_cover_every_variant_and_dtype():
 
 def test_validation_rows_and_replay(tmp_path):
     """measure() with a fake compile and driver; a failing config keeps its row; replay() finds a mismatch."""
+
     def fake_inspect(variant, n_cols, dtype, n_rows, **tunables):
         if n_cols == 999:
             raise RuntimeError("ptxas exploded\nsecond line")
-        return SimpleNamespace(num_warps=tunables["num_warps"], num_stages=tunables.get("num_stages", 1),
-                               arch="sm_90", n_regs=24, shared_bytes=16, spill_store_bytes=0, stack_bytes=0,
-                               compile_seconds=0.5, function_handle=1234)
+        return SimpleNamespace(
+            num_warps=tunables["num_warps"],
+            num_stages=tunables.get("num_stages", 1),
+            arch="sm_90",
+            n_regs=24,
+            shared_bytes=16,
+            spill_store_bytes=0,
+            stack_bytes=0,
+            compile_seconds=0.5,
+            function_handle=1234,
+        )
 
     calls = []
 
@@ -187,9 +197,14 @@ def test_validation_rows_and_replay(tmp_path):
         calls.append((handle, num_warps, shared))
         return (16 if num_warps == 4 else 5), "fake"
 
-    rows = [validation.measure(c, fake_inspect, fake_driver, occupancy) for c in (
-        ("teaching", "fp16", 1000, {"num_warps": 4}), ("teaching", "fp16", 999, {"num_warps": 4}),
-        ("teaching", "fp16", 1000, {"num_warps": 2}))]
+    rows = [
+        validation.measure(c, fake_inspect, fake_driver, occupancy)
+        for c in (
+            ("teaching", "fp16", 1000, {"num_warps": 4}),
+            ("teaching", "fp16", 999, {"num_warps": 4}),
+            ("teaching", "fp16", 1000, {"num_warps": 2}),
+        )
+    ]
     assert calls == [(1234, 4, 16), (1234, 2, 16)]
     assert rows[0]["calculator_blocks_per_sm"] == 16 and rows[0]["calculator_limiter"] == "warps"
     assert rows[0]["limit_registers"] == 21 and rows[0]["driver_api"] == "fake"
@@ -207,20 +222,34 @@ def test_validation_main_writes_the_capture(tmp_path, monkeypatch):
     """The script's main() end to end with a fake GPU, compile and driver: CSV rows the replay accepts."""
     import torch
 
-    from profiling import compiled
+    from blockscope.profiling.inspect import compiled
 
     def fake_live(variant, n_cols, dtype, n_rows, **tunables):
         regs = {128: 16, 8192: 80}[n_cols]
-        return SimpleNamespace(num_warps=tunables["num_warps"], num_stages=3, arch="sm_90", n_regs=regs,
-                               shared_bytes=16, spill_store_bytes=0, stack_bytes=0, compile_seconds=0.25,
-                               function_handle=7)
+        return SimpleNamespace(
+            num_warps=tunables["num_warps"],
+            num_stages=3,
+            arch="sm_90",
+            n_regs=regs,
+            shared_bytes=16,
+            spill_store_bytes=0,
+            stack_bytes=0,
+            compile_seconds=0.25,
+            function_handle=7,
+        )
 
     def fake_driver(handle, num_warps, shared):  # what H200's driver answered for these two kernels
         return {1: 32, 4: 6}[num_warps], "fake"
 
-    monkeypatch.setattr(validation, "CONFIGS", (("teaching", "fp16", 128, {"num_warps": 1}),
-                                                ("teaching", "fp32", 8192, {"num_warps": 4}),
-                                                ("teaching", "fp32", 8192, {"num_warps": 3})))
+    monkeypatch.setattr(
+        validation,
+        "CONFIGS",
+        (
+            ("teaching", "fp16", 128, {"num_warps": 1}),
+            ("teaching", "fp32", 8192, {"num_warps": 4}),
+            ("teaching", "fp32", 8192, {"num_warps": 3}),
+        ),
+    )
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
     monkeypatch.setattr(compiled, "inspect_live", fake_live)
@@ -230,17 +259,22 @@ def test_validation_main_writes_the_capture(tmp_path, monkeypatch):
     with open(out) as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["calculator_blocks_per_sm"], r["calculator_limiter"], r["gpu_name"]) for r in rows[:2]] == [
-        ("32", "blocks", "NVIDIA H200"), ("6", "registers", "NVIDIA H200")]
+        ("32", "blocks", "NVIDIA H200"),
+        ("6", "registers", "NVIDIA H200"),
+    ]
     assert rows[2]["error"].startswith("KeyError")  # fake_driver knows no 3-warp kernel: recorded, not fatal
     assert replay(out) == []
 
 
 def test_check_shared_bytes_names_the_per_block_limit() -> None:
-    from profiling.occupancy import check_shared_bytes
+    from blockscope.profiling.inspect.occupancy import check_shared_bytes
 
     check_shared_bytes("sm_90", 227 * 1024)  # the opt-in maximum itself is fine
-    with pytest.raises(ValueError, match=r"300000 bytes .* over the sm_90 per-block limit of 232448 bytes "
-                                         r"\(227 KB opt-in maximum\); allowed: 0 to 232448"):
+    with pytest.raises(
+        ValueError,
+        match=r"300000 bytes .* over the sm_90 per-block limit of 232448 bytes "
+        r"\(227 KB opt-in maximum\); allowed: 0 to 232448",
+    ):
         check_shared_bytes("sm_90", 300_000)
     with pytest.raises(ValueError, match="sm_80 per-block limit of 166912 bytes"):
         check_shared_bytes("8.0", 166_913)

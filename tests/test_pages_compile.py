@@ -14,10 +14,10 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from profiling import compiled  # noqa: E402
-from profiling.compiled import CompileInfo, CompileJob  # noqa: E402
-from profiling.results import save_results  # noqa: E402
-from tests.synthetic import synthetic_results  # noqa: E402
+from blockscope.demo import synthetic_results  # noqa: E402
+from blockscope.profiling.inspect import compiled  # noqa: E402
+from blockscope.profiling.inspect.compiled import CompileInfo, CompileJob  # noqa: E402
+from blockscope.profiling.results import save_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,10 +63,26 @@ def page(results_file: Path, name: str) -> AppTest:
 
 
 def info_of(variant: str = "teaching", n_cols: int = 256) -> CompileInfo:
-    return CompileInfo(variant=variant, arch="sm_90", dtype="fp16", n_cols=n_cols, n_rows=4096,
-                       tunables={"num_warps": 4}, num_warps=4, num_stages=3, n_regs=40, spill_store_bytes=0,
-                       spill_load_bytes=0, stack_bytes=0, shared_bytes=16, compile_seconds=2.5, source="offline",
-                       cached=False, ptx=".version 8.7\n.visible .entry row_softmax_kernel(", sass="EXIT ;")
+    return CompileInfo(
+        variant=variant,
+        arch="sm_90",
+        dtype="fp16",
+        n_cols=n_cols,
+        n_rows=4096,
+        tunables={"num_warps": 4},
+        num_warps=4,
+        num_stages=3,
+        n_regs=40,
+        spill_store_bytes=0,
+        spill_load_bytes=0,
+        stack_bytes=0,
+        shared_bytes=16,
+        compile_seconds=2.5,
+        source="offline",
+        cached=False,
+        ptx=".version 8.7\n.visible .entry row_softmax_kernel(",
+        sass="EXIT ;",
+    )
 
 
 def test_kernel_evidence_answers_while_compiling_then_shows_the_result(results_file, jobs):

@@ -7,23 +7,31 @@ import os
 
 import pytest
 
-from profiling import precompile, sweep
-from profiling.precompile import compile_key, plan_precompile, run_precompile
-from profiling.sweep import make_config
+from blockscope.profiling.measure import precompile, sweep
+from blockscope.profiling.measure.precompile import compile_key, plan_precompile, run_precompile
+from blockscope.profiling.measure.sweep import make_config
 
 
 def test_plan_compiles_each_kernel_specialization_once_and_never_torch():
-    configs = [make_config("torch", "fp16", 4096, 1000),
-               make_config("online", "fp16", 4096, 1000), make_config("online", "fp16", 4096, 1001),  # one kernel
-               make_config("online", "fp16", 4096, 1024),  # N divisible by 16: another specialization
-               make_config("online", "fp32", 4096, 1000),  # another dtype
-               make_config("teaching", "fp16", 4096, 1000), make_config("teaching", "fp16", 4096, 1001),  # N constexpr
-               make_config("teaching", "fp16", 4096, 65536, num_warps=1)]  # skipped by the sweep: never compiled
+    configs = [
+        make_config("torch", "fp16", 4096, 1000),
+        make_config("online", "fp16", 4096, 1000),
+        make_config("online", "fp16", 4096, 1001),  # one kernel
+        make_config("online", "fp16", 4096, 1024),  # N divisible by 16: another specialization
+        make_config("online", "fp32", 4096, 1000),  # another dtype
+        make_config("teaching", "fp16", 4096, 1000),
+        make_config("teaching", "fp16", 4096, 1001),  # N constexpr
+        make_config("teaching", "fp16", 4096, 65536, num_warps=1),
+    ]  # skipped by the sweep: never compiled
     groups = plan_precompile(configs, 8, max_lanes_per_thread=sweep.DEFAULT_MAX_LANES_PER_THREAD)
     chosen = [c for group in groups for c in group]
     assert sorted((c.variant, c.dtype, c.n_cols) for c in chosen) == [
-        ("online", "fp16", 1000), ("online", "fp16", 1024), ("online", "fp32", 1000), ("teaching", "fp16", 1000),
-        ("teaching", "fp16", 1001)]
+        ("online", "fp16", 1000),
+        ("online", "fp16", 1024),
+        ("online", "fp32", 1000),
+        ("teaching", "fp16", 1000),
+        ("teaching", "fp16", 1001),
+    ]
     assert len(groups) == 5 and all(len(g) == 1 for g in groups)  # spread over the workers
     assert compile_key(configs[0], None) is None
     plan = sweep.resolve_plan(configs[1])
@@ -67,8 +75,13 @@ def test_offline_compiles_in_two_workers_fill_the_triton_cache(tmp_path):
     configs = [make_config("teaching", "fp16", 64, 128), make_config("multirow", "fp32", 64, 256)]
     groups = plan_precompile(configs, 2)
     assert len(groups) == 2
-    report = run_precompile(groups, mode="offline", arch="sm_90", timeout_s=240,
-                            env={"TRITON_CACHE_DIR": str(triton_cache), "BLOCKSCOPE_CACHE_DIR": str(facts_cache)})
+    report = run_precompile(
+        groups,
+        mode="offline",
+        arch="sm_90",
+        timeout_s=240,
+        env={"TRITON_CACHE_DIR": str(triton_cache), "BLOCKSCOPE_CACHE_DIR": str(facts_cache)},
+    )
     assert not report.broken and not report.failed, (report.broken, report.failed)
     assert report.compiled == 2 and report.workers == 2
     assert any(triton_cache.rglob("*.cubin")) or any(triton_cache.rglob("*.json"))  # Triton's on-disk cache
@@ -83,14 +96,21 @@ def test_default_workers_is_at_most_16():
 
 
 def test_sweep_with_compile_workers_reports_the_warm_up(tmp_path, monkeypatch):
-    from profiling.timing import FakeClock
+    from blockscope.profiling.measure.timing import FakeClock
     from tests.test_sweep import ENV, FAST, fake_facts, fake_tracer
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path / "blockscope"))
     configs = [make_config("teaching", "fp16", 4, 128), make_config("torch", "fp16", 4, 128)]
-    table = sweep.run_sweep(configs, methods=["per_call_events"], clock=FakeClock(tick_us=5.0), compile_workers=2,
-                            compile_facts=fake_facts, tracer=fake_tracer, **FAST)
+    table = sweep.run_sweep(
+        configs,
+        methods=["per_call_events"],
+        clock=FakeClock(tick_us=5.0),
+        compile_workers=2,
+        compile_facts=fake_facts,
+        tracer=fake_tracer,
+        **FAST,
+    )
     info = table.attrs["sweep"]
     assert info["precompile"]["compiled"] == 1 and info["precompile"]["workers"] == 1  # torch compiles nothing
     assert {"precompile", "first_call_and_check", "timing"} <= set(info["phase_s"])
@@ -116,7 +136,7 @@ def test_gpu_workers_fill_the_cache_and_the_facts_match_in_process():
 
 @pytest.mark.gpu
 def test_gpu_sweep_with_workers_adaptive_reps_and_a_kept_trace(tmp_path):
-    from profiling.trace import chrome_trace_kernels, read_trace_index
+    from blockscope.profiling.measure.trace import chrome_trace_kernels, read_trace_index
 
     configs = [make_config("teaching", "fp16", 4096, 1000), make_config("torch", "fp16", 4096, 1000)]
     out = tmp_path / "gpu.parquet"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import kernels
-from kernels import _common, auto, replay
+from blockscope import kernels
+from blockscope.kernels import _common, auto, replay
 from tests.softmax_checks import assert_softmax_close
 
 FUNCTION, STREAM, PACKED = 0xF00, 0x5EA, (4, 1, 0)
@@ -19,10 +19,18 @@ def fake_launcher(calls: list, **overrides):
     from triton.backends.nvidia.driver import CudaLauncher
 
     launcher = object.__new__(CudaLauncher)
-    attributes = {"num_ctas": 1, "global_scratch_size": 0, "global_scratch_align": 1, "profile_scratch_size": 0,
-                  "profile_scratch_align": 1, "launch_cooperative_grid": False, "launch_pdl": False,
-                  "arg_annotations": ["annotations"], "kernel_signature": b"sig",
-                  "launch": lambda *args: calls.append(args)}
+    attributes = {
+        "num_ctas": 1,
+        "global_scratch_size": 0,
+        "global_scratch_align": 1,
+        "profile_scratch_size": 0,
+        "profile_scratch_align": 1,
+        "launch_cooperative_grid": False,
+        "launch_pdl": False,
+        "arg_annotations": ["annotations"],
+        "kernel_signature": b"sig",
+        "launch": lambda *args: calls.append(args),
+    }
     attributes.update(overrides)
     for name, value in attributes.items():
         setattr(launcher, name, value)
@@ -155,13 +163,21 @@ def test_auto_records_once_then_replays_and_drops_the_eager_check_where_triton_w
     assert auto._eager_prefers_torch(seen, x) and seen.eager_key == ("other",)  # torch wins: the check stays
 
 
-REPLAYED = [("teaching", {}), ("multirow", {"rows_per_program": 4}), ("online", {}), ("persistent", {}),
-            ("staged", {}), ("warprows", {}), ("cluster", {"chunk": 1024})]
+REPLAYED = [
+    ("teaching", {}),
+    ("multirow", {"rows_per_program": 4}),
+    ("online", {}),
+    ("persistent", {}),
+    ("staged", {}),
+    ("warprows", {}),
+    ("cluster", {"chunk": 1024}),
+]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype, n_rows, n_cols", [(torch.float16, 37, 1000), (torch.bfloat16, 64, 4096),
-                                                   (torch.float32, 5, 3000)])
+@pytest.mark.parametrize(
+    "dtype, n_rows, n_cols", [(torch.float16, 37, 1000), (torch.bfloat16, 64, 4096), (torch.float32, 5, 3000)]
+)
 @pytest.mark.parametrize("variant, tunables", REPLAYED)
 def test_every_replayable_variant_replays_to_its_launchers_result(variant, tunables, dtype, n_rows, n_cols):
     launcher = kernels.get_variant(variant).launcher
@@ -188,8 +204,11 @@ def test_auto_replays_repeated_inputs_and_falls_back_on_views():
     first = kernels.softmax(x, variant="auto")
     seen = auto._FAST[(x.shape, x.dtype, x.device)]
     kernels.softmax(x, variant="auto")
-    assert seen.recorded and (seen.replay is not None) == kernels.get_variant(auto.choose(
-        4096, 1000, x.dtype, torch.cuda.get_device_name())[0]).replayable
+    assert (
+        seen.recorded
+        and (seen.replay is not None)
+        == kernels.get_variant(auto.choose(4096, 1000, x.dtype, torch.cuda.get_device_name())[0]).replayable
+    )
     torch.testing.assert_close(kernels.softmax(x, variant="auto"), first)
     big = torch.randn(4096 * 1000 + 1, device="cuda", dtype=torch.float16)
     unaligned = big[1:].view(4096, 1000)  # same shape, 2-byte offset: the full path

@@ -1,4 +1,4 @@
-"""scripts/restamp_auto_rows.py: auto rows get this tree's hash only when their hash proves the sources and the
+"""tools/restamp_auto_rows.py: auto rows get this tree's hash only when their hash proves the sources and the
 given tables give the same picks (CPU)."""
 
 from __future__ import annotations
@@ -9,12 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernels import auto
-from profiling import revision
-from profiling.results import load_results, save_results
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import restamp_auto_rows  # noqa: E402
+from blockscope.kernels import auto
+from blockscope.profiling.results import load_results, revision, save_results
+from tools import restamp_auto_rows
 
 SWEEP = Path(__file__).resolve().parents[1] / "data" / "h200_sweep.parquet"
 
@@ -59,17 +56,31 @@ def test_a_table_that_picks_otherwise_or_an_unproven_hash_changes_nothing(tmp_pa
 
 
 def test_same_kernels_restamp_needs_provenance_and_identical_kernels():
-    """scripts/restamp_same_kernels.py: a row passes only with the measuring tree's hash and the same kernel (or
+    """tools/restamp_same_kernels.py: a row passes only with the measuring tree's hash and the same kernel (or
     the same refusal, or the same auto pick) in both trees."""
-    import restamp_same_kernels as same
+    from tools import restamp_same_kernels as same
 
     ptx = ".visible .entry k()\n{\n\t.loc\t1 10 4\n\tret;\n}\n\t.section\t.debug_info\n{\n.b8 1\n}\n"
     moved = ptx.replace(".loc\t1 10 4", ".loc\t1 99 4").replace(".b8 1", ".b8 7")  # other lines, same code
     assert same.kernel_fingerprint(ptx) == same.kernel_fingerprint(moved)
     assert same.kernel_fingerprint(ptx) != same.kernel_fingerprint(ptx.replace("ret;", "exit;"))
-    rows = [{"variant": "warprows", "dtype": d, "n_rows": "4096", "n_cols": n, "tunables": "{}",
-             "gpu_name": "NVIDIA H200", "kernel_source_hash": h} for d, n, h in
-            (("fp16", "1536", "old"), ("bf16", "1536", "old"), ("fp32", "1536", "other"), ("fp32", "2048", "old"))]
+    rows = [
+        {
+            "variant": "warprows",
+            "dtype": d,
+            "n_rows": "4096",
+            "n_cols": n,
+            "tunables": "{}",
+            "gpu_name": "NVIDIA H200",
+            "kernel_source_hash": h,
+        }
+        for d, n, h in (
+            ("fp16", "1536", "old"),
+            ("bf16", "1536", "old"),
+            ("fp32", "1536", "other"),
+            ("fp32", "2048", "old"),
+        )
+    ]
     keys = [same.config_key(r) for r in rows]
     old = {"hashes": {"warprows": "old"}, "kernels": {keys[0]: "aa", keys[1]: "bb", keys[2]: "cc"}}
     new = {"hashes": {"warprows": "new"}, "kernels": {keys[0]: "aa", keys[1]: "b2", keys[2]: "cc"}}

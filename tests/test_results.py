@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from profiling import results
-from profiling.results import (
+from blockscope.profiling import results
+from blockscope.profiling.results import (
     COLUMNS,
     ResultsError,
     bytes_moved,
@@ -22,28 +22,91 @@ from profiling.results import (
     validate,
 )
 
-TORCH_KERNEL = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, float, c10::Half, "
-                "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::Half*, c10::Half const*, int)")
+TORCH_KERNEL = (
+    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, float, c10::Half, "
+    "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::Half*, c10::Half const*, int)"
+)
 
 
 def sample() -> pd.DataFrame:
-    common = dict(run_id="r1", gpu_name="NVIDIA H200", compute_capability="9.0", sm_count=132,
-                  driver_version="570.86.15", torch_version="2.11.0+cu130", triton_version="3.6.0",
-                  copy_gbps=4000.0, measured_at="2026-11-30T21:00:00+00:00", dtype="fp16", n_rows=4096)
-    return normalize(pd.DataFrame([
-        dict(common, variant="teaching", n_cols=1000, num_warps=4, num_stages=3, tile_width=1024, rows_per_program=1,
-             programs=4096, tunables='{"num_warps": 4}', method="per_call_events", median_us=12.5, p20_us=12.0,
-             p80_us=13.25, min_us=11.0, max_us=20.0, reps=100, first_call_s=0.75,
-             bytes_moved=bytes_moved(4096, 1000, "fp16"), gbps=1310.72, copy_fraction=0.32768, n_regs=32,
-             spill_store_bytes=0, spill_load_bytes=0, shared_bytes=64, blocks_per_sm=16, occupancy=1.0,
-             limiter="warps", compile_source="live", masked_lane_fraction=0.0234375,
-             kernel_names="row_softmax_kernel", error=""),
-        dict(common, variant="torch", n_cols=1000, tunables="{}", method="cuda_graph", median_us=9.0, p20_us=8.5,
-             p80_us=9.5, min_us=8.0, max_us=11.0, reps=120, first_call_s=0.01, bytes_moved=16384000,
-             kernel_names=TORCH_KERNEL, error=""),
-        dict(common, variant="teaching", n_cols=65536, num_warps=1, tunables='{"num_warps": 1}',
-             method="back_to_back_flushed", error="skipped: predicted pathological compile time, \"quoted\", x"),
-    ]))
+    common = dict(
+        run_id="r1",
+        gpu_name="NVIDIA H200",
+        compute_capability="9.0",
+        sm_count=132,
+        driver_version="570.86.15",
+        torch_version="2.11.0+cu130",
+        triton_version="3.6.0",
+        copy_gbps=4000.0,
+        measured_at="2026-11-30T21:00:00+00:00",
+        dtype="fp16",
+        n_rows=4096,
+    )
+    return normalize(
+        pd.DataFrame(
+            [
+                dict(
+                    common,
+                    variant="teaching",
+                    n_cols=1000,
+                    num_warps=4,
+                    num_stages=3,
+                    tile_width=1024,
+                    rows_per_program=1,
+                    programs=4096,
+                    tunables='{"num_warps": 4}',
+                    method="per_call_events",
+                    median_us=12.5,
+                    p20_us=12.0,
+                    p80_us=13.25,
+                    min_us=11.0,
+                    max_us=20.0,
+                    reps=100,
+                    first_call_s=0.75,
+                    bytes_moved=bytes_moved(4096, 1000, "fp16"),
+                    gbps=1310.72,
+                    copy_fraction=0.32768,
+                    n_regs=32,
+                    spill_store_bytes=0,
+                    spill_load_bytes=0,
+                    shared_bytes=64,
+                    blocks_per_sm=16,
+                    occupancy=1.0,
+                    limiter="warps",
+                    compile_source="live",
+                    masked_lane_fraction=0.0234375,
+                    kernel_names="row_softmax_kernel",
+                    error="",
+                ),
+                dict(
+                    common,
+                    variant="torch",
+                    n_cols=1000,
+                    tunables="{}",
+                    method="cuda_graph",
+                    median_us=9.0,
+                    p20_us=8.5,
+                    p80_us=9.5,
+                    min_us=8.0,
+                    max_us=11.0,
+                    reps=120,
+                    first_call_s=0.01,
+                    bytes_moved=16384000,
+                    kernel_names=TORCH_KERNEL,
+                    error="",
+                ),
+                dict(
+                    common,
+                    variant="teaching",
+                    n_cols=65536,
+                    num_warps=1,
+                    tunables='{"num_warps": 1}',
+                    method="back_to_back_flushed",
+                    error='skipped: predicted pathological compile time, "quoted", x',
+                ),
+            ]
+        )
+    )
 
 
 def test_empty_results_has_every_column_and_dtype():
@@ -62,8 +125,19 @@ def test_bytes_moved_counts_read_and_write():
 
 
 def test_normalize_adds_missing_columns_and_casts():
-    frame = normalize(pd.DataFrame({"variant": ["online"], "dtype": ["fp32"], "n_rows": [2.0], "n_cols": ["7"],
-                                    "method": ["per_call_events"], "median_us": ["1.5"], "extra": [1]}))
+    frame = normalize(
+        pd.DataFrame(
+            {
+                "variant": ["online"],
+                "dtype": ["fp32"],
+                "n_rows": [2.0],
+                "n_cols": ["7"],
+                "method": ["per_call_events"],
+                "median_us": ["1.5"],
+                "extra": [1],
+            }
+        )
+    )
     assert list(frame.columns) == [*COLUMNS, "extra"]
     assert frame.loc[0, "n_cols"] == 7 and str(frame["n_cols"].dtype) == "Int64"
     assert frame.loc[0, "median_us"] == 1.5 and str(frame["median_us"].dtype) == "Float64"
@@ -131,8 +205,21 @@ def _good_bytes(tmp_path, suffix: str) -> bytes:
     return save_results(sample(), tmp_path / f"good{suffix}").read_bytes()
 
 
-@pytest.mark.parametrize("case", ["empty", "blank", "truncated_parquet", "corrupt_parquet", "foreign_parquet",
-                                  "random_csv", "truncated_csv", "pickle", "binary", "bad_number"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "empty",
+        "blank",
+        "truncated_parquet",
+        "corrupt_parquet",
+        "foreign_parquet",
+        "random_csv",
+        "truncated_csv",
+        "pickle",
+        "binary",
+        "bad_number",
+    ],
+)
 def test_rejects_bad_files(tmp_path, case):
     good_parquet = _good_bytes(tmp_path, ".parquet")
     good_csv = _good_bytes(tmp_path, ".csv")
@@ -140,10 +227,11 @@ def test_rejects_bad_files(tmp_path, case):
         "empty": (b"", "empty"),
         "blank": (b"\n \n", "empty"),
         "truncated_parquet": (good_parquet[: len(good_parquet) // 2], "truncated parquet"),
-        "corrupt_parquet": (good_parquet[:8] + b"\xff" * (len(good_parquet) - 16) + good_parquet[-8:],
-                            "corrupt parquet"),
-        "foreign_parquet": (_parquet_bytes(pd.DataFrame({"x": [1, 2], "y": ["a", "b"]})),
-                            "missing column.*variant"),
+        "corrupt_parquet": (
+            good_parquet[:8] + b"\xff" * (len(good_parquet) - 16) + good_parquet[-8:],
+            "corrupt parquet",
+        ),
+        "foreign_parquet": (_parquet_bytes(pd.DataFrame({"x": [1, 2], "y": ["a", "b"]})), "missing column.*variant"),
         "random_csv": (b"name,score\nalice,3\nbob,4\n", "header lacks column.*variant"),
         "truncated_csv": (good_csv[: good_csv.index(b"\n", good_csv.index(b"\n") + 1) + 30], "truncated"),
         "pickle": (pickle.dumps(sample()), "pickle"),
@@ -200,8 +288,11 @@ def _csv_with(frame: pd.DataFrame, row: int, column: str, text: str) -> bytes:
 @pytest.mark.parametrize("column", ["median_us", "p20_us", "p80_us", "min_us", "max_us"])
 @pytest.mark.parametrize("value", ["inf", "0"])
 def test_rejects_zero_and_infinite_times_naming_row_and_column(column, value):
-    with pytest.raises(ResultsError, match=rf"timed row\(s\) with {column} 0 or infinite \(row 0: .*expected a "
-                                           r"finite time in µs > 0"):
+    with pytest.raises(
+        ResultsError,
+        match=rf"timed row\(s\) with {column} 0 or infinite \(row 0: .*expected a "
+        r"finite time in µs > 0",
+    ):
         load_results(_csv_with(sample(), 0, column, value), name="bad.csv")
     bad = sample()
     bad.loc[0, column] = float(value)
@@ -219,8 +310,11 @@ def test_zero_or_missing_times_of_rows_that_did_not_run_are_fine():
 
 
 def test_nan_time_gets_its_own_message_in_csv_parquet_and_frames(tmp_path):
-    with pytest.raises(ResultsError, match=r"nan.csv: 1 timed row\(s\) with median_us NaN, not a number "
-                                           r"\(first rows \[0\]\)") as error:
+    with pytest.raises(
+        ResultsError,
+        match=r"nan.csv: 1 timed row\(s\) with median_us NaN, not a number "
+        r"\(first rows \[0\]\)",
+    ) as error:
         load_results(_csv_with(sample(), 0, "median_us", "NaN"), name="nan.csv")
     assert "truncated" not in str(error.value) and "cannot be read" not in str(error.value)
 
@@ -230,8 +324,7 @@ def test_nan_time_gets_its_own_message_in_csv_parquet_and_frames(tmp_path):
     table = pa.Table.from_pandas(sample(), preserve_index=False)
     median = table.column("median_us").to_pylist()
     median[1] = float("nan")
-    table = table.set_column(table.column_names.index("median_us"), "median_us",
-                             pa.array(median, type=pa.float64()))
+    table = table.set_column(table.column_names.index("median_us"), "median_us", pa.array(median, type=pa.float64()))
     pq.write_table(table, tmp_path / "nan.parquet")
     with pytest.raises(ResultsError, match=r"median_us NaN, not a number \(first rows \[1\]\)"):
         load_results(tmp_path / "nan.parquet")

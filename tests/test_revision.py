@@ -6,10 +6,9 @@ import pandas as pd
 import pytest
 import torch
 
-from profiling import revision
-from profiling.results import load_results, normalize, save_results
-from profiling.sweep import make_config, run_sweep
-from profiling.timing import FakeClock
+from blockscope.profiling.measure.sweep import make_config, run_sweep
+from blockscope.profiling.measure.timing import FakeClock
+from blockscope.profiling.results import load_results, normalize, revision, save_results
 from tests.test_sweep import ENV, FAST, fake_facts, fake_tracer
 
 
@@ -44,16 +43,24 @@ def test_hashes_differ_between_variants_and_peers_record_versions():
 
 def rows(**columns) -> pd.DataFrame:
     n = len(next(iter(columns.values())))
-    base = {"dtype": ["fp16"] * n, "n_rows": [4] * n, "n_cols": [128] * n, "method": ["per_call_events"] * n,
-            "median_us": [5.0] * n, "error": [""] * n}
+    base = {
+        "dtype": ["fp16"] * n,
+        "n_rows": [4] * n,
+        "n_cols": [128] * n,
+        "method": ["per_call_events"] * n,
+        "median_us": [5.0] * n,
+        "error": [""] * n,
+    }
     return normalize(pd.DataFrame({**base, **columns}))
 
 
 def test_stale_rows_differ_in_source_not_in_triton_version():
     current = {"teaching": "aaaa", "online": "bbbb", "torch": "torch==2.11.0"}
-    df = rows(variant=["teaching", "teaching", "online", "online", "torch"],
-              kernel_source_hash=["aaaa", "old0", None, "bbbb", "torch==2.10.0"],
-              triton_version=["3.6.0", "3.6.0", "3.6.0", "3.7.0", "3.6.0"])
+    df = rows(
+        variant=["teaching", "teaching", "online", "online", "torch"],
+        kernel_source_hash=["aaaa", "old0", None, "bbbb", "torch==2.10.0"],
+        triton_version=["3.6.0", "3.6.0", "3.6.0", "3.7.0", "3.6.0"],
+    )
     status = revision.kernel_status(df, current)
     assert list(status) == ["current", "stale", "unknown", "current", "other_version"]
     assert list(revision.stale_rows(df, current)) == [False, True, False, False, False]
@@ -95,4 +102,6 @@ def test_sweep_stamps_revision_and_remeasures_a_changed_kernel(tmp_path):
     again = sweep_once(configs, out, methods=["per_call_events"])
     assert again.attrs["sweep"]["done"] == 1 and len(again) == 3
     assert set(again[again["variant"] == "teaching"]["kernel_source_hash"]) == {
-        "0123456789ab", revision.kernel_source_hash("teaching")}
+        "0123456789ab",
+        revision.kernel_source_hash("teaching"),
+    }

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-import kernels
-from kernels import splitrow
-from kernels._common import specialization_key
+from blockscope import kernels
+from blockscope.kernels import splitrow
+from blockscope.kernels._common import specialization_key
 from tests.softmax_checks import assert_softmax_close
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -121,7 +121,7 @@ def test_default_chunk_scales_with_n_up_to_max_n(n_cols, dtype):
 def test_cooperative_launch_is_available_and_failures_are_recognised():
     """Triton 3.6 and 3.7 both take launch_cooperative_grid; the launcher falls back to 'online' only on errors
     from the cooperative attribute."""
-    from kernels._common import cooperative_launch_supported
+    from blockscope.kernels._common import cooperative_launch_supported
 
     assert cooperative_launch_supported()
     assert splitrow._is_cooperative_failure(RuntimeError("Triton Error [CUDA]: too many blocks in cooperative launch"))

@@ -8,17 +8,29 @@ import re
 import pytest
 import torch
 
-import kernels
-from kernels import VARIANTS, auto, softmax, staged, staged_split
+from blockscope import kernels
+from blockscope.kernels import VARIANTS, auto, softmax, staged, staged_split
 from tests.softmax_checks import assert_softmax_close
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or kernels.interpreting(),
-                               reason="needs a CUDA GPU without the interpreter (make test-gpu)")
+needs_gpu = pytest.mark.skipif(
+    not torch.cuda.is_available() or kernels.interpreting(),
+    reason="needs a CUDA GPU without the interpreter (make test-gpu)",
+)
 
 
-@pytest.mark.parametrize("slices, parts", [(1, (1, 0, 0)), (16, (16, 0, 0)), (25, (16, 8, 1)), (23, (16, 8, 0)),
-                                           (15, (16, 0, 0)), (29, (32, 0, 0)), (56, (32, 16, 8))])
+@pytest.mark.parametrize(
+    "slices, parts",
+    [
+        (1, (1, 0, 0)),
+        (16, (16, 0, 0)),
+        (25, (16, 8, 1)),
+        (23, (16, 8, 0)),
+        (15, (16, 0, 0)),
+        (29, (32, 0, 0)),
+        (56, (32, 16, 8)),
+    ],
+)
 def test_slice_parts_round_up_to_three_powers_of_two(slices, parts):
     assert staged.slice_parts(slices) == parts
     assert sum(parts) >= slices and all(p == 0 or p & (p - 1) == 0 for p in parts)
@@ -42,10 +54,19 @@ def test_staged_plan_holds_the_row_in_shared_memory(dtype):
     assert plan.grid == (4096,)
 
 
-@pytest.mark.parametrize("n_cols, dtype, programs, chunk", [
-    (32768, torch.float16, 1, 32768), (32770, torch.bfloat16, 2, 16896), (65536, torch.float16, 2, 32768),
-    (100000, torch.float16, 4, 26624), (262144, torch.bfloat16, 8, 32768), (131072, torch.float32, 8, 16384),
-    (300000, torch.float32, 16, 19456), (16384, torch.float32, 1, 16384)])
+@pytest.mark.parametrize(
+    "n_cols, dtype, programs, chunk",
+    [
+        (32768, torch.float16, 1, 32768),
+        (32770, torch.bfloat16, 2, 16896),
+        (65536, torch.float16, 2, 32768),
+        (100000, torch.float16, 4, 26624),
+        (262144, torch.bfloat16, 8, 32768),
+        (131072, torch.float32, 8, 16384),
+        (300000, torch.float32, 16, 19456),
+        (16384, torch.float32, 1, 16384),
+    ],
+)
 def test_staged_plan_splits_rows_over_64_kb_over_a_cluster(n_cols, dtype, programs, chunk):
     plan = staged.plan(512, n_cols, dtype)
     assert (plan.cluster_size, plan.constexprs["CLUSTER"], plan.tile_width) == (programs, programs, chunk)
@@ -99,8 +120,12 @@ def test_cpu_tensors_get_a_clear_error(variant):
 
 
 def test_auto_never_picks_a_gluon_variant_under_the_interpreter(monkeypatch):
-    table = {"format": auto.TABLE_FORMAT, "entries": [
-        {"dtype": "fp16", "n_rows": 4096, "n_cols": 32768, "variant": "staged", "tunables": {"num_warps": 8}}]}
+    table = {
+        "format": auto.TABLE_FORMAT,
+        "entries": [
+            {"dtype": "fp16", "n_rows": 4096, "n_cols": 32768, "variant": "staged", "tunables": {"num_warps": 8}}
+        ],
+    }
     monkeypatch.setattr(auto, "load_table", lambda gpu_name: table)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert auto.choose(4096, 32768, torch.float16) == auto.heuristic_choice(4096, 32768)
@@ -108,12 +133,20 @@ def test_auto_never_picks_a_gluon_variant_under_the_interpreter(monkeypatch):
     assert auto.choose(4096, 32768, torch.float16, "NVIDIA H200") == ("staged", {"num_warps": 8})
 
 
-@pytest.mark.parametrize("variant, n_cols, dtype, copies", [
-    ("staged", 32768, "fp16", 16), ("staged", 28000, "bf16", 14), ("staged", 14000, "fp32", 14),
-    ("staged", 65536, "fp16", 16), ("staged", 262144, "bf16", 16),
-    ("staged_split", 262144, "fp16", 16), ("staged_split", 131072, "fp32", 16)])
+@pytest.mark.parametrize(
+    "variant, n_cols, dtype, copies",
+    [
+        ("staged", 32768, "fp16", 16),
+        ("staged", 28000, "bf16", 14),
+        ("staged", 14000, "fp32", 14),
+        ("staged", 65536, "fp16", 16),
+        ("staged", 262144, "bf16", 16),
+        ("staged_split", 262144, "fp16", 16),
+        ("staged_split", 131072, "fp32", 16),
+    ],
+)
 def test_offline_sm90_compile_copies_whole_16_byte_vectors(variant, n_cols, dtype, copies):
-    from profiling import compiled
+    from blockscope.profiling.inspect import compiled
 
     info = compiled.inspect_offline(variant, n_cols, dtype, cache=False)
     plan = VARIANTS[variant].plan(4096, n_cols, kernels.dtype_from_name(dtype))
@@ -138,8 +171,10 @@ def test_staged_matches_reference_on_gpu(n_rows, n_cols, dtype, num_warps):
 @needs_gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
-@pytest.mark.parametrize("n_rows, n_cols, chunks", [(3, 32768, None), (133, 262144, None), (300, 100002, 3),
-                                                    (5000, 70000, None), (1, 65536, 5), (64, 4096, 1)])
+@pytest.mark.parametrize(
+    "n_rows, n_cols, chunks",
+    [(3, 32768, None), (133, 262144, None), (300, 100002, 3), (5000, 70000, None), (1, 65536, 5), (64, 4096, 1)],
+)
 def test_staged_split_matches_reference_on_gpu(n_rows, n_cols, chunks, dtype):
     torch.manual_seed(n_cols)
     x = torch.randn(n_rows, n_cols, device="cuda", dtype=dtype) * 4
@@ -185,9 +220,18 @@ def test_autograd_through_the_gluon_forward_on_gpu(variant):
 def test_auto_keeps_columns_per_program_when_an_entry_moves_to_another_n(monkeypatch):
     assert auto.scaled_chunks(16, 524288, 300000) == 10  # 16 chunks of 32768 -> 10 (16 would leave some empty)
     assert auto.scaled_chunks(8, 262144, 262144) == 8 and auto.scaled_chunks(4, 131072, 1000) == 1
-    table = {"format": auto.TABLE_FORMAT, "entries": [{"dtype": "fp16", "n_rows": 512, "n_cols": 524288,
-                                                      "variant": "staged_split",
-                                                      "tunables": {"num_warps": 8, "chunks": 16}}]}
+    table = {
+        "format": auto.TABLE_FORMAT,
+        "entries": [
+            {
+                "dtype": "fp16",
+                "n_rows": 512,
+                "n_cols": 524288,
+                "variant": "staged_split",
+                "tunables": {"num_warps": 8, "chunks": 16},
+            }
+        ],
+    }
     monkeypatch.setattr(auto, "load_table", lambda gpu_name: table)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     variant, tunables = auto.choose(300, 300000, torch.float16, "NVIDIA H200")
@@ -205,14 +249,37 @@ def test_relabel_rewrites_only_unmeasured_rows_a_variant_rule_leaves_out():
     spec = importlib.util.spec_from_file_location("relabel_unsupported", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    rows = pd.DataFrame([
-        {"variant": "staged", "dtype": "bf16", "n_rows": 4, "n_cols": 129, "median_us": float("nan"),
-         "direction": "forward", "error": "ValueError: staged: N=129 torch.bfloat16 rows are not whole 4-byte words"},
-        {"variant": "staged", "dtype": "fp32", "n_rows": 4, "n_cols": 129, "median_us": float("nan"),
-         "direction": "forward", "error": "RuntimeError: something else"},  # fp32 N=129 stages: a real failure
-        {"variant": "staged", "dtype": "bf16", "n_rows": 4, "n_cols": 128, "median_us": 5.0, "direction": "forward",
-         "error": ""},
-    ])
+    rows = pd.DataFrame(
+        [
+            {
+                "variant": "staged",
+                "dtype": "bf16",
+                "n_rows": 4,
+                "n_cols": 129,
+                "median_us": float("nan"),
+                "direction": "forward",
+                "error": "ValueError: staged: N=129 torch.bfloat16 rows are not whole 4-byte words",
+            },
+            {
+                "variant": "staged",
+                "dtype": "fp32",
+                "n_rows": 4,
+                "n_cols": 129,
+                "median_us": float("nan"),
+                "direction": "forward",
+                "error": "RuntimeError: something else",
+            },  # fp32 N=129 stages: a real failure
+            {
+                "variant": "staged",
+                "dtype": "bf16",
+                "n_rows": 4,
+                "n_cols": 128,
+                "median_us": 5.0,
+                "direction": "forward",
+                "error": "",
+            },
+        ]
+    )
     table, changed = module.relabel(rows)
     assert changed == {"staged": 1}
     assert table.loc[0, "error"].startswith("unsupported: staged: N = 129 is odd")
@@ -223,7 +290,7 @@ def test_offline_sm90_compile_fp32_has_both_exp_forms_and_16_bit_only_the_ftz_on
     """fp32: a per-program branch between ex2.approx.ftz (every finite value within FTZ_SAFE_RANGE of the max) and
     gl.exp's ex2.approx.f32; 16-bit: ftz only (warprows.exp_rows; in one program: over a cluster the few exps that
     combine the partial sums are gl.exp's)."""
-    from profiling import compiled
+    from blockscope.profiling.inspect import compiled
 
     fp32 = compiled.inspect_offline("staged", 300000, "fp32", n_rows=300, cache=False, cluster=16).ptx
     assert "ex2.approx.ftz.f32" in fp32 and re.search(r"ex2\.approx\.f32\s", fp32)
@@ -247,7 +314,7 @@ def test_register_cap_matches_shared_memory_residency_only_where_it_binds():
 def test_fp32_rows_both_sides_of_the_ftz_range_on_gpu(cluster):
     """Rows whose values span less than FTZ_SAFE_RANGE take ex2.approx.ftz, wider ones gl.exp: the subnormal
     outputs of the wide rows must survive (ftz would flush them to 0), -inf and a chunk of -inf take either."""
-    from profiling.numerics.ulp import round_to_dtype, ulp_distance
+    from blockscope.profiling.inspect.numerics.ulp import round_to_dtype, ulp_distance
 
     torch.manual_seed(cluster)
     n_cols = 40000

@@ -8,13 +8,15 @@ import re
 import pytest
 import torch
 
-import kernels
-from kernels import softmax, stagedrows
+from blockscope import kernels
+from blockscope.kernels import softmax, stagedrows
 from tests.softmax_checks import assert_softmax_close
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or kernels.interpreting(),
-                               reason="needs a CUDA GPU without the interpreter (make test-gpu)")
+needs_gpu = pytest.mark.skipif(
+    not torch.cuda.is_available() or kernels.interpreting(),
+    reason="needs a CUDA GPU without the interpreter (make test-gpu)",
+)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
@@ -57,16 +59,21 @@ def test_odd_16_bit_rows_are_out_of_the_variant_and_named():
     assert "odd" in rule(1001, torch.float16) and rule(1001, torch.float32) is None
 
 
-@pytest.mark.parametrize("dtype, n_cols, tunables, copy, max_registers", [
-    ("fp16", 1536, {}, "cg", 40),  # one warp per row: the row in shared memory, one slice in registers
-    ("fp32", 1536, {}, "cg", 40),
-    ("bf16", 1000, {}, "cg", 40),
-    ("fp16", 200, {}, "cg", 40),  # 16 threads per row, two rows per warp
-    ("fp16", 5000, {"threads_per_row": 64, "num_warps": 8}, "cg", 64),  # two warps per row
-    ("fp16", 1002, {}, "ca", 40)])  # N = 2 mod 4: 4-byte copies
-def test_offline_sm90_compile_stages_rows_and_reads_each_slice_three_times(dtype, n_cols, tunables, copy,
-                                                                         max_registers):
-    from profiling import compiled
+@pytest.mark.parametrize(
+    "dtype, n_cols, tunables, copy, max_registers",
+    [
+        ("fp16", 1536, {}, "cg", 40),  # one warp per row: the row in shared memory, one slice in registers
+        ("fp32", 1536, {}, "cg", 40),
+        ("bf16", 1000, {}, "cg", 40),
+        ("fp16", 200, {}, "cg", 40),  # 16 threads per row, two rows per warp
+        ("fp16", 5000, {"threads_per_row": 64, "num_warps": 8}, "cg", 64),  # two warps per row
+        ("fp16", 1002, {}, "ca", 40),
+    ],
+)  # N = 2 mod 4: 4-byte copies
+def test_offline_sm90_compile_stages_rows_and_reads_each_slice_three_times(
+    dtype, n_cols, tunables, copy, max_registers
+):
+    from blockscope.profiling.inspect import compiled
 
     torch_dtype = kernels.dtype_from_name(dtype)
     info = compiled.inspect_offline("stagedrows", n_cols, torch_dtype, cache=False, **tunables)
@@ -75,8 +82,9 @@ def test_offline_sm90_compile_stages_rows_and_reads_each_slice_three_times(dtype
     slices = c["PART0"] + c["PART1"] + c["PART2"]
     copies = re.findall(r"cp\.async\.(c[ag])\.shared\.global", info.ptx)
     assert set(copies) == {copy} and len(copies) == slices  # one copy per thread per slice: 16 (cg) or 4 (ca) bytes
-    assert set(re.findall(r"st\.global\.(\S+)", info.ptx)) == {"cs.v4.b32" if c["VEC"] * torch_dtype.itemsize == 16
-                                                                 else "cs.b32"}  # streaming stores only
+    assert set(re.findall(r"st\.global\.(\S+)", info.ptx)) == {
+        "cs.v4.b32" if c["VEC"] * torch_dtype.itemsize == 16 else "cs.b32"
+    }  # streaming stores only
     assert info.shared_bytes >= plan.rows_per_program * plan.tile_width * torch_dtype.itemsize
     assert info.n_regs <= max_registers and info.spill_store_bytes == 0  # the passes re-read shared memory
 
@@ -84,8 +92,22 @@ def test_offline_sm90_compile_stages_rows_and_reads_each_slice_three_times(dtype
 @needs_gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
-@pytest.mark.parametrize("n_rows, n_cols", [(1, 2), (5, 8), (1000, 96), (333, 200), (77, 778), (4097, 1000),
-                                            (130, 1536), (9, 1002), (31, 5000), (3, 12346), (65, 16384)])
+@pytest.mark.parametrize(
+    "n_rows, n_cols",
+    [
+        (1, 2),
+        (5, 8),
+        (1000, 96),
+        (333, 200),
+        (77, 778),
+        (4097, 1000),
+        (130, 1536),
+        (9, 1002),
+        (31, 5000),
+        (3, 12346),
+        (65, 16384),
+    ],
+)
 @pytest.mark.parametrize("threads_per_row", [None, 32, 128])
 def test_stagedrows_matches_reference_on_gpu(n_rows, n_cols, dtype, threads_per_row):
     tunables = {} if threads_per_row is None else {"threads_per_row": threads_per_row}

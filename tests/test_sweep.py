@@ -8,22 +8,38 @@ import pandas as pd
 import pytest
 import torch
 
-import kernels
-from profiling import sweep
-from profiling.results import ResultsError, bytes_moved, load_results, save_results, validate
-from profiling.sweep import Config, build_configs, make_config, run_sweep
-from profiling.timing import FakeClock
+from blockscope import kernels
+from blockscope.profiling.measure import sweep
+from blockscope.profiling.measure.sweep import Config, build_configs, make_config, run_sweep
+from blockscope.profiling.measure.timing import FakeClock
+from blockscope.profiling.results import ResultsError, bytes_moved, load_results, save_results, validate
 
-ENV = {"run_id": "test-run", "gpu_name": "none", "compute_capability": "none", "sm_count": None,
-       "driver_version": "none", "torch_version": torch.__version__, "triton_version": "3.x", "copy_gbps": 100.0,
-       "measured_at": "2026-11-30T21:00:00+00:00"}
+ENV = {
+    "run_id": "test-run",
+    "gpu_name": "none",
+    "compute_capability": "none",
+    "sm_count": None,
+    "driver_version": "none",
+    "torch_version": torch.__version__,
+    "triton_version": "3.x",
+    "copy_gbps": 100.0,
+    "measured_at": "2026-11-30T21:00:00+00:00",
+}
 FAST = dict(device="cpu", env=ENV, warmup=0, reps=2, graph_calls=2)
 
 
 def fake_facts(config, plan, arch):
-    return {"n_regs": 40, "spill_store_bytes": 0, "spill_load_bytes": 0, "shared_bytes": 128, "blocks_per_sm": 8,
-            "occupancy": 0.5, "limiter": "registers", "compile_source": "offline",
-            "masked_lane_fraction": 1 - config.n_cols / plan.tile_width}
+    return {
+        "n_regs": 40,
+        "spill_store_bytes": 0,
+        "spill_load_bytes": 0,
+        "shared_bytes": 128,
+        "blocks_per_sm": 8,
+        "occupancy": 0.5,
+        "limiter": "registers",
+        "compile_source": "offline",
+        "masked_lane_fraction": 1 - config.n_cols / plan.tile_width,
+    }
 
 
 def fake_tracer(fn):
@@ -45,8 +61,14 @@ def test_default_n_values():
 
 
 def test_build_configs_respects_limits_and_axes():
-    configs = build_configs(["torch", "teaching", "multirow", "online"], ["fp16"], [100, 20000, 70000], n_rows=8,
-                            num_warps=[4, 8], tunable_grid={"tile": [64, 128]})
+    configs = build_configs(
+        ["torch", "teaching", "multirow", "online"],
+        ["fp16"],
+        [100, 20000, 70000],
+        n_rows=8,
+        num_warps=[4, 8],
+        tunable_grid={"tile": [64, 128]},
+    )
     by = {}
     for c in configs:
         by.setdefault(c.variant, []).append(c)
@@ -72,11 +94,18 @@ def test_predicted_compile_problem():
 
 
 def test_rows_numbers_and_bookkeeping(tmp_path):
-    configs = [make_config("torch", "fp32", 4, 100), make_config("teaching", "fp32", 4, 100),
-               make_config("multirow", "fp16", 4, 8, num_warps=2)]
+    configs = [
+        make_config("torch", "fp32", 4, 100),
+        make_config("teaching", "fp32", 4, 100),
+        make_config("multirow", "fp16", 4, 8, num_warps=2),
+    ]
     calls = []
-    table = run(configs, methods=["per_call_events", "cuda_graph"], out=tmp_path / "s.parquet",
-                progress=lambda done, total, config: calls.append((done, total, config)))
+    table = run(
+        configs,
+        methods=["per_call_events", "cuda_graph"],
+        out=tmp_path / "s.parquet",
+        progress=lambda done, total, config: calls.append((done, total, config)),
+    )
     assert [(d, t) for d, t, _ in calls] == [(1, 3), (2, 3), (3, 3)]
     assert {c for _, _, c in calls} == set(configs)
     assert len(table) == 6 and (table["error"] == "").all()
@@ -107,19 +136,22 @@ def test_error_rows_and_the_sweep_goes_on(monkeypatch):
     def exploding(x, **tunables):
         raise RuntimeError("out of resource: shared memory, Required: 300000, Hardware limit: 232448\nmore")
 
-    monkeypatch.setitem(kernels.VARIANTS, "online", dataclasses.replace(kernels.VARIANTS["online"],
-                                                                         launcher=exploding))
+    monkeypatch.setitem(kernels.VARIANTS, "online", dataclasses.replace(kernels.VARIANTS["online"], launcher=exploding))
     monkeypatch.setattr(kernels, "torch_softmax", lambda x: torch.zeros_like(x))  # a wrong baseline
-    configs = [make_config("online", "fp32", 4, 8), make_config("torch", "fp32", 4, 8),
-               make_config("multirow", "fp32", 4, 1000, rows_per_program=256),  # plan rejects the tile
-               make_config("teaching", "fp32", 4, 65536, num_warps=1),  # predicted pathological compile
-               make_config("teaching", "fp32", 4, 8)]
+    configs = [
+        make_config("online", "fp32", 4, 8),
+        make_config("torch", "fp32", 4, 8),
+        make_config("multirow", "fp32", 4, 1000, rows_per_program=256),  # plan rejects the tile
+        make_config("teaching", "fp32", 4, 65536, num_warps=1),  # predicted pathological compile
+        make_config("teaching", "fp32", 4, 8),
+    ]
     table = run(configs, methods=["per_call_events", "back_to_back_flushed"])
     validate(table)
     assert len(table) == 10
     error = {(r.variant, r.n_cols): r.error for r in table[table["method"] == "per_call_events"].itertuples()}
-    assert error[("online", 8)] == "RuntimeError: out of resource: shared memory, Required: 300000, Hardware " \
-                                   "limit: 232448"
+    assert (
+        error[("online", 8)] == "RuntimeError: out of resource: shared memory, Required: 300000, Hardware limit: 232448"
+    )
     assert error[("torch", 8)].startswith("wrong result: 32 of 32 elements off")
     assert error[("multirow", 1000)].startswith("ValueError: multirow: rows_per_program=256 x BLOCK_SIZE=1024")
     assert error[("teaching", 65536)].startswith("skipped: predicted pathological compile time: 2048 lanes")
@@ -136,7 +168,7 @@ def test_failing_method_and_compile_facts_only_touch_their_own_columns():
             raise RuntimeError("operation not permitted when stream is capturing")
 
     def broken_facts(config, plan, arch):
-        raise ImportError("profiling.compiled is not there yet")
+        raise ImportError("blockscope.profiling.inspect.compiled is not there yet")
 
     table = run([make_config("teaching", "fp16", 4, 8)], clock=NoGraphClock(tick_us=3.0), compile_facts=broken_facts)
     by_method = table.set_index("method")
@@ -157,13 +189,23 @@ def test_cancel_then_resume_from_the_output_file(tmp_path):
     out = tmp_path / "resume.csv"
     configs = [make_config(v, "fp32", 4, n) for n in (8, 16) for v in ("torch", "teaching")]
     done = []
-    first = run(configs, methods=["per_call_events"], out=out, progress=lambda d, t, c: done.append(c),
-                cancel=lambda: len(done) >= 2)
+    first = run(
+        configs,
+        methods=["per_call_events"],
+        out=out,
+        progress=lambda d, t, c: done.append(c),
+        cancel=lambda: len(done) >= 2,
+    )
     assert first.attrs["sweep"]["cancelled"] and len(first) == 2
     assert len(load_results(out)) == 2
     seen = []
-    second = run(configs, methods=["per_call_events", "cuda_graph"], out=out,
-                 progress=lambda d, t, c: seen.append((d, t, c)), env={**ENV, "run_id": "second"})
+    second = run(
+        configs,
+        methods=["per_call_events", "cuda_graph"],
+        out=out,
+        progress=lambda d, t, c: seen.append((d, t, c)),
+        env={**ENV, "run_id": "second"},
+    )
     info = second.attrs["sweep"]
     assert info["skipped_existing"] == 0 and info["total"] == 4  # cuda_graph missing everywhere
     assert len(second) == 2 + 2 + 4  # first run's rows kept, their missing method added, 2 new configs x 2
@@ -191,10 +233,15 @@ def test_interrupt_saves_rows_already_measured(tmp_path):
 
 
 def test_slow_first_call_skips_heavier_configs_of_that_variant():
-    configs = [make_config("teaching", "fp32", 4, 64), make_config("teaching", "fp32", 4, 128),
-               make_config("teaching", "fp32", 4, 32), make_config("torch", "fp32", 4, 128)]
-    table = run(configs, clock=FakeClock(tick_us=1.0, wall_tick_s=40.0), methods=["per_call_events"],
-                compile_cap_s=30.0)
+    configs = [
+        make_config("teaching", "fp32", 4, 64),
+        make_config("teaching", "fp32", 4, 128),
+        make_config("teaching", "fp32", 4, 32),
+        make_config("torch", "fp32", 4, 128),
+    ]
+    table = run(
+        configs, clock=FakeClock(tick_us=1.0, wall_tick_s=40.0), methods=["per_call_events"], compile_cap_s=30.0
+    )
     error = dict(zip(zip(table["variant"], table["n_cols"], strict=True), table["error"], strict=True))
     assert error[("teaching", 32)] == ""  # first (sorted by N): 0.25 lanes/thread, took 40 s
     assert error[("teaching", 64)].startswith("skipped: a config of teaching with 0.25 lanes per thread took over 30")
@@ -228,8 +275,10 @@ def test_estimate_seconds_grows_with_work():
 
 
 def test_save_results_of_sweep_table_round_trips_csv(tmp_path):
-    table = run([make_config("persistent", "bf16", 4, 8), make_config("splitrow", "fp16", 4, 300)],
-                methods=["back_to_back_flushed"])
+    table = run(
+        [make_config("persistent", "bf16", 4, 8), make_config("splitrow", "fp16", 4, 300)],
+        methods=["back_to_back_flushed"],
+    )
     assert (table["error"] == "").all()
     path = save_results(table, tmp_path / "t.csv")
     pd.testing.assert_frame_equal(load_results(path), table)
@@ -237,7 +286,7 @@ def test_save_results_of_sweep_table_round_trips_csv(tmp_path):
 
 
 def test_auto_that_picks_torch_runs_without_a_plan(monkeypatch):
-    from kernels import auto
+    from blockscope.kernels import auto
 
     monkeypatch.setattr(auto, "choose", lambda n_rows, n_cols, dtype, gpu_name=None: ("torch", {}))
     monkeypatch.setattr(auto, "_CHOICES", {})
@@ -252,7 +301,7 @@ def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
     import sys
     import types
 
-    import profiling
+    from blockscope import profiling
 
     calls = {"n_inspect": 0}
     monkeypatch.setattr(sweep, "_COMPILE_CACHE", {})
@@ -260,8 +309,9 @@ def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
     def inspect(variant, n_cols, dtype, arch=None, n_rows=None, **tunables):
         calls["n_inspect"] += 1
         calls["inspect"] = (variant, n_cols, dtype, arch, n_rows, tunables)
-        return types.SimpleNamespace(n_regs=38, spill_store_bytes=4, spill_load_bytes=8, shared_bytes=256,
-                                     source="offline", arch="sm_90")
+        return types.SimpleNamespace(
+            n_regs=38, spill_store_bytes=4, spill_load_bytes=8, shared_bytes=256, source="offline", arch="sm_90"
+        )
 
     def occupancy(arch, regs_per_thread, num_warps, shared_bytes):
         calls["occupancy"] = (arch, regs_per_thread, num_warps, shared_bytes)
@@ -271,8 +321,11 @@ def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
         calls["lanes"] = (variant, n_cols, n_rows, tunables)
         return types.SimpleNamespace(masked_lane_fraction=0.25)
 
-    for name, attr, fn in (("compiled", "inspect", inspect), ("occupancy", "occupancy", occupancy),
-                           ("lanes", "lane_model", lane_model)):
+    for name, attr, fn in (
+        ("compiled", "inspect", inspect),
+        ("occupancy", "occupancy", occupancy),
+        ("lanes", "lane_model", lane_model),
+    ):
         module = types.ModuleType(f"profiling.{name}")
         setattr(module, attr, fn)
         monkeypatch.setitem(sys.modules, f"profiling.{name}", module)
@@ -280,11 +333,25 @@ def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
     config = make_config("online", "bf16", 8, 3000, tile=1024)
     plan = sweep.resolve_plan(config)
     facts = sweep.default_compile_facts(config, plan, "sm_90")
-    assert facts == {"n_regs": 38, "spill_store_bytes": 4, "spill_load_bytes": 8, "shared_bytes": 256,
-                     "blocks_per_sm": 6, "occupancy": 0.75, "limiter": "registers", "compile_source": "offline",
-                     "masked_lane_fraction": 0.25}
-    assert calls["inspect"] == ("online", 3000, torch.bfloat16, "sm_90", 8, {"num_warps": 4, "tile": 1024,
-                                                                               "num_stages": 1})
+    assert facts == {
+        "n_regs": 38,
+        "spill_store_bytes": 4,
+        "spill_load_bytes": 8,
+        "shared_bytes": 256,
+        "blocks_per_sm": 6,
+        "occupancy": 0.75,
+        "limiter": "registers",
+        "compile_source": "offline",
+        "masked_lane_fraction": 0.25,
+    }
+    assert calls["inspect"] == (
+        "online",
+        3000,
+        torch.bfloat16,
+        "sm_90",
+        8,
+        {"num_warps": 4, "tile": 1024, "num_stages": 1},
+    )
     assert calls["occupancy"] == ("sm_90", 38, 4, 256)
     assert calls["lanes"] == ("online", 3000, 8, {"num_warps": 4, "tile": 1024, "num_stages": 1})
     wider = make_config("online", "bf16", 8, 3001, tile=1024)  # same kernel (N is a runtime argument)
@@ -309,8 +376,13 @@ def test_trace_pass_runs_after_all_timing_and_fills_earlier_rows(tmp_path):
         assert y.shape == (4, 8)
         return [f"kernel_{len(traced)}"]
 
-    second = run(configs + [make_config("online", "fp32", 4, 8)], methods=["per_call_events"], out=out,
-                 tracer=tracer, progress=lambda *a: progress.append(a))
+    second = run(
+        configs + [make_config("online", "fp32", 4, 8)],
+        methods=["per_call_events"],
+        out=out,
+        tracer=tracer,
+        progress=lambda *a: progress.append(a),
+    )
     assert traced == [1, 1, 1]  # every trace after the one config timed in this run
     names = dict(zip(second["variant"], second["kernel_names"], strict=True))
     assert sorted(names.values()) == ["kernel_1", "kernel_2", "kernel_3"]
@@ -326,8 +398,12 @@ def test_cancelled_sweep_skips_the_trace_pass():
         checks.append(1)
         return len(checks) > 1
 
-    table = run([make_config("torch", "fp32", 4, 8), make_config("torch", "fp32", 4, 16)],
-                methods=["per_call_events"], tracer=lambda fn: traced.append(1) or ["k"], cancel=cancel)
+    table = run(
+        [make_config("torch", "fp32", 4, 8), make_config("torch", "fp32", 4, 16)],
+        methods=["per_call_events"],
+        tracer=lambda fn: traced.append(1) or ["k"],
+        cancel=cancel,
+    )
     assert traced == [] and len(table) == 1 and table.attrs["sweep"]["cancelled"]
 
 
@@ -345,8 +421,11 @@ def _capture_module():
 def test_capture_parts_and_merge(tmp_path, capsys):
     capture = _capture_module()
     part1, part2, part3 = capture.part1_configs(), capture.part2_configs(), capture.part3_configs()
-    assert {c.variant for c in part1} == set(sweep.all_variants()) and {c.dtype for c in part1} == {"fp16", "bf16",
-                                                                                                  "fp32"}
+    assert {c.variant for c in part1} == set(sweep.all_variants()) and {c.dtype for c in part1} == {
+        "fp16",
+        "bf16",
+        "fp32",
+    }
     assert all(c.tunables == () and c.n_rows == 4096 for c in part1)
     warps = {dict(c.tunables).get("num_warps") for c in part2 if c.variant == "teaching"}
     assert warps == {1, 2, 4, 8, 16, 32} and {c.n_cols for c in part2} == {256, 1024, 4096, 16384, 65536}
@@ -356,11 +435,16 @@ def test_capture_parts_and_merge(tmp_path, capsys):
     assert "part2.parquet 149 configs to run" in capsys.readouterr().out
 
     a = run([make_config("torch", "fp32", 4, 8), make_config("teaching", "fp32", 4, 8)], out=tmp_path / "part1.parquet")
-    b = run([make_config("teaching", "fp32", 4, 8), make_config("teaching", "fp32", 4, 8, num_warps=1)],
-            methods=["per_call_events"], out=tmp_path / "part2.parquet", env={**ENV, "run_id": "part2"})
+    b = run(
+        [make_config("teaching", "fp32", 4, 8), make_config("teaching", "fp32", 4, 8, num_warps=1)],
+        methods=["per_call_events"],
+        out=tmp_path / "part2.parquet",
+        env={**ENV, "run_id": "part2"},
+    )
     assert len(a) == 6 and len(b) == 2
-    assert [c.label() for c in capture.pending(part1[:1] + [make_config("torch", "fp32", 4, 8)],
-                                              tmp_path / "part1.parquet")] == [part1[0].label()]
+    assert [
+        c.label() for c in capture.pending(part1[:1] + [make_config("torch", "fp32", 4, 8)], tmp_path / "part1.parquet")
+    ] == [part1[0].label()]
     capture.merge_parts(tmp_path, tmp_path / "merged.parquet")
     merged = load_results(tmp_path / "merged.parquet")
     assert len(merged) == 7  # teaching num_warps=4 per_call_events measured by both parts: part 1's row kept
@@ -388,20 +472,23 @@ def test_resume_counts_only_rows_of_the_same_gpu_and_versions(tmp_path):
     assert len(sweep.existing_keys(load_results(out), {**gpu_a, "gpu_name": "GPU C"})) == 0
 
 
-@pytest.mark.parametrize("error, kind", [
-    ("", ""),
-    ("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "transient"),
-    ("RuntimeError: Triton Error [CUDA]: unspecified launch failure", "transient"),
-    ("AcceleratorError: CUDA error: an illegal memory access was encountered", "transient"),
-    ("RuntimeError: operation not permitted when stream is capturing", "transient"),
-    ("RuntimeError: out of resource: shared memory, Required: 300000, Hardware limit: 232448", "deterministic"),
-    ("OutOfResources: out of resource: shared memory", "deterministic"),
-    ("ValueError: teaching: N=70000 is over this variant's limit; allowed: 1 <= N <= 65536", "deterministic"),
-    ("ValueError: multirow: rows_per_program=256 x BLOCK_SIZE=1024 is over 65536 lanes", "deterministic"),
-    ("skipped: predicted pathological compile time: 2048 lanes per thread", "deterministic"),
-    ("wrong result: 32 of 32 elements off the float64 reference", "deterministic"),
-    ("CompilationError: at 12:4: unsupported", "deterministic"),
-])
+@pytest.mark.parametrize(
+    "error, kind",
+    [
+        ("", ""),
+        ("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "transient"),
+        ("RuntimeError: Triton Error [CUDA]: unspecified launch failure", "transient"),
+        ("AcceleratorError: CUDA error: an illegal memory access was encountered", "transient"),
+        ("RuntimeError: operation not permitted when stream is capturing", "transient"),
+        ("RuntimeError: out of resource: shared memory, Required: 300000, Hardware limit: 232448", "deterministic"),
+        ("OutOfResources: out of resource: shared memory", "deterministic"),
+        ("ValueError: teaching: N=70000 is over this variant's limit; allowed: 1 <= N <= 65536", "deterministic"),
+        ("ValueError: multirow: rows_per_program=256 x BLOCK_SIZE=1024 is over 65536 lanes", "deterministic"),
+        ("skipped: predicted pathological compile time: 2048 lanes per thread", "deterministic"),
+        ("wrong result: 32 of 32 elements off the float64 reference", "deterministic"),
+        ("CompilationError: at 12:4: unsupported", "deterministic"),
+    ],
+)
 def test_error_kind(error, kind):
     assert sweep.error_kind(error) == kind
 
@@ -413,11 +500,15 @@ def test_transient_errors_are_retried_on_resume_and_replaced(tmp_path, monkeypat
     def out_of_memory(x, **tunables):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    configs = [make_config("online", "fp32", 4, 8), make_config("torch", "fp32", 4, 8),
-               make_config("multirow", "fp32", 4, 1000, rows_per_program=256)]  # plan rejects the tile
+    configs = [
+        make_config("online", "fp32", 4, 8),
+        make_config("torch", "fp32", 4, 8),
+        make_config("multirow", "fp32", 4, 1000, rows_per_program=256),
+    ]  # plan rejects the tile
     with monkeypatch.context() as patch:
-        patch.setitem(kernels.VARIANTS, "online", dataclasses.replace(kernels.VARIANTS["online"],
-                                                                       launcher=out_of_memory))
+        patch.setitem(
+            kernels.VARIANTS, "online", dataclasses.replace(kernels.VARIANTS["online"], launcher=out_of_memory)
+        )
         patch.setattr(kernels, "torch_softmax", lambda x: torch.zeros_like(x))  # a wrong result
         first = run(configs, methods=["per_call_events", "cuda_graph"], out=out)
     kinds = {v: sweep.error_kind(e) for v, e in zip(first["variant"], first["error"], strict=True)}
@@ -431,8 +522,9 @@ def test_transient_errors_are_retried_on_resume_and_replaced(tmp_path, monkeypat
     assert second[second["variant"] == "torch"]["error"].str.startswith("wrong result").all()
     assert len(second) == 6 and len(load_results(out)) == 6
 
-    third = run(configs, methods=["per_call_events", "cuda_graph"], out=out, env={**ENV, "run_id": "third"},
-                retry_errors=True)
+    third = run(
+        configs, methods=["per_call_events", "cuda_graph"], out=out, env={**ENV, "run_id": "third"}, retry_errors=True
+    )
     assert third.attrs["sweep"]["done"] == 2 and len(third) == 6  # torch and multirow measured again, replaced
     by_variant = third.groupby("variant")
     assert (by_variant.get_group("torch")["error"] == "").all()
@@ -458,20 +550,25 @@ def test_progress_text_and_eta():
 
 def test_timing_started_is_called_once_before_the_first_config(tmp_path):
     events = []
-    run([make_config("torch", "fp32", 4, 100), make_config("teaching", "fp32", 4, 100)], methods=["per_call_events"],
-        timing_started=lambda: events.append("start"), progress=lambda d, t, c: events.append(d))
+    run(
+        [make_config("torch", "fp32", 4, 100), make_config("teaching", "fp32", 4, 100)],
+        methods=["per_call_events"],
+        timing_started=lambda: events.append("start"),
+        progress=lambda d, t, c: events.append(d),
+    )
     assert events == ["start", 1, 2]
 
 
 def test_chosen_configs_keep_a_chrome_trace_with_an_index(tmp_path):
     import json
 
-    from profiling.trace import read_trace_index
+    from blockscope.profiling.measure.trace import read_trace_index
 
     def fake_chrome(fn, path):
         fn()
-        path.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "row_softmax_kernel",
-                                                     "ts": 1, "dur": 5}]}))
+        path.write_text(
+            json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "row_softmax_kernel", "ts": 1, "dur": 5}]})
+        )
         return ["row_softmax_kernel"]
 
     configs = [make_config("teaching", "fp32", 4, 100), make_config("torch", "fp32", 4, 100)]
@@ -502,8 +599,13 @@ def test_traces_are_of_the_forward_config_when_backward_rows_ran_too(tmp_path):
     forward = make_config("teaching", "fp32", 4, 100)
     backward = make_config("teaching", "fp32", 4, 100, direction="backward")
     assert sweep.pick_trace_configs([backward, forward], ["teaching:fp32:100"]) == [forward]
-    table = run([forward, backward], methods=["per_call_events"], out=tmp_path / "s.parquet", trace_configs=[forward],
-                chrome_tracer=fake_chrome)
+    table = run(
+        [forward, backward],
+        methods=["per_call_events"],
+        out=tmp_path / "s.parquet",
+        trace_configs=[forward],
+        chrome_tracer=fake_chrome,
+    )
     assert set(table["direction"]) == {"forward", "backward"}
     assert table.attrs["sweep"]["traces"] == ["teaching_fp32_R4_N100_num_warps4.json"]
 
@@ -511,8 +613,9 @@ def test_traces_are_of_the_forward_config_when_backward_rows_ran_too(tmp_path):
 def test_a_shape_a_variant_rule_leaves_out_is_an_unsupported_row_not_a_plan_error():
     """Odd N in 16 bits cannot be staged (cp.async copies whole 4-byte words): the sweep writes the rule's text,
     as for a peer's unsupported shape, without planning or launching (this runs on the CPU, where staged cannot)."""
-    table = run([make_config("staged", "bf16", 4, 129), make_config("torch", "bf16", 4, 129)],
-                methods=["per_call_events"])
+    table = run(
+        [make_config("staged", "bf16", 4, 129), make_config("torch", "bf16", 4, 129)], methods=["per_call_events"]
+    )
     staged_row = table[table["variant"] == "staged"].iloc[0]
     assert staged_row["error"].startswith("unsupported: staged: N = 129 is odd: cp.async copies whole 4-byte words")
     assert pd.isna(staged_row["median_us"]) and (table[table["variant"] == "torch"]["error"] == "").all()

@@ -9,20 +9,13 @@ import pandas as pd
 import pytest
 import torch
 
-import kernels
-from kernels import backward
-from profiling import backends, directions, sweep
-from profiling.backends import Backend
-from profiling.results import (
-    ResultsError,
-    bytes_moved,
-    load_results,
-    normalize,
-    save_results,
-    validate,
-)
-from profiling.sweep import build_configs, make_config
-from profiling.timing import FakeClock
+from blockscope import kernels
+from blockscope.kernels import backward
+from blockscope.profiling.measure import backends, directions, sweep
+from blockscope.profiling.measure.backends import Backend
+from blockscope.profiling.measure.sweep import build_configs, make_config
+from blockscope.profiling.measure.timing import FakeClock
+from blockscope.profiling.results import ResultsError, bytes_moved, load_results, normalize, save_results, validate
 from tests.test_sweep import ENV, run
 
 ALL = ["forward", "backward", "forward_backward"]
@@ -38,8 +31,14 @@ def test_build_configs_adds_directions_and_backward_takes_no_forward_tunables():
     count = {}
     for c in configs:
         count[(c.variant, c.direction)] = count.get((c.variant, c.direction), 0) + 1
-    assert count == {("torch", "forward"): 1, ("torch", "backward"): 1, ("torch", "forward_backward"): 1,
-                     ("teaching", "forward"): 2, ("teaching", "backward"): 1, ("teaching", "forward_backward"): 2}
+    assert count == {
+        ("torch", "forward"): 1,
+        ("torch", "backward"): 1,
+        ("torch", "forward_backward"): 1,
+        ("teaching", "forward"): 2,
+        ("teaching", "backward"): 1,
+        ("teaching", "forward_backward"): 2,
+    }
     assert all(c.direction == "forward" for c in build_configs(["torch"], ["fp16"], [100], n_rows=4))
     assert "[backward]" in make_config("torch", "fp16", 4, 8, direction="backward").label()
     with pytest.raises(ValueError, match="unknown direction.*allowed: forward, backward, forward_backward"):
@@ -47,8 +46,9 @@ def test_build_configs_adds_directions_and_backward_takes_no_forward_tunables():
 
 
 def test_sweep_times_backward_rows_with_dx_checked():
-    configs = build_configs(["torch", "teaching", "multirow", "auto"], ["fp32", "fp16"], [100], n_rows=5,
-                            directions=ALL)
+    configs = build_configs(
+        ["torch", "teaching", "multirow", "auto"], ["fp32", "fp16"], [100], n_rows=5, directions=ALL
+    )
     table = run(configs, methods=["per_call_events", "cuda_graph"])
     validate(table)
     assert len(table) == 4 * 2 * 3 * 2 and (table["error"] == "").all(), table[table["error"] != ""]["error"]
@@ -56,15 +56,22 @@ def test_sweep_times_backward_rows_with_dx_checked():
     rows = by_key(table)
     for (variant, dtype, direction), row in rows.items():
         passes = {"forward": 2, "backward": 3, "forward_backward": 5}[direction]
-        assert row["bytes_moved"] == bytes_moved(5, 100, dtype, direction) == passes * 5 * 100 * (
-            4 if dtype == "fp32" else 2)
+        assert (
+            row["bytes_moved"]
+            == bytes_moved(5, 100, dtype, direction)
+            == passes * 5 * 100 * (4 if dtype == "fp32" else 2)
+        )
         assert row["max_abs_error"] < (1e-6 if dtype == "fp32" else 1e-3), (variant, dtype, direction)
         assert row["kernel_names"] == "row_softmax_fake; second_kernel"
         assert pd.isna(row["ulp_max"]) == (direction != "forward")
     triton_backward = rows[("teaching", "fp16", "backward")]
     expected = backward.plan(5, 100, torch.float16)  # choose_backward: multirow for N <= 1024
-    assert (triton_backward["num_warps"], triton_backward["tile_width"], triton_backward["rows_per_program"],
-            triton_backward["programs"]) == (expected.num_warps, 128, expected.rows_per_program, expected.programs)
+    assert (
+        triton_backward["num_warps"],
+        triton_backward["tile_width"],
+        triton_backward["rows_per_program"],
+        triton_backward["programs"],
+    ) == (expected.num_warps, 128, expected.rows_per_program, expected.programs)
     assert json.loads(triton_backward["tunables"]) == expected.tunables
     assert rows[("auto", "fp16", "backward")]["tunables"] == triton_backward["tunables"]
     assert pd.isna(triton_backward["n_regs"])  # compile facts describe forward kernels only
@@ -129,7 +136,9 @@ def test_check_gradient_bounds_and_nans():
     reference = kernels.reference_softmax(x)
     exact = directions.reference_dx("backward", inputs, reference)
     assert directions.check_direction("backward", exact.to(torch.float32), inputs, reference, "fp32") == (
-        "", pytest.approx(0.0, abs=1e-7))
+        "",
+        pytest.approx(0.0, abs=1e-7),
+    )
     off = exact.to(torch.float32).clone()
     off[1, 7] += 1e-3
     message, worst = directions.check_direction("backward", off, inputs, reference, "fp32")
@@ -178,29 +187,52 @@ def test_bytes_moved_per_direction_and_unknown_direction():
 
 def test_estimate_counts_backward_bytes():
     fwd = sweep.estimate_seconds([make_config("torch", "fp32", 4096, 65536)], ["cuda_graph"], reps=100)
-    bwd = sweep.estimate_seconds([make_config("torch", "fp32", 4096, 65536, direction="backward")], ["cuda_graph"],
-                                 reps=100)
+    bwd = sweep.estimate_seconds(
+        [make_config("torch", "fp32", 4096, 65536, direction="backward")], ["cuda_graph"], reps=100
+    )
     assert bwd > fwd
 
 
 def test_fake_clock_first_call_holds_the_backward_setup():
-    table = run([make_config("teaching", "fp32", 2, 16, direction="backward")],
-                clock=FakeClock(tick_us=2.0, wall_tick_s=0.5), methods=["back_to_back_flushed"])
+    table = run(
+        [make_config("teaching", "fp32", 2, 16, direction="backward")],
+        clock=FakeClock(tick_us=2.0, wall_tick_s=0.5),
+        methods=["back_to_back_flushed"],
+    )
     row = table.iloc[0]
     assert row["error"] == "" and row["first_call_s"] == 0.5 and row["median_us"] == 2.0
     assert row["gbps"] == pytest.approx(bytes_moved(2, 16, "fp32", "backward") / 2e-6 / 1e9)
 
 
 def test_cli_directions_option(capsys):
-    from profiling.cli import measure as cli_measure
+    from blockscope.profiling.cli import measure as cli_measure
     from tests.test_cli_measure import fail, parse
 
-    args = parse(["sweep", "--out", "x.parquet", "--variants", "torch,teaching", "--n", "100", "--dtypes", "fp16",
-                  "--num-warps", "4,8", "--directions", "backward,forward_backward"])
+    args = parse(
+        [
+            "sweep",
+            "--out",
+            "x.parquet",
+            "--variants",
+            "torch,teaching",
+            "--n",
+            "100",
+            "--dtypes",
+            "fp16",
+            "--num-warps",
+            "4,8",
+            "--directions",
+            "backward,forward_backward",
+        ]
+    )
     configs = cli_measure.sweep_configs_from_args(args)
     assert sorted((c.variant, c.direction) for c in configs) == [
-        ("teaching", "backward"), ("teaching", "forward_backward"), ("teaching", "forward_backward"),
-        ("torch", "backward"), ("torch", "forward_backward")]
+        ("teaching", "backward"),
+        ("teaching", "forward_backward"),
+        ("teaching", "forward_backward"),
+        ("torch", "backward"),
+        ("torch", "forward_backward"),
+    ]
     default = cli_measure.sweep_configs_from_args(parse(["sweep", "--out", "x.csv", "--variants", "torch"]))
     assert {c.direction for c in default} == {"forward"}
     line = fail(capsys, ["sweep", "--out", "x.csv", "--directions", "forward,up"])

@@ -15,23 +15,40 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiling import results, sweep
-from profiling.cli import measure as cli_measure
-from profiling.results import load_results, save_results
-from profiling.sweep import ResultsLockError, make_config, run_sweep
-from profiling.timing import FakeClock
+from blockscope.profiling import results
+from blockscope.profiling.cli import measure as cli_measure
+from blockscope.profiling.measure import sweep
+from blockscope.profiling.measure.sweep import ResultsLockError, make_config, run_sweep
+from blockscope.profiling.measure.timing import FakeClock
+from blockscope.profiling.results import load_results, save_results
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = {"run_id": "safety", "gpu_name": "none", "compute_capability": "none", "sm_count": None,
-       "driver_version": "none", "torch_version": torch.__version__, "triton_version": "3.x", "copy_gbps": 100.0,
-       "measured_at": "2026-12-01T00:00:00+00:00"}
+ENV = {
+    "run_id": "safety",
+    "gpu_name": "none",
+    "compute_capability": "none",
+    "sm_count": None,
+    "driver_version": "none",
+    "torch_version": torch.__version__,
+    "triton_version": "3.x",
+    "copy_gbps": 100.0,
+    "measured_at": "2026-12-01T00:00:00+00:00",
+}
 N_VALUES = [8, 16, 24, 32, 40, 48, 56, 64, 72, 80]
 
 
 def run_cpu(configs, **kw):
-    options = dict(device="cpu", env=ENV, warmup=0, reps=2, graph_calls=2, trace=False,
-                   clock=FakeClock(tick_us=5.0, wall_tick_s=0.25), compile_facts=lambda config, plan, arch: {},
-                   methods=["per_call_events"])
+    options = dict(
+        device="cpu",
+        env=ENV,
+        warmup=0,
+        reps=2,
+        graph_calls=2,
+        trace=False,
+        clock=FakeClock(tick_us=5.0, wall_tick_s=0.25),
+        compile_facts=lambda config, plan, arch: {},
+        methods=["per_call_events"],
+    )
     return run_sweep(configs, **{**options, **kw})
 
 
@@ -86,8 +103,11 @@ def test_a_second_writer_gets_the_lock_error(tmp_path):
     out = tmp_path / "locked.parquet"
     with sweep.results_lock(out) as lock:
         assert lock == tmp_path / "locked.parquet.lock" and lock.exists()
-        with pytest.raises(ResultsLockError, match=rf"locked.parquet is being written by another sweep \(pid "
-                                                   rf"{os.getpid()} on .*, started 20.*allowed: one sweep per output"):
+        with pytest.raises(
+            ResultsLockError,
+            match=rf"locked.parquet is being written by another sweep \(pid "
+            rf"{os.getpid()} on .*, started 20.*allowed: one sweep per output",
+        ):
             run_cpu([make_config("torch", "fp32", 4, 8)], out=out)
         assert not out.exists()
     assert not lock.exists()  # released and removed
@@ -95,14 +115,14 @@ def test_a_second_writer_gets_the_lock_error(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["locked.parquet"]
 
 
-CLI_ON_CPU = r'''
+CLI_ON_CPU = r"""
 import sys
 import time
 
-import profiling.__main__ as entry
-from profiling import sweep
-from profiling.cli import measure as cli_measure
-from profiling.timing import FakeClock
+from blockscope.profiling.cli import main as entry
+from blockscope.profiling.measure import sweep
+from blockscope.profiling.cli import measure as cli_measure
+from blockscope.profiling.measure.timing import FakeClock
 
 ENV = ENV_REPR
 cli_measure.require_cuda = lambda command: None
@@ -122,12 +142,26 @@ def on_cpu(configs, *, progress, **kwargs):
 
 sweep.run_sweep = on_cpu
 sys.exit(entry.main(sys.argv[1:]))
-'''.replace("ENV_REPR", repr(ENV))
+""".replace("ENV_REPR", repr(ENV))
 
 
 def cli_args(out: Path) -> list[str]:
-    return ["sweep", "--out", str(out), "--variants", "torch", "--dtypes", "fp32", "--rows", "4", "--n",
-            ",".join(map(str, N_VALUES)), "--methods", "per_call_events", "--no-trace"]
+    return [
+        "sweep",
+        "--out",
+        str(out),
+        "--variants",
+        "torch",
+        "--dtypes",
+        "fp32",
+        "--rows",
+        "4",
+        "--n",
+        ",".join(map(str, N_VALUES)),
+        "--methods",
+        "per_call_events",
+        "--no-trace",
+    ]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
@@ -136,8 +170,14 @@ def test_signal_mid_sweep_saves_the_rows_done_and_a_second_writer_is_refused(tmp
     out = tmp_path / "sweep.parquet"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
-    child = subprocess.Popen([sys.executable, "-c", CLI_ON_CPU, *cli_args(out)], cwd=ROOT, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CLI_ON_CPU, *cli_args(out)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         for line in child.stdout:
             if line.startswith("done 3"):
@@ -146,15 +186,20 @@ def test_signal_mid_sweep_saves_the_rows_done_and_a_second_writer_is_refused(tmp
         # a second writer while the child holds the lock: refused, naming the holder
         with pytest.raises(ResultsLockError, match=f"pid {child.pid} on "):
             run_cpu([make_config("torch", "fp32", 4, 8)], out=out)
-        import profiling.__main__ as entry
+        from blockscope.profiling.cli import main as entry
 
-        monkeypatch.setattr(entry, "COMMAND_MODULES", ("profiling.cli.measure",))
+        monkeypatch.setattr(entry, "COMMAND_MODULES", ("blockscope.profiling.cli.measure",))
         monkeypatch.setattr(cli_measure, "require_cuda", lambda command: None)
-        monkeypatch.setattr(sweep, "run_sweep", lambda configs, **kw: run_cpu(configs, **{
-            k: v for k, v in kw.items() if k in ("out", "progress", "cancel", "retry_errors")}))
+        monkeypatch.setattr(
+            sweep,
+            "run_sweep",
+            lambda configs, **kw: run_cpu(
+                configs, **{k: v for k, v in kw.items() if k in ("out", "progress", "cancel", "retry_errors")}
+            ),
+        )
         assert entry.main(cli_args(out)) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert err[-1].startswith("python -m profiling sweep: error: ") and f"(pid {child.pid} on " in err[-1]
+        assert err[-1].startswith("blockscope sweep: error: ") and f"(pid {child.pid} on " in err[-1]
         child.send_signal(signum)
         _, stderr = child.communicate(timeout=120)
     finally:
@@ -183,6 +228,7 @@ def test_save_on_signals_restores_the_handlers():
 def test_a_signal_whose_stop_is_dropped_is_still_reported():
     """Python runs the handler wherever the main thread is; raised inside __del__ (or a weakref callback, as on the
     H200 under torch._dynamo) the Stopped is printed and dropped, so the sweep polls what the block yields."""
+
     class SignalsInDel:
         def __del__(self) -> None:
             os.kill(os.getpid(), signal.SIGTERM)  # the handler runs here: its Stopped cannot leave __del__

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from profiling import timing
-from profiling.timing import FakeClock, benchmark, choose_reps, percentile, summarize
+from blockscope.profiling.measure import timing
+from blockscope.profiling.measure.timing import FakeClock, benchmark, choose_reps, percentile, summarize
 
 
 def timed_fn(clock: FakeClock, durations_us: list[float]):
@@ -90,8 +90,9 @@ def test_adaptive_reps_follow_target_and_bounds():
     assert choose_reps(0.0) == timing.DEFAULT_MAX_REPS
     clock = FakeClock()
     fn, calls = timed_fn(clock, [50.0])
-    stats = benchmark(fn, "per_call_events", warmup=1, clock=clock, target_ms=2.0, min_reps=5, max_reps=500,
-                      rel_ci=None)
+    stats = benchmark(
+        fn, "per_call_events", warmup=1, clock=clock, target_ms=2.0, min_reps=5, max_reps=500, rel_ci=None
+    )
     assert stats.reps == 40
     assert len(calls) == 1 + 1 + 5 + 40  # cold, warmup, 5 estimate calls, reps
     assert stats.median_us == 50.0

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from profiling import curves, tradeoffs
-from tests.synthetic import synthetic_results
+from blockscope.demo import synthetic_results
+from blockscope.profiling.views import curves, tradeoffs
 
 N_VALUES = (128, 256, 257, 1000, 1024, 1025, 4096, 16384, 65536)
 
@@ -65,8 +65,9 @@ def test_warps_grid_normalises_per_n_and_labels_empty_cells(df: pd.DataFrame) ->
 
 
 def test_warps_grid_says_not_measured_and_error() -> None:
-    rows = synthetic_results(n_values=(1024, 4096), variants=("teaching",), dtypes=("fp16",), num_warps=(2, 4, 8),
-                             methods=("cuda_graph",))
+    rows = synthetic_results(
+        n_values=(1024, 4096), variants=("teaching",), dtypes=("fp16",), num_warps=(2, 4, 8), methods=("cuda_graph",)
+    )
     rows = rows[~((rows["n_cols"] == 1024) & (rows["num_warps"] == 2))].copy()  # never measured
     hit = (rows["n_cols"] == 4096) & (rows["num_warps"] == 8)
     rows["error"] = rows["error"].astype(object)

@@ -1,4 +1,4 @@
-"""auto's tuning view (profiling/tuning_view.py): the explained pick agrees with kernels.auto.choose, the tuner's log
+"""auto's tuning view (views/tuning_view.py): the explained pick agrees with kernels.auto.choose, the tuner's log
 and candidates, and the comparison with other backends."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels import auto
-from profiling import tuning_view as tv
-from tests.synthetic import synthetic_backends
+from blockscope.demo import synthetic_backends
+from blockscope.kernels import auto
+from blockscope.profiling.views import tuning_view as tv
 
 H200 = "NVIDIA H200"
 
@@ -30,8 +30,9 @@ def test_explained_pick_is_what_auto_chooses(dtype: str) -> None:
     for n_rows in (1, 4096, 65536):
         for n_cols in (3, 100, 128, 129, 200, 1000, 1024, 3000, 5000, 8193, 50000, 65536, 100000, 262144, 1048576):
             pick = tv.explain(dtype, n_rows, n_cols, H200)
-            expected = auto.choose(n_rows, n_cols, {"fp16": torch.float16, "bf16": torch.bfloat16,
-                                                    "fp32": torch.float32}[dtype], H200)
+            expected = auto.choose(
+                n_rows, n_cols, {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dtype], H200
+            )
             assert (pick.variant, pick.tunables) == (expected[0], dict(expected[1])), (dtype, n_rows, n_cols)
             assert pick.agrees and pick.rule
             if pick.entry is not None:
@@ -43,12 +44,35 @@ def test_explained_pick_is_what_auto_chooses(dtype: str) -> None:
 def test_rules_for_borrowed_torch_unfit_and_missing_entries(_no_user_tables: Path) -> None:
     directory = _no_user_tables / "autotune"
     directory.mkdir()
-    entries = [{"dtype": "fp16", "n_rows": 4096, "n_cols": 1000, "variant": "teaching", "tunables": {"num_warps": 4},
-                "median_us": 5.0, "torch_us": 6.0},
-               {"dtype": "fp16", "n_rows": 4096, "n_cols": 256, "variant": "torch", "tunables": {},
-                "median_us": 4.0, "torch_us": 4.0},
-               {"dtype": "fp16", "n_rows": 4096, "n_cols": 4096, "variant": "multirow",
-                "tunables": {"rows_per_program": 100000, "num_warps": 4}, "median_us": 9.0, "torch_us": 9.5}]
+    entries = [
+        {
+            "dtype": "fp16",
+            "n_rows": 4096,
+            "n_cols": 1000,
+            "variant": "teaching",
+            "tunables": {"num_warps": 4},
+            "median_us": 5.0,
+            "torch_us": 6.0,
+        },
+        {
+            "dtype": "fp16",
+            "n_rows": 4096,
+            "n_cols": 256,
+            "variant": "torch",
+            "tunables": {},
+            "median_us": 4.0,
+            "torch_us": 4.0,
+        },
+        {
+            "dtype": "fp16",
+            "n_rows": 4096,
+            "n_cols": 4096,
+            "variant": "multirow",
+            "tunables": {"rows_per_program": 100000, "num_warps": 4},
+            "median_us": 9.0,
+            "torch_us": 9.5,
+        },
+    ]
     (directory / "test-gpu.json").write_text(json.dumps({"format": 1, "gpu": "Test GPU", "entries": entries}))
     assert tv.table_path("Test GPU") == directory / "test-gpu.json"
     borrowed = tv.explain("bf16", 4096, 1000, "Test GPU")
@@ -97,8 +121,13 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
     assert len(tv.measured_shapes(log)) == len(table)
     for entry in table.itertuples():
         found = tv.candidates(log, entry.dtype, entry.n_rows, entry.n_cols)
-        ran = [r for r in lines if (r["dtype"], r["n_rows"], r["n_cols"]) == (entry.dtype, entry.n_rows, entry.n_cols)
-               and not r["error"] and math.isfinite(r["median_us"])]
+        ran = [
+            r
+            for r in lines
+            if (r["dtype"], r["n_rows"], r["n_cols"]) == (entry.dtype, entry.n_rows, entry.n_cols)
+            and not r["error"]
+            and math.isfinite(r["median_us"])
+        ]
         fastest = min(ran, key=lambda r: r["median_us"])
         kept = found[found["chosen"]] if found["chosen"].any() else found.iloc[:1]  # a tie-break's choice, or rank 1
         assert (kept.iloc[0]["variant"], kept.iloc[0]["tunables"]) == (entry.variant, entry.tunables)
@@ -114,13 +143,21 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
 def test_a_tie_break_is_shown_and_its_choice_kept(tmp_path: Path) -> None:
     """A log written with autotune.break_ties: the tied configs' replay us and the one kept are columns, ranks stay
     by the flushed median, and the figure labels both."""
-    from profiling import figures
+    from blockscope.profiling.views import figures
 
     base = {"dtype": "fp16", "n_rows": 4096, "n_cols": 2048, "torch_us": 14.0, "error": "", "seconds": 0.1}
-    records = [{**base, "variant": "torch", "tunables": {}, "median_us": 14.0},
-               {**base, "variant": "teaching", "tunables": {"num_warps": 4}, "median_us": 12.74, "tiebreak_us": 8.3},
-               {**base, "variant": "warprows", "tunables": {"num_warps": 4, "threads_per_row": 32},
-                "median_us": 12.88, "tiebreak_us": 6.6, "chosen": True}]
+    records = [
+        {**base, "variant": "torch", "tunables": {}, "median_us": 14.0},
+        {**base, "variant": "teaching", "tunables": {"num_warps": 4}, "median_us": 12.74, "tiebreak_us": 8.3},
+        {
+            **base,
+            "variant": "warprows",
+            "tunables": {"num_warps": 4, "threads_per_row": 32},
+            "median_us": 12.88,
+            "tiebreak_us": 6.6,
+            "chosen": True,
+        },
+    ]
     path = tmp_path / "tie.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     found = tv.candidates(tv.read_tune_log(path), "fp16", 4096, 2048)
@@ -146,8 +183,12 @@ def test_bad_tune_log_is_a_clear_error(tmp_path: Path) -> None:
 def test_backend_comparison_is_relative_to_auto() -> None:
     table = synthetic_backends()
     compared = tv.backend_comparison(table, "fp16", 4096, 1000, "cuda_graph")
-    rows = table[(table["dtype"] == "fp16") & (table["n_cols"] == 1000) & (table["method"] == "cuda_graph")
-                 & (table["error"] == "")]
+    rows = table[
+        (table["dtype"] == "fp16")
+        & (table["n_cols"] == 1000)
+        & (table["method"] == "cuda_graph")
+        & (table["error"] == "")
+    ]
     times = rows.groupby("variant")["median_us"].min()
     assert set(compared["variant"]) == set(times.index)
     for row in compared.itertuples():
@@ -158,7 +199,7 @@ def test_backend_comparison_is_relative_to_auto() -> None:
 
 
 def test_native_replay_status_names_why_it_is_not_in_use(monkeypatch) -> None:
-    from kernels import native
+    from blockscope.kernels import native
 
     state, text = tv.native_replay_status()
     if not torch.cuda.is_available():

@@ -1,12 +1,13 @@
-"""profiling.typed_config: lanes, launcher grids, carveout notes and SM counts for a typed config (any N)."""
+"""views.typed_config: lanes, launcher grids, carveout notes and SM counts for a typed config (any N)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from profiling import occupancy, typed_config
-from tests.synthetic import synthetic_results
+from blockscope.demo import synthetic_results
+from blockscope.profiling.inspect import occupancy
+from blockscope.profiling.views import typed_config
 
 
 def next_pow2(n: int) -> int:
@@ -92,7 +93,10 @@ def test_default_sm_count_follows_the_arch() -> None:
 
 def test_measured_at_finds_only_swept_n() -> None:
     df = synthetic_results(n_values=(256, 1024))
-    assert len(typed_config.measured_at(df, "teaching", "fp16", 1024)) == len(
-        df[(df["variant"] == "teaching") & (df["dtype"] == "fp16") & (df["n_cols"] == 1024)]) > 0
+    assert (
+        len(typed_config.measured_at(df, "teaching", "fp16", 1024))
+        == len(df[(df["variant"] == "teaching") & (df["dtype"] == "fp16") & (df["n_cols"] == 1024)])
+        > 0
+    )
     assert typed_config.measured_at(df, "teaching", "fp16", 5000).empty
     assert typed_config.measured_at(None, "teaching", "fp16", 5000).empty

@@ -8,19 +8,32 @@ import re
 import pytest
 import torch
 
-import kernels
-from kernels import softmax, warprows
+from blockscope import kernels
+from blockscope.kernels import softmax, warprows
 from tests.softmax_checks import assert_softmax_close
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or kernels.interpreting(),
-                               reason="needs a CUDA GPU without the interpreter (make test-gpu)")
+needs_gpu = pytest.mark.skipif(
+    not torch.cuda.is_available() or kernels.interpreting(),
+    reason="needs a CUDA GPU without the interpreter (make test-gpu)",
+)
 
 
-@pytest.mark.parametrize("n_cols, lanes, pieces", [
-    (1536, 256, (1024, 512)), (5000, 512, (4096, 1024)), (1000, 256, (1024, 0)), (1024, 256, (1024, 0)),
-    (3000, 256, (2048, 1024)), (1100, 256, (2048, 0)),  # rest 76 -> 128 is narrower than a layout row
-    (96, 128, (128, 0)), (1, 1, (1, 0)), (6144, 256, (4096, 2048)), (6145, 256, (8192, 0))])
+@pytest.mark.parametrize(
+    "n_cols, lanes, pieces",
+    [
+        (1536, 256, (1024, 512)),
+        (5000, 512, (4096, 1024)),
+        (1000, 256, (1024, 0)),
+        (1024, 256, (1024, 0)),
+        (3000, 256, (2048, 1024)),
+        (1100, 256, (2048, 0)),  # rest 76 -> 128 is narrower than a layout row
+        (96, 128, (128, 0)),
+        (1, 1, (1, 0)),
+        (6144, 256, (4096, 2048)),
+        (6145, 256, (8192, 0)),
+    ],
+)
 def test_row_pieces(n_cols, lanes, pieces):
     assert warprows.row_pieces(n_cols, lanes) == pieces
     width0, width1 = pieces
@@ -58,16 +71,20 @@ def test_plan_errors_name_what_is_allowed():
         warprows.plan(4, 1000, torch.float16, rows_per_program=4)
 
 
-@pytest.mark.parametrize("dtype, n_cols, tunables, vector, barriers", [
-    ("fp16", 1536, {}, "v4.b32", False),  # one warp per row: shuffles only
-    ("bf16", 1000, {}, "v4.b32", False),
-    ("fp32", 200, {}, "v4.b32", False),
-    ("fp16", 96, {}, "v4.b32", False),  # 16 threads per row, two rows per warp
-    ("fp16", 5000, {"threads_per_row": 64, "num_warps": 8}, "v4.b32", True),  # two warps per row
-    ("fp16", 1002, {}, "b32", False),  # N = 2 mod 4: 4-byte loads
-    ("fp16", 777, {}, "b16", False)])
+@pytest.mark.parametrize(
+    "dtype, n_cols, tunables, vector, barriers",
+    [
+        ("fp16", 1536, {}, "v4.b32", False),  # one warp per row: shuffles only
+        ("bf16", 1000, {}, "v4.b32", False),
+        ("fp32", 200, {}, "v4.b32", False),
+        ("fp16", 96, {}, "v4.b32", False),  # 16 threads per row, two rows per warp
+        ("fp16", 5000, {"threads_per_row": 64, "num_warps": 8}, "v4.b32", True),  # two warps per row
+        ("fp16", 1002, {}, "b32", False),  # N = 2 mod 4: 4-byte loads
+        ("fp16", 777, {}, "b16", False),
+    ],
+)
 def test_offline_sm90_compile_loads_vectors_and_reduces_in_warps(dtype, n_cols, tunables, vector, barriers):
-    from profiling import compiled
+    from blockscope.profiling.inspect import compiled
 
     info = compiled.inspect_offline("warprows", n_cols, dtype, cache=False, **tunables)
     plan = warprows.plan(4096, n_cols, kernels.dtype_from_name(dtype), **tunables)
@@ -84,8 +101,22 @@ def test_offline_sm90_compile_loads_vectors_and_reduces_in_warps(dtype, n_cols, 
 @needs_gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: kernels.DTYPE_NAMES[d])
-@pytest.mark.parametrize("n_rows, n_cols", [(1, 1), (5, 7), (1000, 96), (333, 200), (77, 777), (4097, 1000),
-                                            (130, 1536), (9, 1002), (31, 5000), (3, 12345), (65, 16384)])
+@pytest.mark.parametrize(
+    "n_rows, n_cols",
+    [
+        (1, 1),
+        (5, 7),
+        (1000, 96),
+        (333, 200),
+        (77, 777),
+        (4097, 1000),
+        (130, 1536),
+        (9, 1002),
+        (31, 5000),
+        (3, 12345),
+        (65, 16384),
+    ],
+)
 @pytest.mark.parametrize("threads_per_row", [None, 32, 128])
 def test_warprows_matches_reference_on_gpu(n_rows, n_cols, dtype, threads_per_row):
     tunables = {} if threads_per_row is None else {"threads_per_row": threads_per_row}

@@ -7,42 +7,69 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import CLIError, int_list, str_list
+from blockscope.profiling.cli import CLIError, int_list, str_list
 
 DTYPES = ("fp16", "bf16", "fp32")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    bench = subparsers.add_parser("bench", help="auto vs torch.softmax and peers per shape, %% of copy bandwidth",
-                                  description="Time torch.softmax, `auto` and the peer backends (inductor, liger, "
-                                  "quack: those installed) side by side on the default (R=4096), large (~512 MB) "
-                                  "and off-grid shape sets; print per shape torch us, auto's variant and config, its "
-                                  "us, speedup, %% of the copy bandwidth measured in this run, and auto vs each peer.")
+    bench = subparsers.add_parser(
+        "bench",
+        help="auto vs torch.softmax and peers per shape, %% of copy bandwidth",
+        description="Time torch.softmax, `auto` and the peer backends (inductor, liger, "
+        "quack: those installed) side by side on the default (R=4096), large (~512 MB) "
+        "and off-grid shape sets; print per shape torch us, auto's variant and config, its "
+        "us, speedup, %% of the copy bandwidth measured in this run, and auto vs each peer.",
+    )
     bench.add_argument("--dtypes", type=str_list, default=list(DTYPES), help="comma list of fp16,bf16,fp32")
-    bench.add_argument("--sets", type=str_list, default=["default", "large"],
-                       help="comma list of default,large,offgrid (default: default,large)")
-    bench.add_argument("--peers", type=str_list, help="comma list of inductor,liger,quack (default: those available "
-                       "here; 'none' for none)")
-    bench.add_argument("--methods", type=str_list, default=["back_to_back_flushed"],
-                       help="comma list of back_to_back_flushed,cuda_graph,per_call_events")
-    bench.add_argument("--directions", type=str_list, default=["forward"],
-                       help="comma list of forward,backward,forward_backward (default: forward): backward times dx "
-                       "from a saved y and dy, forward_backward one training step through autograd")
+    bench.add_argument(
+        "--sets",
+        type=str_list,
+        default=["default", "large"],
+        help="comma list of default,large,offgrid (default: default,large)",
+    )
+    bench.add_argument(
+        "--peers",
+        type=str_list,
+        help="comma list of inductor,liger,quack (default: those available here; 'none' for none)",
+    )
+    bench.add_argument(
+        "--methods",
+        type=str_list,
+        default=["back_to_back_flushed"],
+        help="comma list of back_to_back_flushed,cuda_graph,per_call_events",
+    )
+    bench.add_argument(
+        "--directions",
+        type=str_list,
+        default=["forward"],
+        help="comma list of forward,backward,forward_backward (default: forward): backward times dx "
+        "from a saved y and dy, forward_backward one training step through autograd",
+    )
     bench.add_argument("--markdown", default="docs/benchmarks.md", help="where to write the table (markdown)")
     bench.add_argument("--csv", help="also write the table as CSV")
     bench.set_defaults(handler=run_bench_command)
 
-    tune = subparsers.add_parser("tune", help="autotune `auto` on this GPU and save its table",
-                                 description="Measure variant x num_warps x tile x rows-per-program x stages per "
-                                 "shape (back-to-back, L2 flushed) and save the fastest per (dtype, N, R) as this "
-                                 "GPU's tuning table, read by `auto`.")
+    tune = subparsers.add_parser(
+        "tune",
+        help="autotune `auto` on this GPU and save its table",
+        description="Measure variant x num_warps x tile x rows-per-program x stages per "
+        "shape (back-to-back, L2 flushed) and save the fastest per (dtype, N, R) as this "
+        "GPU's tuning table, read by `auto`.",
+    )
     tune.add_argument("--dtypes", type=str_list, default=list(DTYPES), help="comma list of fp16,bf16,fp32")
-    tune.add_argument("--n", type=int_list, help="comma list of N (default: the bench's shapes: the sweep's N at "
-                      "R=4096, the ~16 MB mid tier of small N and the ~512 MB large set)")
-    tune.add_argument("--rows", type=int_list, help="comma list of R for --n (default: 4096, ~16 MB of "
-                      "input for small N, ~512 MB)")
-    tune.add_argument("--save-to", help="directory for the table (default: the user cache, "
-                      "$BLOCKSCOPE_CACHE_DIR/autotune)")
+    tune.add_argument(
+        "--n",
+        type=int_list,
+        help="comma list of N (default: the bench's shapes: the sweep's N at "
+        "R=4096, the ~16 MB mid tier of small N and the ~512 MB large set)",
+    )
+    tune.add_argument(
+        "--rows", type=int_list, help="comma list of R for --n (default: 4096, ~16 MB of input for small N, ~512 MB)"
+    )
+    tune.add_argument(
+        "--save-to", help="directory for the table (default: the user cache, $BLOCKSCOPE_CACHE_DIR/autotune)"
+    )
     tune.set_defaults(handler=run_tune_command)
 
 
@@ -50,8 +77,10 @@ def _need_cuda(command: str) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise CLIError(f"{command} needs a CUDA GPU and none is available here; the bundled H200 results "
-                       "(data/) and `python -m profiling inspect` work without one")
+        raise CLIError(
+            f"{command} needs a CUDA GPU and none is available here; the bundled H200 results "
+            "(data/) and `python -m profiling inspect` work without one"
+        )
 
 
 def _check_dtypes(dtypes: list[str]) -> None:
@@ -62,18 +91,18 @@ def _check_dtypes(dtypes: list[str]) -> None:
 
 def run_bench_command(args: argparse.Namespace) -> int:
     _check_dtypes(args.dtypes)
-    from ..bench import SETS
+    from blockscope.profiling.measure.bench import SETS
 
     bad = [s for s in args.sets if s not in SETS]
     if bad:
         raise CLIError(f"unknown shape set(s) {', '.join(bad)}; allowed: {', '.join(SETS)}")
-    from ..bench import PEERS
-    from ..timing import TIMING_METHODS
+    from blockscope.profiling.measure.bench import PEERS
+    from blockscope.profiling.measure.timing import TIMING_METHODS
 
     bad = [m for m in args.methods if m not in TIMING_METHODS]
     if bad or not args.methods:
         raise CLIError(f"unknown method(s) {', '.join(bad) or '(none)'}; allowed: {', '.join(TIMING_METHODS)}")
-    from ..directions import DIRECTIONS
+    from blockscope.profiling.measure.directions import DIRECTIONS
 
     bad = [d for d in args.directions if d not in DIRECTIONS]
     if bad or not args.directions:
@@ -83,8 +112,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
     if bad:
         raise CLIError(f"unknown peer(s) {', '.join(bad)}; allowed: {', '.join(PEERS)} or none")
     _need_cuda("bench")
-    from ..backends import get_backend
-    from ..bench import peer_summary, run_bench, summary, write_outputs
+    from blockscope.profiling.measure.backends import get_backend
+    from blockscope.profiling.measure.bench import peer_summary, run_bench, summary, write_outputs
 
     if asked is None:
         peers = [p for p in PEERS if get_backend(p).available() is None]
@@ -99,27 +128,38 @@ def run_bench_command(args: argparse.Namespace) -> int:
 
     table, env = run_bench(args.dtypes, args.sets, args.methods, peers, progress=progress, directions=args.directions)
     sys.stderr.write("\n")
-    print(f"{env['gpu_name']}  torch {env['torch_version']}  triton {env['triton_version']}  "
-          f"copy {env['copy_gbps']:.0f} GB/s")
-    print(f"{'method':20} {'direction':16} {'set':8} {'dtype':5} {'R':>8} {'N':>8} {'torch us':>9} {'auto':28} "
-          f"{'auto us':>9} {'speedup':>7} {'%copy':>6}" + "".join(f" {'vs ' + p:>12}" for p in peers))
+    print(
+        f"{env['gpu_name']}  torch {env['torch_version']}  triton {env['triton_version']}  "
+        f"copy {env['copy_gbps']:.0f} GB/s"
+    )
+    print(
+        f"{'method':20} {'direction':16} {'set':8} {'dtype':5} {'R':>8} {'N':>8} {'torch us':>9} {'auto':28} "
+        f"{'auto us':>9} {'speedup':>7} {'%copy':>6}" + "".join(f" {'vs ' + p:>12}" for p in peers)
+    )
     for r in table.to_dict("records"):
         choice = f"{r['auto_variant']} {r['auto_tunables']}"
-        ratios = "".join(f" {r[f'auto_vs_{p}']:>11.2f}x" if r[f"{p}_us"] == r[f"{p}_us"] else f" {'-':>12}"
-                         for p in peers)
-        print(f"{r['method']:20} {r['direction']:16} {r['set']:8} {r['dtype']:5} {r['n_rows']:>8} {r['n_cols']:>8} "
-              f"{r['torch_us']:>9.1f} {choice[:28]:28} {r['auto_us']:>9.1f} {r['speedup']:>7.2f} "
-              f"{100 * r['auto_copy_fraction']:>5.0f}%" + ratios)
+        ratios = "".join(
+            f" {r[f'auto_vs_{p}']:>11.2f}x" if r[f"{p}_us"] == r[f"{p}_us"] else f" {'-':>12}" for p in peers
+        )
+        print(
+            f"{r['method']:20} {r['direction']:16} {r['set']:8} {r['dtype']:5} {r['n_rows']:>8} {r['n_cols']:>8} "
+            f"{r['torch_us']:>9.1f} {choice[:28]:28} {r['auto_us']:>9.1f} {r['speedup']:>7.2f} "
+            f"{100 * r['auto_copy_fraction']:>5.0f}%" + ratios
+        )
     info = summary(table[(table["method"] == args.methods[0]) & (table["direction"] == args.directions[0])])
-    print(f"geomean speedup: default {info['geomean_speedup_default']:.2f}x, "
-          f"large {info['geomean_speedup_large']:.2f}x; slower than torch on {len(info['losses_to_torch'])} "
-          f"shapes ({len(info['losses_beyond_spread'])} beyond the p20-p80 spread); under target on "
-          f"{len(info['missed_targets'])} shapes; errors on {len(info['errors'])} (first method's and direction's "
-          "rows)")
+    print(
+        f"geomean speedup: default {info['geomean_speedup_default']:.2f}x, "
+        f"large {info['geomean_speedup_large']:.2f}x; slower than torch on {len(info['losses_to_torch'])} "
+        f"shapes ({len(info['losses_beyond_spread'])} beyond the p20-p80 spread); under target on "
+        f"{len(info['missed_targets'])} shapes; errors on {len(info['errors'])} (first method's and direction's "
+        "rows)"
+    )
     for r in peer_summary(table).itertuples():
-        print(f"{r.method} {r.direction}: auto vs {r.peer}: geomean {r.geomean_auto_speedup:.2f}x over {r.shapes} "
-              f"shapes, worst {r.min_auto_speedup:.2f}x ({r.worst_shape}), {r.below_0_95} below 0.95; {r.peer} "
-              f"unsupported on {r.unsupported}, wrong on {r.wrong}, failed on {r.failed}")
+        print(
+            f"{r.method} {r.direction}: auto vs {r.peer}: geomean {r.geomean_auto_speedup:.2f}x over {r.shapes} "
+            f"shapes, worst {r.min_auto_speedup:.2f}x ({r.worst_shape}), {r.below_0_95} below 0.95; {r.peer} "
+            f"unsupported on {r.unsupported}, wrong on {r.wrong}, failed on {r.failed}"
+        )
     command = "python -m profiling bench " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     write_outputs(table, env, command.strip(), Path(args.markdown), Path(args.csv) if args.csv else None)
     print(f"wrote {args.markdown}" + (f" and {args.csv}" if args.csv else ""))
@@ -130,17 +170,17 @@ def run_tune_command(args: argparse.Namespace) -> int:
     _check_dtypes(args.dtypes)
     _need_cuda("tune")
 
-    from kernels import auto
-
-    from .. import autotune, timing
+    from blockscope.kernels import auto
+    from blockscope.profiling.measure import autotune, timing
 
     def timer(fn) -> float:
         return timing.benchmark(fn, "back_to_back_flushed", warmup=5).median_us
 
     if args.rows and not args.n:
         raise CLIError("--rows needs --n (without --n the bench's shapes are tuned)")
-    records, seconds = autotune.tune(args.dtypes, args.n, timer, args.rows,
-                                     lambda shape: print(autotune.describe(shape), flush=True))
+    records, seconds = autotune.tune(
+        args.dtypes, args.n, timer, args.rows, lambda shape: print(autotune.describe(shape), flush=True)
+    )
     table = autotune.make_table(records, seconds, "python -m profiling " + " ".join(sys.argv[1:]))
     path = autotune.save_table(table, Path(args.save_to) if args.save_to else None)
     auto.clear_choices()

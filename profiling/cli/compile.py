@@ -8,7 +8,7 @@ import math
 import sys
 import time
 
-from . import CLIError, positive_int
+from blockscope.profiling.cli import CLIError, positive_int
 
 MAX_SHARED_ARG = 1 << 30  # bytes; anything larger is a typo
 MAX_REGS_ARG = 255
@@ -31,24 +31,33 @@ def _bounded_int(low: int, high: int, unit: str):
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     occupancy = subparsers.add_parser(
-        "occupancy", help="blocks per SM from registers, warps and shared memory (no GPU needed)",
+        "occupancy",
+        help="blocks per SM from registers, warps and shared memory (no GPU needed)",
         description="Occupancy calculator (cuda_occupancy.h logic): resident programs per SM and which resource "
-                    "limits them.")
-    occupancy.add_argument("--arch", default="sm_90", help="sm_80, sm_86, sm_89, sm_90, sm_100 or sm_120 "
-                           "(default sm_90)")
-    occupancy.add_argument("--regs", type=_bounded_int(0, MAX_REGS_ARG, "registers/thread"), required=True,
-                           help="registers per thread")
-    occupancy.add_argument("--num-warps", type=_bounded_int(1, 32, "warps"), required=True,
-                           help="warps per program")
-    occupancy.add_argument("--shared-bytes", type=_bounded_int(0, MAX_SHARED_ARG, "bytes"), default=0,
-                           help="shared memory per program, bytes (default 0)")
+        "limits them.",
+    )
+    occupancy.add_argument(
+        "--arch", default="sm_90", help="sm_80, sm_86, sm_89, sm_90, sm_100 or sm_120 (default sm_90)"
+    )
+    occupancy.add_argument(
+        "--regs", type=_bounded_int(0, MAX_REGS_ARG, "registers/thread"), required=True, help="registers per thread"
+    )
+    occupancy.add_argument("--num-warps", type=_bounded_int(1, 32, "warps"), required=True, help="warps per program")
+    occupancy.add_argument(
+        "--shared-bytes",
+        type=_bounded_int(0, MAX_SHARED_ARG, "bytes"),
+        default=0,
+        help="shared memory per program, bytes (default 0)",
+    )
     occupancy.add_argument("--json", action="store_true", help="print JSON")
     occupancy.set_defaults(handler=run_occupancy)
 
     inspect = subparsers.add_parser(
-        "inspect", help="registers, spills, shared memory and occupancy of one compiled config",
+        "inspect",
+        help="registers, spills, shared memory and occupancy of one compiled config",
         description="Compile one variant config (live on this GPU, else offline for --arch) and report its "
-                    "resources and occupancy.")
+        "resources and occupancy.",
+    )
     inspect.add_argument("--variant", default="teaching", help="registered variant (default teaching)")
     inspect.add_argument("--n", type=positive_int, required=True, help="N, the softmax width")
     inspect.add_argument("--rows", type=positive_int, default=4096, help="R, rows (default 4096)")
@@ -63,10 +72,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     inspect.add_argument("--json", action="store_true", help="print JSON")
     inspect.add_argument("--ptx", action="store_true", help="also print the PTX")
     inspect.add_argument("--sass", action="store_true", help="also print the SASS")
-    inspect.add_argument("--force", action="store_true", help="compile even a config predicted to compile for "
-                         "minutes (over 256 lanes per thread; refused otherwise)")
-    inspect.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                         help=f"give up on the compile after this long, killing it (default {DEFAULT_TIMEOUT_S:g})")
+    inspect.add_argument(
+        "--force",
+        action="store_true",
+        help="compile even a config predicted to compile for minutes (over 256 lanes per thread; refused otherwise)",
+    )
+    inspect.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"give up on the compile after this long, killing it (default {DEFAULT_TIMEOUT_S:g})",
+    )
     inspect.set_defaults(handler=run_inspect)
 
 
@@ -81,7 +98,7 @@ def _positive_seconds(text: str) -> float:
 
 
 def run_occupancy(args: argparse.Namespace) -> int:
-    from .. import occupancy
+    from blockscope.profiling.inspect import occupancy
 
     try:
         arch = occupancy.arch_from_name(args.arch)
@@ -109,17 +126,15 @@ def _limits_table(result) -> str:
     for name, blocks in result.limits.items():
         mark = "  <- limiter" if name == result.limiter else ""
         lines.append(f"{name:<15}{blocks:>20}{mark}")
-    lines.append(f"blocks/SM {result.blocks_per_sm}, warps/SM {result.warps_per_sm}, "
-                 f"occupancy {result.occupancy:.1%}")
+    lines.append(f"blocks/SM {result.blocks_per_sm}, warps/SM {result.warps_per_sm}, occupancy {result.occupancy:.1%}")
     return "\n".join(lines)
 
 
 def predicted_problem(variant: str, n_cols: int, dtype: str, n_rows: int, tunables: dict[str, int]) -> str | None:
     """The sweep's prediction for this config (profiling.sweep.predicted_compile_problem): why compiling it would
     take minutes, or None. ValueError for an invalid config (the variant's own message)."""
-    import kernels
-
-    from ..sweep import DEFAULT_MAX_LANES_PER_THREAD, predicted_compile_problem
+    from blockscope import kernels
+    from blockscope.profiling.measure.sweep import DEFAULT_MAX_LANES_PER_THREAD, predicted_compile_problem
 
     try:
         torch_dtype = kernels.dtype_from_name(dtype)
@@ -135,21 +150,32 @@ def predicted_problem(variant: str, n_cols: int, dtype: str, n_rows: int, tunabl
 def run_inspect(args: argparse.Namespace) -> int:
     from concurrent.futures import TimeoutError as WaitTimeout
 
-    from .. import compiled, occupancy
+    from blockscope.profiling.inspect import compiled, occupancy
 
-    tunables = {name: value for name, value in (
-        ("num_warps", args.num_warps), ("num_stages", args.num_stages), ("tile", args.tile),
-        ("rows_per_program", args.rows_per_program), ("chunk", args.chunk),
-        ("prefetch", args.prefetch)) if value is not None}
+    tunables = {
+        name: value
+        for name, value in (
+            ("num_warps", args.num_warps),
+            ("num_stages", args.num_stages),
+            ("tile", args.tile),
+            ("rows_per_program", args.rows_per_program),
+            ("chunk", args.chunk),
+            ("prefetch", args.prefetch),
+        )
+        if value is not None
+    }
     try:
         if args.arch is not None:
             occupancy.arch_from_name(args.arch)
         problem = predicted_problem(args.variant, args.n, args.dtype, args.rows, tunables)
         if problem and not args.force:  # answered before any compile: such configs take minutes
-            raise CLIError(f"refused: {problem.removeprefix('skipped: ')}; allowed: --force to compile anyway "
-                           f"(killed after --timeout {args.timeout:g} s), or more --num-warps")
-        job = compiled.inspect_async(args.variant, args.n, args.dtype, arch=args.arch, n_rows=args.rows,
-                                     timeout_s=args.timeout, **tunables)
+            raise CLIError(
+                f"refused: {problem.removeprefix('skipped: ')}; allowed: --force to compile anyway "
+                f"(killed after --timeout {args.timeout:g} s), or more --num-warps"
+            )
+        job = compiled.inspect_async(
+            args.variant, args.n, args.dtype, arch=args.arch, n_rows=args.rows, timeout_s=args.timeout, **tunables
+        )
         if not job.done():
             sys.stderr.write(f"compiling {job.label} in a worker (killed after {args.timeout:g} s)...\n")
             sys.stderr.flush()
@@ -158,19 +184,28 @@ def run_inspect(args: argparse.Namespace) -> int:
                 info = job.result(timeout=PROGRESS_EVERY_S)
                 break
             except WaitTimeout:
-                sys.stderr.write(f"  still compiling {job.label}: {time.monotonic() - job.started_at:.0f} s of at "
-                                 f"most {args.timeout:g} s\n")
+                sys.stderr.write(
+                    f"  still compiling {job.label}: {time.monotonic() - job.started_at:.0f} s of at "
+                    f"most {args.timeout:g} s\n"
+                )
                 sys.stderr.flush()
         result = occupancy.occupancy(info.arch, info.n_regs, info.num_warps, info.shared_bytes)
     except (ValueError, TypeError) as error:
         raise CLIError(str(error).splitlines()[0]) from None
     except compiled.CompileTimeout:
-        raise CLIError(f"compile timed out after {args.timeout:g} s (worker killed); allowed: --timeout SECONDS to "
-                       "wait longer") from None
+        raise CLIError(
+            f"compile timed out after {args.timeout:g} s (worker killed); allowed: --timeout SECONDS to wait longer"
+        ) from None
     except RuntimeError as error:
         raise CLIError(f"compile failed: {str(error).strip().splitlines()[-1][:300]}") from None
-    out = {**info.to_dict(), "blocks_per_sm": result.blocks_per_sm, "warps_per_sm": result.warps_per_sm,
-           "occupancy": result.occupancy, "limiter": result.limiter, "limits": result.limits}
+    out = {
+        **info.to_dict(),
+        "blocks_per_sm": result.blocks_per_sm,
+        "warps_per_sm": result.warps_per_sm,
+        "occupancy": result.occupancy,
+        "limiter": result.limiter,
+        "limits": result.limits,
+    }
     if args.json:
         if args.ptx:
             out["ptx"] = info.ptx
@@ -178,11 +213,15 @@ def run_inspect(args: argparse.Namespace) -> int:
             out["sass"] = info.sass
         print(json.dumps(out, indent=2))
         return 0
-    print(f"{info.variant} N={info.n_cols} {info.dtype} on {info.arch} ({info.source}"
-          f"{', cached' if info.cached else ''}, {info.compile_seconds:.2f} s): "
-          f"num_warps={info.num_warps} num_stages={info.num_stages} tunables={json.dumps(info.tunables)}")
-    print(f"registers/thread {info.n_regs}, spill stores {info.spill_store_bytes} B, spill loads "
-          f"{info.spill_load_bytes} B, stack {info.stack_bytes} B, shared/program {info.shared_bytes} B")
+    print(
+        f"{info.variant} N={info.n_cols} {info.dtype} on {info.arch} ({info.source}"
+        f"{', cached' if info.cached else ''}, {info.compile_seconds:.2f} s): "
+        f"num_warps={info.num_warps} num_stages={info.num_stages} tunables={json.dumps(info.tunables)}"
+    )
+    print(
+        f"registers/thread {info.n_regs}, spill stores {info.spill_store_bytes} B, spill loads "
+        f"{info.spill_load_bytes} B, stack {info.stack_bytes} B, shared/program {info.shared_bytes} B"
+    )
     print(_limits_table(result))
     for flag, label, text in ((args.ptx, "PTX", info.ptx), (args.sass, "SASS", info.sass)):
         if flag:

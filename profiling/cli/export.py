@@ -7,27 +7,42 @@ import sys
 import time
 from collections.abc import Callable
 
-from ..results import TIMING_METHODS
-from . import CLIError, str_list
+from blockscope import paths
+from blockscope.profiling.cli import CLIError, str_list
+from blockscope.profiling.results import TIMING_METHODS
 
 DEFAULT_FORMATS = "png,svg,html,csv"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     export = subparsers.add_parser(
-        "export", help="write the standard figures (PNG/SVG), their data (CSV) and an HTML report",
+        "export",
+        help="write the standard figures (PNG/SVG), their data (CSV) and an HTML report",
         description="Draw the dashboard's standard figures from one or more results files (stacked with a "
-                    "`source` column to compare them) and write <name>.png (2x), <name>.svg, <name>.csv and one "
-                    "self-contained report.html into --out. PNG/SVG need Debian Chromium "
-                    "(apt-get install chromium); without it HTML and CSV are still written.")
-    export.add_argument("--results", action="append", required=True, metavar="FILE",
-                        help="results .parquet or .csv; repeat to stack several files")
+        "`source` column to compare them) and write <name>.png (2x), <name>.svg, <name>.csv and one "
+        "self-contained report.html into --out. PNG/SVG need Debian Chromium "
+        "(apt-get install chromium); without it HTML and CSV are still written.",
+    )
+    export.add_argument(
+        "--results",
+        action="append",
+        metavar="FILE",
+        help="results .parquet or .csv; repeat to stack several files (default: the bundled H200 dataset)",
+    )
     export.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
-    export.add_argument("--format", type=str_list, default=str_list(DEFAULT_FORMATS), metavar="LIST",
-                        help=f"comma list of png,svg,html,csv (default {DEFAULT_FORMATS})")
-    export.add_argument("--method", choices=TIMING_METHODS, metavar="METHOD",
-                        help=f"timing method of the figures: {', '.join(TIMING_METHODS)} (default: the first "
-                             "the results have)")
+    export.add_argument(
+        "--format",
+        type=str_list,
+        default=str_list(DEFAULT_FORMATS),
+        metavar="LIST",
+        help=f"comma list of png,svg,html,csv (default {DEFAULT_FORMATS})",
+    )
+    export.add_argument(
+        "--method",
+        choices=TIMING_METHODS,
+        metavar="METHOD",
+        help=f"timing method of the figures: {', '.join(TIMING_METHODS)} (default: the first the results have)",
+    )
     export.set_defaults(handler=run_export_command)
 
 
@@ -37,6 +52,7 @@ def _progress() -> tuple[Callable[[int, int, str], None], Callable[[], None]]:
     try:
         from tqdm import tqdm
     except ImportError:
+
         def line(done: int, total: int, name: str) -> None:
             sys.stderr.write(f"[{done}/{total}] {name}\n")
 
@@ -55,12 +71,13 @@ def _progress() -> tuple[Callable[[int, int, str], None], Callable[[], None]]:
 
 
 def run_export_command(args: argparse.Namespace) -> int:
-    from ..export import ExportError, export_all
+    from blockscope.profiling.views.export import ExportError, export_all
 
     callback, close = _progress()
     start = time.perf_counter()
     try:
-        written = export_all(args.results, args.out, formats=args.format, method=args.method, progress=callback)
+        results = args.results or [str(paths.BUNDLED_SWEEP)]
+        written = export_all(results, args.out, formats=args.format, method=args.method, progress=callback)
     except ExportError as error:
         raise CLIError(" ".join(str(error).split())) from None
     finally:

@@ -13,65 +13,118 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import CLIError, int_list, positive_int, str_list
+from blockscope.profiling.cli import CLIError, int_list, positive_int, str_list
 
 NUM_WARPS_ALLOWED = (1, 2, 4, 8, 16, 32)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    seed = subparsers.add_parser("seed", help="the seed experiment: [4096,1000] fp16, teaching kernel vs torch",
-                                 description="Run the source text's experiment (torch.manual_seed(223), [4096, 1000] "
-                                 "fp16) and print its lines, plus the medians under all three timing methods.")
+    seed = subparsers.add_parser(
+        "seed",
+        help="the seed experiment: [4096,1000] fp16, teaching kernel vs torch",
+        description="Run the source text's experiment (torch.manual_seed(223), [4096, 1000] "
+        "fp16) and print its lines, plus the medians under all three timing methods.",
+    )
     seed.add_argument("--rounds", type=positive_int, default=100, help="timed calls per method (default 100)")
     seed.add_argument("--warmup", type=_non_negative_int, default=25, help="warmup calls (default 25)")
-    seed.add_argument("--chrome-trace", metavar="FILE", help="also write the traced Triton call as a Chrome trace "
-                      "(open in Perfetto)")
+    seed.add_argument(
+        "--chrome-trace", metavar="FILE", help="also write the traced Triton call as a Chrome trace (open in Perfetto)"
+    )
     seed.set_defaults(handler=run_seed)
 
-    sweep = subparsers.add_parser("sweep", help="time variants x dtypes x N x num_warps into a results file",
-                                  description="Sweep variants x dtypes x N x R x num_warps x tunables, one row per "
-                                  "(config, timing method); resumes from --out if it exists (rows of this GPU and "
-                                  "torch/Triton versions; transient errors are retried). Ctrl-C, SIGTERM and SIGHUP "
-                                  "save the rows measured so far; one sweep per --out at a time (lock file).")
-    sweep.add_argument("--variants", type=str_list, help="comma list of backends: torch, inductor, liger, quack "
-                       "and the Triton variants (default: torch, the peers available here, every Triton variant)")
+    sweep = subparsers.add_parser(
+        "sweep",
+        help="time variants x dtypes x N x num_warps into a results file",
+        description="Sweep variants x dtypes x N x R x num_warps x tunables, one row per "
+        "(config, timing method); resumes from --out if it exists (rows of this GPU and "
+        "torch/Triton versions; transient errors are retried). Ctrl-C, SIGTERM and SIGHUP "
+        "save the rows measured so far; one sweep per --out at a time (lock file).",
+    )
+    sweep.add_argument(
+        "--variants",
+        type=str_list,
+        help="comma list of backends: torch, inductor, liger, quack "
+        "and the Triton variants (default: torch, the peers available here, every Triton variant)",
+    )
     sweep.add_argument("--dtypes", type=str_list, help="comma list of fp16,bf16,fp32 (default all)")
-    sweep.add_argument("--n", type=int_list, help="comma list of N (default: powers of two 128..262144 with "
-                       "+-1 neighbours and mid points)")
+    sweep.add_argument(
+        "--n",
+        type=int_list,
+        help="comma list of N (default: powers of two 128..262144 with +-1 neighbours and mid points)",
+    )
     sweep.add_argument("--rows", type=int_list, help="comma list of R (default 4096)")
-    sweep.add_argument("--num-warps", type=int_list, help=f"comma list from {NUM_WARPS_ALLOWED} (default: "
-                       "each variant's own)")
-    sweep.add_argument("--tunable", action="append", default=[], metavar="NAME=V1,V2",
-                       help="another tunable axis, e.g. tile=1024,4096 (repeatable)")
-    sweep.add_argument("--methods", type=str_list, help="comma list (default: per_call_events,"
-                       "back_to_back_flushed,cuda_graph)")
-    sweep.add_argument("--directions", type=str_list, help="comma list of forward,backward,forward_backward "
-                       "(default: forward): backward times dx from a saved y and dy, forward_backward one training "
-                       "step (forward + autograd backward); dx is checked against float64 first")
-    sweep.add_argument("--reps", type=positive_int, help="timed reps per method (default: adaptive, 10-1000 reps "
-                       "until the median's 95%% CI is within 1%%, or the method's time budget)")
+    sweep.add_argument(
+        "--num-warps", type=int_list, help=f"comma list from {NUM_WARPS_ALLOWED} (default: each variant's own)"
+    )
+    sweep.add_argument(
+        "--tunable",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="another tunable axis, e.g. tile=1024,4096 (repeatable)",
+    )
+    sweep.add_argument(
+        "--methods", type=str_list, help="comma list (default: per_call_events,back_to_back_flushed,cuda_graph)"
+    )
+    sweep.add_argument(
+        "--directions",
+        type=str_list,
+        help="comma list of forward,backward,forward_backward "
+        "(default: forward): backward times dx from a saved y and dy, forward_backward one training "
+        "step (forward + autograd backward); dx is checked against float64 first",
+    )
+    sweep.add_argument(
+        "--reps",
+        type=positive_int,
+        help="timed reps per method (default: adaptive, 10-1000 reps "
+        "until the median's 95%% CI is within 1%%, or the method's time budget)",
+    )
     sweep.add_argument("--warmup", type=_non_negative_int, default=25, help="warmup calls per method (default 25)")
     sweep.add_argument("--max-minutes", type=_positive_float, help="stop cleanly after this long (resume later)")
     sweep.add_argument("--no-trace", action="store_true", help="skip the torch.profiler kernel-name trace")
-    sweep.add_argument("--retry-errors", action="store_true", help="measure every error row of --out again "
-                       "(default: only transient ones, e.g. CUDA out of memory or driver errors)")
-    sweep.add_argument("--compile-workers", type=_non_negative_int, help="worker processes that compile the "
-                       "kernels ahead of timing (default: min(16, CPU cores); 0: compile in-process while sweeping)")
-    sweep.add_argument("--trace-config", action="append", default=None, metavar="VARIANT:DTYPE:N",
-                       help="keep a Chrome trace (torch.profiler) of this config in <out stem>_traces/ with an "
-                       "index.json (repeatable; default: a few of the seed's shape and wide rows that the sweep runs)")
-    sweep.add_argument("--compare-with", metavar="OLD", help="after the sweep, print the per-config median drift "
-                       "against this earlier results file (configs over 20 us; goal within 3%%)")
+    sweep.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="measure every error row of --out again "
+        "(default: only transient ones, e.g. CUDA out of memory or driver errors)",
+    )
+    sweep.add_argument(
+        "--compile-workers",
+        type=_non_negative_int,
+        help="worker processes that compile the "
+        "kernels ahead of timing (default: min(16, CPU cores); 0: compile in-process while sweeping)",
+    )
+    sweep.add_argument(
+        "--trace-config",
+        action="append",
+        default=None,
+        metavar="VARIANT:DTYPE:N",
+        help="keep a Chrome trace (torch.profiler) of this config in <out stem>_traces/ with an "
+        "index.json (repeatable; default: a few of the seed's shape and wide rows that the sweep runs)",
+    )
+    sweep.add_argument(
+        "--compare-with",
+        metavar="OLD",
+        help="after the sweep, print the per-config median drift "
+        "against this earlier results file (configs over 20 us; goal within 3%%)",
+    )
     sweep.add_argument("--out", required=True, metavar="FILE", help="results .parquet or .csv (resumed if present)")
     sweep.set_defaults(handler=run_sweep_command)
 
-    drift = subparsers.add_parser("drift", help="per-config median drift between two results files (a repeat run)",
-                                  description="Pair the configs timed in both files and print second / first - 1 "
-                                  "of their medians, for configs whose first median is at least --min-us.")
+    drift = subparsers.add_parser(
+        "drift",
+        help="per-config median drift between two results files (a repeat run)",
+        description="Pair the configs timed in both files and print second / first - 1 "
+        "of their medians, for configs whose first median is at least --min-us.",
+    )
     drift.add_argument("first", metavar="FIRST", help="results file of the first run")
     drift.add_argument("second", metavar="SECOND", help="results file of the repeat run")
-    drift.add_argument("--min-us", type=_positive_float, default=20.0, help="leave out configs faster than this in "
-                       "the first run (us, default 20)")
+    drift.add_argument(
+        "--min-us",
+        type=_positive_float,
+        default=20.0,
+        help="leave out configs faster than this in the first run (us, default 20)",
+    )
     drift.add_argument("--limit", type=_positive_float, default=0.03, help="drift counted as within (default 0.03)")
     drift.add_argument("--methods", type=str_list, help="comma list of timing methods (default all)")
     drift.add_argument("--out", metavar="FILE", help="also write the per-config table (.csv or .parquet)")
@@ -102,8 +155,10 @@ def require_cuda(command: str) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise CLIError(f"{command} needs a CUDA GPU and this machine has none (torch.cuda.is_available() is False); "
-                       "load a results file in the dashboard instead")
+        raise CLIError(
+            f"{command} needs a CUDA GPU and this machine has none (torch.cuda.is_available() is False); "
+            "load a results file in the dashboard instead"
+        )
 
 
 def run_seed(args: argparse.Namespace) -> int:
@@ -117,9 +172,18 @@ def run_seed(args: argparse.Namespace) -> int:
     return 0
 
 
-def seed_report(*, n_rows: int = 4096, n_cols: int = 1000, device: Any = "cuda", clock: Any = None,
-                tracer: Any = None, rounds: int = 100, warmup: int = 25, graph_calls: int = 10,
-                chrome_trace: str | None = None) -> list[str]:
+def seed_report(
+    *,
+    n_rows: int = 4096,
+    n_cols: int = 1000,
+    device: Any = "cuda",
+    clock: Any = None,
+    tracer: Any = None,
+    rounds: int = 100,
+    warmup: int = 25,
+    graph_calls: int = 10,
+    chrome_trace: str | None = None,
+) -> list[str]:
     """The seed experiment's output lines (torch.manual_seed(223), [n_rows, n_cols] fp16, teaching kernel).
 
     The seed's lines first (its median line is per_call_events, the seed's method), then one line per method.
@@ -129,11 +193,10 @@ def seed_report(*, n_rows: int = 4096, n_cols: int = 1000, device: Any = "cuda",
     import torch
     import triton
 
-    from kernels import softmax_teaching
-    from kernels.teaching import plan
-
-    from ..timing import TIMING_METHODS, CudaClock, benchmark, first_call_seconds
-    from ..trace import kernel_names, trace_kernels
+    from blockscope.kernels import softmax_teaching
+    from blockscope.kernels.teaching import plan
+    from blockscope.profiling.measure.timing import TIMING_METHODS, CudaClock, benchmark, first_call_seconds
+    from blockscope.profiling.measure.trace import kernel_names, trace_kernels
 
     torch.manual_seed(223)
     device = torch.device(device)
@@ -150,8 +213,12 @@ def seed_report(*, n_rows: int = 4096, n_cols: int = 1000, device: Any = "cuda",
     triton_fn = lambda: softmax_teaching(x)  # noqa: E731
     medians = {}
     for method in TIMING_METHODS:
-        medians[method] = tuple(benchmark(fn, method, reps=rounds, warmup=warmup, clock=clock, first_call_s=math.nan,
-                                          graph_calls=graph_calls).median_us for fn in (torch_fn, triton_fn))
+        medians[method] = tuple(
+            benchmark(
+                fn, method, reps=rounds, warmup=warmup, clock=clock, first_call_s=math.nan, graph_calls=graph_calls
+            ).median_us
+            for fn in (torch_fn, triton_fn)
+        )
     names = tracer(triton_fn)  # after all timing: the profiler never precedes a timed call
     if chrome_trace:
         trace_kernels(triton_fn, export_path=chrome_trace)
@@ -172,8 +239,10 @@ def seed_report(*, n_rows: int = 4096, n_cols: int = 1000, device: Any = "cuda",
         f"torch_softmax_median_us={torch_us:.3f} triton_softmax_median_us={triton_us:.3f}",
         f"triton_profiler_cuda_kernels={names}",
     ]
-    lines += [f"method={method} torch_softmax_median_us={t:.3f} triton_softmax_median_us={s:.3f}"
-              for method, (t, s) in medians.items()]
+    lines += [
+        f"method={method} torch_softmax_median_us={t:.3f} triton_softmax_median_us={s:.3f}"
+        for method, (t, s) in medians.items()
+    ]
     lines.append(f"triton_first_call_s={triton_first_s:.3f} (JIT compile + launch, cold)")
     if chrome_trace:
         lines.append(f"chrome_trace={chrome_trace}")
@@ -198,16 +267,22 @@ def parse_tunable_axes(items: list[str]) -> dict[str, list[int]]:
 
 def sweep_configs_from_args(args: argparse.Namespace) -> list:
     """Validated configs for `sweep` (CLIError for bad names/values)."""
-    from kernels import DTYPE_NAMES, get_variant
-
-    from .. import sweep
-    from ..backends import backend_names
+    from blockscope.kernels import DTYPE_NAMES, get_variant
+    from blockscope.profiling.measure import sweep
+    from blockscope.profiling.measure.backends import backend_names
 
     allowed = backend_names()  # every name a sweep takes: the peers and the Triton variants
     variants = args.variants if args.variants is not None else list(sweep.default_variants())
     directions = args.directions
-    for name, values in (("variants", variants), ("dtypes", args.dtypes), ("n", args.n), ("rows", args.rows),
-                         ("num-warps", args.num_warps), ("methods", args.methods), ("directions", directions)):
+    for name, values in (
+        ("variants", variants),
+        ("dtypes", args.dtypes),
+        ("n", args.n),
+        ("rows", args.rows),
+        ("num-warps", args.num_warps),
+        ("methods", args.methods),
+        ("directions", directions),
+    ):
         if values is not None and not values:
             raise CLIError(f"--{name} is empty; allowed: a comma-separated list")
     unknown = [v for v in variants if v not in allowed]
@@ -217,12 +292,12 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
     bad = [d for d in dtypes if d not in DTYPE_NAMES.values()]
     if bad:
         raise CLIError(f"unknown dtype(s) {', '.join(bad)}; allowed: {', '.join(DTYPE_NAMES.values())}")
-    from ..timing import TIMING_METHODS
+    from blockscope.profiling.measure.timing import TIMING_METHODS
 
     bad = [m for m in args.methods or () if m not in TIMING_METHODS]
     if bad:
         raise CLIError(f"unknown method(s) {', '.join(bad)}; allowed: {', '.join(TIMING_METHODS)}")
-    from ..directions import DIRECTIONS
+    from blockscope.profiling.measure.directions import DIRECTIONS
 
     bad = [d for d in directions or () if d not in DIRECTIONS]
     if bad:
@@ -240,10 +315,13 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
     n_values = args.n or sweep.default_n_values()
     too_wide = [n for n in n_values if not any(n <= sweep.max_n(v) for v in variants)]
     if too_wide:
-        raise CLIError(f"N={too_wide[0]} is over every selected variant's limit; allowed: N <= "
-                       f"{max(sweep.max_n(v) for v in variants)}")
-    configs = sweep.build_configs(variants, dtypes, n_values, args.rows or [sweep.DEFAULT_ROWS], args.num_warps,
-                                  axes, directions)
+        raise CLIError(
+            f"N={too_wide[0]} is over every selected variant's limit; allowed: N <= "
+            f"{max(sweep.max_n(v) for v in variants)}"
+        )
+    configs = sweep.build_configs(
+        variants, dtypes, n_values, args.rows or [sweep.DEFAULT_ROWS], args.num_warps, axes, directions
+    )
     if not configs:
         raise CLIError("the selection gives no configs; allowed: N within the variants' limits")
     return configs
@@ -256,7 +334,7 @@ def _progress_reporter(stream: Any = None) -> tuple[Any, Any]:
         from tqdm import tqdm
     except ImportError:
         tqdm = None
-    from ..sweep import ProgressClock
+    from blockscope.profiling.measure.sweep import ProgressClock
 
     bar: dict[str, Any] = {}
     clock = ProgressClock()
@@ -321,16 +399,18 @@ def check_out_path(text: str) -> Path:
     """--out as a Path: CLIError for a directory or a suffix other than .parquet/.csv."""
     out = Path(text)
     if out.is_dir() or text.endswith(("/", "\\")):
-        raise CLIError(f"--out {text} is a directory; allowed: a results file path ending in .parquet or .csv "
-                       f"(e.g. {out / 'sweep.parquet'})")
+        raise CLIError(
+            f"--out {text} is a directory; allowed: a results file path ending in .parquet or .csv "
+            f"(e.g. {out / 'sweep.parquet'})"
+        )
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise CLIError(f"--out {text}: unsupported suffix {out.suffix!r}; allowed: .parquet or .csv")
     return out
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
-    from ..results import ResultsError, load_results
-    from ..sweep import ResultsLockError, estimate_seconds, run_sweep
+    from blockscope.profiling.measure.sweep import ResultsLockError, estimate_seconds, run_sweep
+    from blockscope.profiling.results import ResultsError, load_results
 
     out = check_out_path(args.out)
     configs = sweep_configs_from_args(args)
@@ -340,24 +420,30 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         except ResultsError as error:
             raise CLIError(f"--out exists and cannot be resumed: {error}") from None
     require_cuda("sweep")
-    from ..timing import TIMING_METHODS
+    from blockscope.profiling.measure.timing import TIMING_METHODS
 
     methods = args.methods or list(TIMING_METHODS)
     estimate = estimate_seconds(configs, methods, reps=args.reps, warmup=args.warmup)
-    sys.stderr.write(f"{len(configs)} configs x {len(methods)} methods, estimated {estimate / 60:.1f} min "
-                     "(less when resuming)\n")
+    sys.stderr.write(
+        f"{len(configs)} configs x {len(methods)} methods, estimated {estimate / 60:.1f} min (less when resuming)\n"
+    )
     old_table = None
     if args.compare_with:
         try:
             old_table = load_results(args.compare_with)
         except ResultsError as error:
             raise CLIError(f"--compare-with: {error}") from None
-    from .. import sweep as sweep_module
-    from ..precompile import default_workers
+    from blockscope.profiling.measure import sweep as sweep_module
+    from blockscope.profiling.measure.precompile import default_workers
 
     try:
-        trace_configs = [] if args.no_trace else sweep_module.pick_trace_configs(
-            configs, args.trace_config or sweep_module.DEFAULT_TRACE_CONFIGS, strict=args.trace_config is not None)
+        trace_configs = (
+            []
+            if args.no_trace
+            else sweep_module.pick_trace_configs(
+                configs, args.trace_config or sweep_module.DEFAULT_TRACE_CONFIGS, strict=args.trace_config is not None
+            )
+        )
     except ValueError as error:
         raise CLIError(f"--trace-config: {error}") from None
     workers = default_workers() if args.compile_workers is None else args.compile_workers
@@ -367,13 +453,24 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     signalled: Callable[[], int | None] = lambda: None
     try:
         with save_on_signals() as signalled:
+
             def cancel() -> bool:  # a signal whose Stopped was dropped, or --max-minutes
                 return signalled() is not None or (deadline is not None and time.monotonic() > deadline)
 
-            table = run_sweep(configs, methods=methods, out=out, reps=args.reps, warmup=args.warmup,
-                              trace=not args.no_trace, progress=callback, retry_errors=args.retry_errors,
-                              cancel=cancel, compile_workers=workers, timing_started=callback.start,
-                              trace_configs=trace_configs)
+            table = run_sweep(
+                configs,
+                methods=methods,
+                out=out,
+                reps=args.reps,
+                warmup=args.warmup,
+                trace=not args.no_trace,
+                progress=callback,
+                retry_errors=args.retry_errors,
+                cancel=cancel,
+                compile_workers=workers,
+                timing_started=callback.start,
+                trace_configs=trace_configs,
+            )
     except Stopped as stop:
         close()
         sys.stderr.write(f"stopped by {stop}: the rows measured so far are saved in {out} (rerun to resume)\n")
@@ -388,12 +485,14 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         return 128 + signalled()
     info = table.attrs.get("sweep", {})
     state = "stopped at --max-minutes (rerun to resume)" if info.get("cancelled") else "done"
-    print(f"{state}: {info.get('done', 0)} configs run, {info.get('skipped_existing', 0)} already in {out}, "
-          f"{info.get('errors', 0)} error rows; {len(table)} rows in {out} ({info.get('seconds', 0):.0f} s)")
+    print(
+        f"{state}: {info.get('done', 0)} configs run, {info.get('skipped_existing', 0)} already in {out}, "
+        f"{info.get('errors', 0)} error rows; {len(table)} rows in {out} ({info.get('seconds', 0):.0f} s)"
+    )
     for line in sweep_report_lines(info):
         print(line)
     if old_table is not None:
-        from ..drift import drift_lines, repeat_drift
+        from blockscope.profiling.results.drift import drift_lines, repeat_drift
 
         for line in drift_lines(repeat_drift(old_table, table)):
             print(line)
@@ -408,9 +507,11 @@ def sweep_report_lines(info: dict[str, Any]) -> list[str]:
         lines.append("wall time by phase: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()))
     pre = info.get("precompile") or {}
     if pre:
-        lines.append(f"compile warm-up: {pre.get('compiled', 0)} kernels in {pre.get('workers', 0)} workers, "
-                     f"{pre.get('failed', 0)} left to in-process JIT, {pre.get('seconds', 0):.1f} s"
-                     + (f" ({pre['broken']})" if pre.get("broken") else ""))
+        lines.append(
+            f"compile warm-up: {pre.get('compiled', 0)} kernels in {pre.get('workers', 0)} workers, "
+            f"{pre.get('failed', 0)} left to in-process JIT, {pre.get('seconds', 0):.1f} s"
+            + (f" ({pre['broken']})" if pre.get("broken") else "")
+        )
     if info.get("traces"):
         lines.append(f"Chrome traces kept: {', '.join(info['traces'])}")
     return lines
@@ -418,8 +519,8 @@ def sweep_report_lines(info: dict[str, Any]) -> list[str]:
 
 def run_drift_command(args: argparse.Namespace) -> int:
     """`drift FIRST SECOND`: the per-config median drift table's summary (and the table with --out)."""
-    from ..drift import drift_lines, repeat_drift
-    from ..results import ResultsError, load_results
+    from blockscope.profiling.results import ResultsError, load_results
+    from blockscope.profiling.results.drift import drift_lines, repeat_drift
 
     tables = []
     for label, path in (("FIRST", args.first), ("SECOND", args.second)):

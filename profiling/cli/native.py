@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import argparse
 
-from . import CLIError
+from blockscope.profiling.cli import CLIError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "native", help="build / show the native replay module (auto's host path in one C++ call)",
+        "native",
+        help="build / show the native replay module (auto's host path in one C++ call)",
         description="Show whether the native replay module is built for this source, torch and Python (and where), "
         "or build it (--build): one C++ file compiled against torch's headers, about 15 s; no CUDA toolkit needed. "
-        "`auto` uses it once built; BLOCKSCOPE_NATIVE=0 turns it off.")
+        "`auto` uses it once built; BLOCKSCOPE_NATIVE=0 turns it off.",
+    )
     parser.add_argument("--build", action="store_true", help="compile it unless this build exists")
     parser.add_argument("--force", action="store_true", help="with --build: compile even if the build exists")
     parser.set_defaults(handler=run_native_command)
 
 
 def run_native_command(args: argparse.Namespace) -> int:
-    from kernels import native
+    from blockscope.kernels import native
 
     if args.force and not args.build:
         raise CLIError("--force needs --build; allowed: python -m profiling native --build --force")

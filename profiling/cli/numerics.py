@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import CLIError, int_list, positive_int, str_list
+from blockscope.profiling.cli import CLIError, int_list, positive_int, str_list
 
 DEFAULT_VARIANTS = ("torch", "teaching", "online")
 DEFAULT_N = (128, 1000, 1024, 4096)
@@ -19,30 +19,37 @@ DTYPES = ("fp16", "bf16", "fp32")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     numerics = subparsers.add_parser(
-        "numerics", help="ULP error vs the float64 softmax per variant, dtype, N and input distribution",
+        "numerics",
+        help="ULP error vs the float64 softmax per variant, dtype, N and input distribution",
         description="Run each softmax on seeded inputs and compare every output element with the float64 softmax "
         "rounded to the output dtype, in ULPs of that dtype; print max/mean ULP, the fractions at 0/1/>1 ULP and "
         "the worst row-sum error, and optionally write results rows. Runs on the GPU when there is one, else on "
-        "the CPU Triton interpreter (N <= 8192 there).")
-    numerics.add_argument("--variants", type=str_list, default=list(DEFAULT_VARIANTS),
-                          help="comma list: torch, kernels.VARIANTS names, probe_exp, probe_exp2, peer backends "
-                          f"(default {','.join(DEFAULT_VARIANTS)})")
+        "the CPU Triton interpreter (N <= 8192 there).",
+    )
+    numerics.add_argument(
+        "--variants",
+        type=str_list,
+        default=list(DEFAULT_VARIANTS),
+        help="comma list: torch, kernels.VARIANTS names, probe_exp, probe_exp2, peer backends "
+        f"(default {','.join(DEFAULT_VARIANTS)})",
+    )
     numerics.add_argument("--dtypes", type=str_list, default=list(DTYPES), help="comma list of fp16,bf16,fp32")
-    numerics.add_argument("--n", type=int_list, default=list(DEFAULT_N),
-                          help=f"comma list of N (default {','.join(map(str, DEFAULT_N))})")
+    numerics.add_argument(
+        "--n", type=int_list, default=list(DEFAULT_N), help=f"comma list of N (default {','.join(map(str, DEFAULT_N))})"
+    )
     numerics.add_argument("--rows", type=positive_int, default=64, help="rows R per input (default 64)")
     numerics.add_argument("--inputs", type=str_list, help="comma list of input distributions (default all)")
     numerics.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
-    numerics.add_argument("--out", metavar="FILE",
-                          help="also write the results rows to a .parquet or .csv (overwritten)")
+    numerics.add_argument(
+        "--out", metavar="FILE", help="also write the results rows to a .parquet or .csv (overwritten)"
+    )
     numerics.add_argument("--json", action="store_true", help="print one JSON object per measurement instead")
     numerics.set_defaults(handler=run_numerics_command)
 
 
-def check_args(variants: list[str], dtypes: list[str], n_values: list[int], inputs: list[str],
-               cuda: bool) -> None:
+def check_args(variants: list[str], dtypes: list[str], n_values: list[int], inputs: list[str], cuda: bool) -> None:
     """CLIError naming what is allowed for empty lists, unknown names or dtypes, and N over the CPU cap."""
-    from ..numerics import CPU_MAX_N, INPUTS, allowed_names
+    from blockscope.profiling.inspect.numerics import CPU_MAX_N, INPUTS, allowed_names
 
     for flag, values in (("variants", variants), ("dtypes", dtypes), ("n", n_values), ("inputs", inputs)):
         if not values:
@@ -59,8 +66,10 @@ def check_args(variants: list[str], dtypes: list[str], n_values: list[int], inpu
         raise CLIError(f"unknown input distribution(s) {', '.join(bad)}; allowed: {', '.join(INPUTS)}")
     too_wide = [n for n in n_values if n > CPU_MAX_N]
     if too_wide and not cuda:
-        raise CLIError(f"N={too_wide[0]} is over the CPU interpreter's cap and there is no GPU; allowed without a "
-                       f"GPU: N <= {CPU_MAX_N}")
+        raise CLIError(
+            f"N={too_wide[0]} is over the CPU interpreter's cap and there is no GPU; allowed without a "
+            f"GPU: N <= {CPU_MAX_N}"
+        )
 
 
 def _prepare_interpreter() -> None:
@@ -68,8 +77,10 @@ def _prepare_interpreter() -> None:
     if os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes"):
         return
     if "triton" in sys.modules:
-        raise CLIError("no GPU, and Triton was imported without TRITON_INTERPRET=1; allowed: run with "
-                       "TRITON_INTERPRET=1 set (or on a CUDA GPU)")
+        raise CLIError(
+            "no GPU, and Triton was imported without TRITON_INTERPRET=1; allowed: run with "
+            "TRITON_INTERPRET=1 set (or on a CUDA GPU)"
+        )
     os.environ["TRITON_INTERPRET"] = "1"
 
 
@@ -83,8 +94,10 @@ def _fmt(value: Any, spec: str) -> str:
 
 def table_lines(results: list) -> list[str]:
     """The printed table: one line per measurement (errors spelled out)."""
-    lines = [f"{'variant':11} {'dtype':5} {'N':>6} {'input':12} {'max ULP':>8} {'mean ULP':>9} {'%0':>7} {'%1':>7} "
-             f"{'%>1':>7} {'rowsum err':>10} {'NaN mm':>6}  worst (row, col) input / vs torch"]
+    lines = [
+        f"{'variant':11} {'dtype':5} {'N':>6} {'input':12} {'max ULP':>8} {'mean ULP':>9} {'%0':>7} {'%1':>7} "
+        f"{'%>1':>7} {'rowsum err':>10} {'NaN mm':>6}  worst (row, col) input / vs torch"
+    ]
     for result in results:
         row, s = result.row, result.summary
         head = f"{row['variant']:11} {row['dtype']:5} {row['n_cols']:>6} {row['numerics_input']:12}"
@@ -93,9 +106,11 @@ def table_lines(results: list) -> list[str]:
             continue
         worst = f"({s.worst_row}, {s.worst_col}) x={_fmt(s.worst_input, '.4g')}" if s.ulp_max > 0 else ""
         extra = "; ".join(part for part in (worst, result.versus_torch) if part)
-        lines.append(f"{head} {_fmt(s.ulp_max, '.0f'):>8} {_fmt(s.ulp_mean, '.4f'):>9} {100 * s.frac_0:>6.2f}% "
-                     f"{100 * s.frac_1:>6.2f}% {100 * s.frac_gt1:>6.2f}% {_fmt(s.rowsum_err_max, '.2e'):>10} "
-                     f"{s.nan_mismatches:>6}  {extra}".rstrip())
+        lines.append(
+            f"{head} {_fmt(s.ulp_max, '.0f'):>8} {_fmt(s.ulp_mean, '.4f'):>9} {100 * s.frac_0:>6.2f}% "
+            f"{100 * s.frac_1:>6.2f}% {100 * s.frac_gt1:>6.2f}% {_fmt(s.rowsum_err_max, '.2e'):>10} "
+            f"{s.nan_mismatches:>6}  {extra}".rstrip()
+        )
     return lines
 
 
@@ -126,11 +141,11 @@ def run_numerics_command(args: argparse.Namespace) -> int:
     cuda = torch.cuda.is_available()
     if not cuda:
         _prepare_interpreter()
-    from ..numerics import INPUTS, results_frame, run_numerics
+    from blockscope.profiling.inspect.numerics import INPUTS, results_frame, run_numerics
 
     inputs = args.inputs if args.inputs is not None else list(INPUTS)
     check_args(args.variants, args.dtypes, args.n, inputs, cuda)
-    from ..env import fingerprint
+    from blockscope.profiling.measure.env import fingerprint
 
     env = fingerprint(measure_copy=False)
     where = env["gpu_name"] if cuda else "CPU Triton interpreter"
@@ -139,21 +154,30 @@ def run_numerics_command(args: argparse.Namespace) -> int:
         if not args.json:
             sys.stderr.write(f"[{done}/{total}] {label}\n")
 
-    results = run_numerics(args.variants, args.dtypes, args.n, args.rows, inputs, device="cuda" if cuda else "cpu",
-                           seed=args.seed, env=env, progress=progress)
+    results = run_numerics(
+        args.variants,
+        args.dtypes,
+        args.n,
+        args.rows,
+        inputs,
+        device="cuda" if cuda else "cpu",
+        seed=args.seed,
+        env=env,
+        progress=progress,
+    )
     if args.json:
         for result in results:
             print(json.dumps({**json_record(result), "device": where}))
     else:
         print(f"ULP error vs float64 softmax rounded to the output dtype; R={args.rows}, seed {args.seed}, on {where}")
         if not cuda and "bf16" in args.dtypes and any(v != "torch" for v in args.variants):
-            from ..numerics.probe import INTERPRETER_BF16_NOTE
+            from blockscope.profiling.inspect.numerics.probe import INTERPRETER_BF16_NOTE
 
             print(f"note: {INTERPRETER_BF16_NOTE}")
         for line in table_lines(results):
             print(line)
     if out is not None:
-        from ..results import save_results
+        from blockscope.profiling.results import save_results
 
         save_results(results_frame(results), out)
         if not args.json:

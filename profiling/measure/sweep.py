@@ -1,0 +1,1276 @@
+"""Sweep runner: variants ('torch' + kernels.VARIANTS) x dtypes x N x R x num_warps x other tunables.
+
+One results row per (config, timing method) in the schema of profiling/results/__init__.py. Per config: resolve the
+launch plan, skip configs with a pathological predicted compile cost, make the input (shared by configs of
+the same shape), time the cold first call, check it once against kernels.reference_softmax (float64),
+gather compile facts (profiling.compiled / occupancy / lanes, imported lazily; NA when unavailable), then
+time each method. A failing config becomes error rows and the sweep goes on. Kernel names come from a
+trace pass after all timing (one torch.profiler call per config, also filling rows of earlier runs that
+lack them): CUPTI, once initialised, can stay attached and slow later launches, so no trace precedes a
+timed call. Rows are saved to `out` periodically (atomic, fsynced rewrite) under an exclusive lock on `out`
+(a sidecar '<out>.lock' held for the whole sweep; a second writer gets ResultsLockError naming the holder),
+and a rerun skips the (config, method) pairs already there, so an interrupted sweep resumes from its output
+file. Resuming counts only rows measured on the same GPU with the same torch and Triton versions (rows of
+another GPU stay in the file and are measured again here), and never error rows of a transient failure (CUDA
+out of memory, CUDA/driver errors, RuntimeErrors from a launch): those are retried and replaced by the new
+result; deterministic errors (over a limit, bad tunables, a predicted pathological compile, a wrong result)
+are kept unless `retry_errors`. Timer, tracer, compile facts and environment are injectable for CPU tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from blockscope import kernels
+from blockscope.kernels import DTYPE_NAMES, LaunchPlan, dtype_from_name, get_variant
+from blockscope.profiling.measure import timing
+from blockscope.profiling.measure.backends import PEERS, get_backend, is_peer, unsupported_reason
+from blockscope.profiling.measure.directions import (
+    BACKWARD,
+    FORWARD,
+    GradientInputs,
+    backward_plan,
+    check_direction,
+    direction_callable,
+    gradient_inputs,
+    parse_directions,
+)
+from blockscope.profiling.measure.env import arch_of, fingerprint, utc_now_iso
+from blockscope.profiling.results import (
+    COLUMNS,
+    COMPILE_COLUMNS,
+    ENV_COLUMNS,
+    bytes_moved,
+    empty_results,
+    gbps,
+    load_results,
+    normalize,
+    save_results,
+)
+from blockscope.profiling.results.revision import kernel_revision, kernel_source_hash
+
+TORCH = "torch"
+DEFAULT_ROWS = 4096
+DEFAULT_DTYPES: tuple[str, ...] = ("fp16", "bf16", "fp32")
+MID_POINTS: tuple[int, ...] = (1000, 3000, 6000, 12000, 50000)
+# configs whose Chrome trace a CLI sweep keeps by default (those the sweep runs): the seed's shape, a wide row
+DEFAULT_TRACE_CONFIGS: tuple[str, ...] = (
+    "torch:fp16:1000",
+    "teaching:fp16:1000",
+    "auto:fp16:1000",
+    "torch:fp16:65536",
+    "auto:fp16:65536",
+    "splitrow:fp32:262144",
+)
+# lanes one thread holds = tile lanes / (32 x num_warps); 512+ compiles for minutes (teaching, BLOCK 65536,
+# 1 warp = 2048 lanes/thread took 71 s on the H200), so such configs are skipped with an error row
+DEFAULT_MAX_LANES_PER_THREAD = 256
+DEFAULT_COMPILE_CAP_S = 30.0
+TOLERANCES: dict[str, tuple[float, float]] = {"fp32": (5e-5, 1e-6), "fp16": (2e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}
+
+Progress = Callable[[int, int, "Config"], None]
+Cancel = Callable[[], bool]
+Tracer = Callable[[Callable[[], Any]], list[str]]
+ChromeTracer = Callable[[Callable[[], Any], Path], list[str]]  # run once, write a Chrome trace, return kernel names
+CompileFacts = Callable[["Config", "LaunchPlan", "str | None"], dict[str, Any]]
+
+
+def all_variants() -> tuple[str, ...]:
+    """'torch' plus every registered Triton variant that runs here (GPU-only Gluon variants need CUDA and no
+    interpreter)."""
+    return (TORCH, *(name for name, spec in kernels.VARIANTS.items() if spec.runs_here()))
+
+
+def default_variants() -> tuple[str, ...]:
+    """The CLI's default: 'torch', every Triton variant, and (on a CUDA machine, where sweeps run) the peer
+    backends that can run there."""
+    peers = tuple(
+        name for name in PEERS if name != TORCH and torch.cuda.is_available() and get_backend(name).available() is None
+    )
+    return (TORCH, *peers, *all_variants()[1:])
+
+
+def default_n_values(low: int = 128, high: int = 262144, mid: Iterable[int] = MID_POINTS) -> list[int]:
+    """Powers of two from `low` to `high` with their +-1 neighbours (within range), plus mid points."""
+    values = set(mid)
+    power = low
+    while power <= high:
+        values.update(n for n in (power - 1, power, power + 1) if low <= n <= high)
+        power *= 2
+    return sorted(v for v in values if low <= v <= high)
+
+
+def max_n(variant: str, dtype: str | None = None) -> int:
+    """The largest N a variant takes, in `dtype` when given (peers: their own `supports` rules decide, per row)."""
+    if is_peer(variant):
+        return 2**31 - 1
+    spec = get_variant(variant)
+    return spec.max_n if dtype is None else spec.limit(dtype_from_name(dtype))
+
+
+@dataclass(frozen=True)
+class Config:
+    """One sweep point; `tunables` are the requested ones (sorted name/value pairs)."""
+
+    variant: str
+    dtype: str
+    n_rows: int
+    n_cols: int
+    tunables: tuple[tuple[str, int], ...] = ()
+    direction: str = FORWARD  # 'forward' | 'backward' | 'forward_backward' (profiling.directions)
+
+    @property
+    def tunables_dict(self) -> dict[str, int]:
+        return dict(self.tunables)
+
+    def label(self) -> str:
+        extra = "".join(f" {k}={v}" for k, v in self.tunables)
+        way = "" if self.direction == FORWARD else f" [{self.direction}]"
+        return f"{self.variant} {self.dtype} R={self.n_rows} N={self.n_cols}{extra}{way}"
+
+
+def make_config(
+    variant: str, dtype: str, n_rows: int, n_cols: int, *, direction: str = FORWARD, **tunables: int
+) -> Config:
+    (direction,) = parse_directions([direction])
+    return Config(
+        variant,
+        DTYPE_NAMES[dtype_from_name(dtype)],
+        int(n_rows),
+        int(n_cols),
+        tuple(sorted((k, int(v)) for k, v in tunables.items())),
+        direction,
+    )
+
+
+def build_configs(
+    variants: Sequence[str] | None = None,
+    dtypes: Sequence[str] | None = None,
+    n_values: Sequence[int] | None = None,
+    n_rows: int | Sequence[int] = DEFAULT_ROWS,
+    num_warps: Sequence[int] | None = None,
+    tunable_grid: Mapping[str, Sequence[int]] | None = None,
+    directions: Sequence[str] | None = None,
+) -> list[Config]:
+    """The cross product, each variant only within its N limit; num_warps and `tunable_grid` values apply to
+    the variants that take that tunable ('torch' and 'auto' take none: one config each). `directions`
+    (default forward only): each config once per direction, except that 'backward' configs of Blockscope variants
+    take no tunables (their backward is one Triton kernel whatever the forward's tunables). ValueError for
+    unknown variants/dtypes/directions."""
+    ways = parse_directions(directions)
+    variants = list(variants) if variants else list(all_variants())
+    for variant in variants:
+        if not is_peer(variant):
+            get_variant(variant)
+    dtypes = [DTYPE_NAMES[dtype_from_name(d)] for d in (dtypes or DEFAULT_DTYPES)]
+    n_values = list(n_values) if n_values else default_n_values()
+    rows = [n_rows] if isinstance(n_rows, int) else list(n_rows)
+    grid: dict[str, list[int]] = {}
+    if num_warps:
+        grid["num_warps"] = list(num_warps)
+    for name, values in (tunable_grid or {}).items():
+        grid[name] = list(values)
+    configs: list[Config] = []
+    for dtype in dtypes:
+        for r in rows:
+            for n in n_values:
+                for variant in variants:
+                    if n > max_n(variant, dtype):
+                        continue
+                    accepted = {} if is_peer(variant) else get_variant(variant).tunables
+                    axes = [(name, values) for name, values in grid.items() if name in accepted]
+                    for way in ways:
+                        for combo in _product(axes if way != BACKWARD else []):
+                            configs.append(make_config(variant, dtype, r, n, direction=way, **combo))
+    return list(dict.fromkeys(configs))
+
+
+def _product(axes: list[tuple[str, list[int]]]) -> list[dict[str, int]]:
+    combos: list[dict[str, int]] = [{}]
+    for name, values in axes:
+        combos = [{**c, name: v} for c in combos for v in values]
+    return combos
+
+
+def resolve_plan(config: Config, gpu_name: str | None = None) -> kernels.LaunchPlan | None:
+    """The variant's LaunchPlan (None for peers, and for 'auto' where it picks torch.softmax); raises the
+    variant's ValueError for bad tunables/N."""
+    if is_peer(config.variant):
+        return None
+    dtype = dtype_from_name(config.dtype)
+    if config.direction == BACKWARD:  # every variant's autograd runs the one Triton backward
+        return backward_plan(config.n_rows, config.n_cols, dtype)
+    if config.variant == "auto":
+        from blockscope.kernels import auto
+
+        if auto.choose(config.n_rows, config.n_cols, dtype, gpu_name)[0] == TORCH:
+            return None  # the tuning table picks torch.softmax here: no Triton kernel
+        return get_variant("auto").plan(config.n_rows, config.n_cols, dtype, gpu_name=gpu_name)
+    return get_variant(config.variant).plan(config.n_rows, config.n_cols, dtype, **config.tunables_dict)
+
+
+def resolved_tunables_json(config: Config, plan: kernels.LaunchPlan | None) -> str:
+    """JSON of the resolved tunables ('{}' for peers and auto; the requested ones when the plan failed; the Triton
+    backward's for a Blockscope variant's 'backward' config)."""
+    if is_peer(config.variant) or (config.variant == "auto" and config.direction != BACKWARD):
+        return "{}"
+    tunables = plan.tunables if plan is not None else config.tunables_dict
+    return json.dumps({k: int(v) for k, v in tunables.items()}, sort_keys=True)
+
+
+def lanes_per_thread(plan: kernels.LaunchPlan) -> float:
+    """Lanes one thread holds: tile_width x rows_per_program / (32 x num_warps)."""
+    return plan.tile_width * plan.rows_per_program / (32 * plan.num_warps)
+
+
+def predicted_compile_problem(plan: kernels.LaunchPlan | None, max_lanes: float | None) -> str | None:
+    """Why a config is skipped before compiling (None: go ahead)."""
+    if plan is None or max_lanes is None:
+        return None
+    lanes = lanes_per_thread(plan)
+    if lanes > max_lanes:
+        return (
+            f"skipped: predicted pathological compile time: {lanes:g} lanes per thread (tile "
+            f"{plan.tile_width} x {plan.rows_per_program} rows / (32 x {plan.num_warps} warps)) is over the "
+            f"limit {max_lanes:g} (the teaching kernel at BLOCK 65536 with 1 warp took 71 s to compile on "
+            "the H200)"
+        )
+    return None
+
+
+def _na_compile() -> dict[str, Any]:
+    return dict.fromkeys(COMPILE_COLUMNS, None)
+
+
+_COMPILE_CACHE: dict[tuple, dict[str, Any]] = {}  # kernel key -> compile + occupancy facts (successes only)
+
+
+def _live_arch() -> str | None:
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def compile_facts_key(config: Config, plan: kernels.LaunchPlan, arch: str | None) -> tuple:
+    """The in-process compile-facts cache key of a config's kernel (profiling.precompile seeds it)."""
+    return (
+        plan.variant,
+        config.dtype,
+        plan.num_warps,
+        plan.num_stages,
+        tuple(sorted(plan.constexprs.items())),
+        tuple(sorted(plan.tunables.items())),
+        arch,
+    )
+
+
+def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch: str | None) -> dict[str, Any]:
+    """Compile columns from profiling.compiled / occupancy / lanes; a missing or failing module leaves NA.
+
+    `arch` None means the live GPU (inspect compiles or reads the kernel for this device; occupancy gets its
+    'sm_XY'). Compile facts are cached per kernel (variant, dtype, warps, stages, constexprs)."""
+    facts = _na_compile()
+    if plan is None:
+        return facts
+    dtype = dtype_from_name(config.dtype)
+    key = compile_facts_key(config, plan, arch)
+    if key in _COMPILE_CACHE:
+        facts.update(_COMPILE_CACHE[key])
+    else:
+        try:
+            from blockscope.profiling.inspect import compiled
+
+            info = compiled.inspect(
+                plan.variant, config.n_cols, dtype, arch=arch, n_rows=config.n_rows, **plan.tunables
+            )
+            facts.update(
+                n_regs=info.n_regs,
+                spill_store_bytes=info.spill_store_bytes,
+                spill_load_bytes=info.spill_load_bytes,
+                shared_bytes=info.shared_bytes,
+                compile_source=getattr(info, "source", None),
+            )
+            facts.update(
+                _occupancy_columns(
+                    getattr(info, "arch", None) or arch or _live_arch(), info.n_regs, plan.num_warps, info.shared_bytes
+                )
+            )
+        except Exception:  # compile analysis is evidence, not a requirement: NA columns
+            pass
+        if facts["n_regs"] is not None and facts["blocks_per_sm"] is not None:
+            _COMPILE_CACHE[key] = {k: v for k, v in facts.items() if k != "masked_lane_fraction"}
+    try:
+        from blockscope.profiling.inspect import lanes
+
+        model = lanes.lane_model(plan.variant, config.n_cols, n_rows=config.n_rows, **plan.tunables)
+        facts["masked_lane_fraction"] = model.masked_lane_fraction
+    except Exception:
+        pass
+    return facts
+
+
+def check_result(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> tuple[str, float]:
+    """('' or why y is wrong, max abs error) against the float64 reference within the dtype's tolerance
+    (NaN where the reference has NaN counts as right; a NaN elsewhere makes the error inf)."""
+    if not isinstance(y, torch.Tensor) or y.shape != reference.shape:
+        got = tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
+        return f"wrong result: shape {got}, expected {tuple(reference.shape)}", math.inf
+    rtol, atol = TOLERANCES[dtype]
+    bad = 0
+    worst = 0.0
+    step = max(1, (1 << 24) // max(1, y.shape[-1]))
+    for start in range(0, y.shape[0], step):
+        got = y[start : start + step].to(torch.float64)
+        want = reference[start : start + step]
+        diff = (got - want).abs()
+        diff = torch.where(torch.isnan(got) & torch.isnan(want), torch.zeros_like(diff), diff)
+        bad += int((~(diff <= atol + rtol * want.abs())).sum())
+        worst = max(worst, float(torch.nan_to_num(diff, nan=math.inf).max()))
+    if bad:
+        return (
+            f"wrong result: {bad} of {y.numel()} elements off the float64 reference (max abs error "
+            f"{worst:.3g}; rtol {rtol:g}, atol {atol:g})"
+        ), worst
+    return "", worst
+
+
+def backend_callable(config: Config, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """The zero-argument closure a config times: a peer backend's, or the Triton variant's launcher."""
+    if is_peer(config.variant):
+        return get_backend(config.variant).prepare(x)
+    launcher, kw = get_variant(config.variant).launcher, config.tunables_dict
+    return lambda: launcher(x, **kw)
+
+
+def peer_compile_facts(config: Config, x: torch.Tensor, arch: str | None) -> dict[str, Any]:
+    """Compile columns of a peer backend's first Triton kernel (Inductor, Liger) plus its generated source;
+    occupancy from the calculator for the live arch. Facts are evidence: failures leave NA."""
+    facts: dict[str, Any] = {}
+    try:
+        evidence = get_backend(config.variant).evidence(x)
+    except Exception:
+        return facts
+    facts["kernel_source"] = evidence.source
+    kernel = next((k for k in evidence.kernels if k.n_regs is not None), None)
+    if kernel is None:
+        return facts
+    facts.update(
+        n_regs=kernel.n_regs,
+        spill_store_bytes=kernel.n_spills,
+        shared_bytes=kernel.shared_bytes,
+        num_warps=kernel.num_warps,
+        compile_source="live",
+    )
+    try:
+        if kernel.num_warps:
+            facts.update(
+                _occupancy_columns(arch or _live_arch(), kernel.n_regs, kernel.num_warps, kernel.shared_bytes or 0)
+            )
+    except Exception:
+        pass
+    return facts
+
+
+def _occupancy_columns(arch: str | None, n_regs: int, num_warps: int, shared_bytes: int) -> dict[str, Any]:
+    """blocks_per_sm, occupancy and limiter from the occupancy calculator for `arch` ('sm_90')."""
+    from blockscope.profiling.inspect import occupancy
+
+    result = occupancy.occupancy(arch, n_regs, num_warps, shared_bytes)
+    return {"blocks_per_sm": result.blocks_per_sm, "occupancy": result.occupancy, "limiter": result.limiter}
+
+
+def _error_text(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
+
+
+def row_key(
+    variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str, method: str, direction: str = FORWARD
+) -> tuple:
+    return (str(variant), str(dtype), int(n_rows), int(n_cols), str(tunables), str(method), str(direction))
+
+
+KEY_COLUMNS: tuple[str, ...] = ("variant", "dtype", "n_rows", "n_cols", "tunables", "method", "direction")
+RESUME_ENV_COLUMNS: tuple[str, ...] = ("gpu_name", "torch_version", "triton_version")
+# error rows that say nothing about the config: retried on resume (first line of the error, lower case)
+TRANSIENT_ERROR_MARKERS: tuple[str, ...] = (
+    "out of memory",
+    "cuda error",
+    "cuda driver",
+    "driver error",
+    "triton error [cuda]",
+    "cuda_error_",
+    "cudaerror",
+    "device-side assert",
+    "launch failed",
+    "unspecified launch failure",
+)
+TRANSIENT_ERROR_TYPES: tuple[str, ...] = (
+    "unavailable:",
+    "RuntimeError:",
+    "OutOfMemoryError:",
+    "AcceleratorError:",
+    "CudaError:",
+)  # unavailable: a peer package missing where the row ran
+DETERMINISTIC_ERROR_PREFIXES: tuple[str, ...] = (
+    "skipped:",
+    "wrong result:",
+    "unsupported:",
+    "ValueError:",
+    "TypeError:",
+    "CompilationError:",
+    "OutOfResources:",
+    "NotImplementedError:",
+)
+
+
+def error_kind(error: str | None) -> str:
+    """'' for a row that ran; 'deterministic' for errors the config will give again (over a variant's limit, bad
+    tunables, a predicted pathological compile, a wrong result, compile errors, Triton's out of resource), kept on
+    resume; 'transient' for CUDA out of memory, CUDA/driver errors and other RuntimeErrors from a launch, retried."""
+    text = "" if error is None or error is pd.NA else str(error).strip()
+    if not text:
+        return ""
+    lower = text.lower()
+    if text.startswith(DETERMINISTIC_ERROR_PREFIXES) or "out of resource" in lower:
+        return "deterministic"
+    if text.startswith(TRANSIENT_ERROR_TYPES) or any(marker in lower for marker in TRANSIENT_ERROR_MARKERS):
+        return "transient"
+    return "deterministic"
+
+
+def resume_env(env: Mapping[str, Any]) -> tuple[str, ...]:
+    """(gpu_name, torch_version, triton_version) of a run: rows count as done only for the same three."""
+    return tuple(
+        "" if env.get(name) is None or env.get(name) is pd.NA else str(env.get(name)) for name in RESUME_ENV_COLUMNS
+    )
+
+
+def _key_frame(table: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    sub = table[list(columns)].astype(object)
+    return sub.where(table[list(columns)].notna(), None)
+
+
+def _resume_masks(
+    table: pd.DataFrame, env: Mapping[str, Any] | None, retry_errors: bool
+) -> tuple[pd.Series, pd.Series]:
+    """(rows that count as done, error rows this run re-measures and replaces) of `table` for a run in `env`."""
+    same_env = pd.Series(True, index=table.index)
+    if env is not None:
+        wanted = resume_env(env)
+        for name, value in zip(RESUME_ENV_COLUMNS, wanted, strict=True):
+            same_env &= table[name].astype("string").fillna("") == value
+        same_env &= _same_kernel_source(table)
+    kinds = table["error"].map(error_kind) if len(table) else pd.Series([], dtype=object)
+    retried = (kinds != "") if retry_errors else (kinds == "transient")
+    return same_env & ~retried, same_env & retried
+
+
+def _same_kernel_source(table: pd.DataFrame) -> pd.Series:
+    """True for rows measured with this tree's kernel source (kernel_source_hash) or recording none (older files):
+    a row of a changed kernel does not count as done, it is measured again (and kept, as rows of other runs)."""
+    if not len(table) or "kernel_source_hash" not in table.columns:
+        return pd.Series(True, index=table.index)
+    recorded = table["kernel_source_hash"].astype("string")
+    variants = table["variant"].astype("string")
+    current = variants.map({v: _source_hash_or_none(str(v)) for v in variants.dropna().unique()}).astype("string")
+    return (recorded.isna() | current.isna() | (recorded == current)).fillna(True).astype(bool)
+
+
+def existing_keys(
+    table: pd.DataFrame, env: Mapping[str, Any] | None = None, *, retry_errors: bool = False
+) -> set[tuple]:
+    """row_key of the rows that count as done when resuming: with `env`, only rows measured with its gpu_name,
+    torch_version and triton_version; never error rows of a transient failure (nor any error row with
+    `retry_errors`)."""
+    done, _ = _resume_masks(table, env, retry_errors)
+    sub = _key_frame(table[done], KEY_COLUMNS)
+    sub["tunables"] = sub["tunables"].fillna("{}")
+    return {row_key(*values) for values in sub.itertuples(index=False, name=None)}
+
+
+def _replaceable_rows(table: pd.DataFrame, env: Mapping[str, Any] | None, retry_errors: bool) -> dict[tuple, list]:
+    """row_key -> index of this run's environment's error rows that a new result for that key replaces."""
+    _, retried = _resume_masks(table, env, retry_errors)
+    sub = _key_frame(table[retried], KEY_COLUMNS)
+    sub["tunables"] = sub["tunables"].fillna("{}")
+    out: dict[tuple, list] = {}
+    for index, values in zip(sub.index, sub.itertuples(index=False, name=None), strict=True):
+        out.setdefault(row_key(*values), []).append(index)
+    return out
+
+
+class ResultsLockError(RuntimeError):
+    """Another sweep holds the output file's lock; the message names its pid, host and start time."""
+
+
+def lock_path(out: str | Path) -> Path:
+    """The sidecar lock file of a results file: 'run.parquet' -> 'run.parquet.lock'."""
+    out = Path(out)
+    return out.with_name(out.name + ".lock")
+
+
+def _holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f"pid {info['pid']} on {info['host']}, started {info['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder not recorded yet"
+
+
+@contextlib.contextmanager
+def results_lock(out: str | Path) -> Iterator[Path]:
+    """Hold an exclusive fcntl.flock on `out`'s sidecar lock file for the block (it records pid, host and start
+    time, and is removed on release). ResultsLockError at once when another writer holds it."""
+    out = Path(out)
+    path = lock_path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise ResultsLockError(
+                f"{out} is being written by another sweep ({holder}; lock {path.name}); "
+                "allowed: one sweep per output file at a time (wait for it, or use another "
+                "output file)"
+            ) from None
+        try:  # a holder that just finished removed the file we opened: lock the current one instead
+            current = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            break
+        os.close(fd)
+    try:
+        record = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": utc_now_iso()})
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record.encode(), 0)
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # still holding the lock: no one else can be between open and flock on this inode
+        os.close(fd)
+
+
+@dataclass
+class _Shape:
+    key: tuple = ()
+    x: torch.Tensor | None = None
+    reference: torch.Tensor | None = None
+    gradients: GradientInputs | None = None  # y, dy and reference dx of the backward directions (made when needed)
+
+
+@dataclass
+class SweepState:
+    """Bookkeeping returned in df.attrs['sweep']."""
+
+    total: int = 0
+    done: int = 0
+    skipped_existing: int = 0
+    errors: int = 0
+    cancelled: bool = False
+    seconds: float = 0.0
+    slow_compiles: list[tuple[str, float]] = field(default_factory=list)
+    phase_s: dict[str, float] = field(default_factory=dict)  # wall seconds per phase (precompile, first_call, ...)
+    precompile: dict[str, Any] = field(default_factory=dict)  # compiled / failed counts, workers, why it broke
+    traces: list[str] = field(default_factory=list)  # Chrome trace files kept
+
+    def add_phase(self, name: str, seconds: float) -> None:
+        self.phase_s[name] = self.phase_s.get(name, 0.0) + seconds
+
+
+def run_sweep(
+    configs: Sequence[Config],
+    *,
+    methods: Sequence[str] = timing.TIMING_METHODS,
+    out: str | Path | None = None,
+    device: str | torch.device | None = None,
+    clock: timing.Clock | None = None,
+    tracer: Tracer | None = None,
+    trace: bool = True,
+    compile_facts: CompileFacts | None = None,
+    env: Mapping[str, Any] | None = None,
+    reps: int | None = None,
+    warmup: int = timing.DEFAULT_WARMUP,
+    target_ms: float = timing.DEFAULT_TARGET_MS,
+    min_reps: int = timing.DEFAULT_MIN_REPS,
+    max_reps: int = timing.DEFAULT_MAX_REPS,
+    max_lanes_per_thread: float | None = DEFAULT_MAX_LANES_PER_THREAD,
+    compile_cap_s: float | None = DEFAULT_COMPILE_CAP_S,
+    progress: Progress | None = None,
+    cancel: Cancel | None = None,
+    save_every_s: float = 20.0,
+    seed: int = 0,
+    graph_calls: int = timing.DEFAULT_GRAPH_CALLS,
+    retry_errors: bool = False,
+    rel_ci: float | None = timing.DEFAULT_REL_CI,
+    budget_ms: float = timing.DEFAULT_BUDGET_MS,
+    compile_workers: int = 0,
+    precompile_timeout_s: float = 300.0,
+    timing_started: Callable[[], None] | None = None,
+    trace_configs: Sequence[Config] = (),
+    trace_dir: str | Path | None = None,
+    chrome_tracer: ChromeTracer | None = None,
+) -> pd.DataFrame:
+    """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
+
+    `out` (.parquet/.csv) is locked for the whole sweep (ResultsLockError if another sweep holds it), read first
+    (pairs already measured in this environment are skipped; transient error rows, or all error rows with
+    `retry_errors`, are measured again and replaced) and rewritten every `save_every_s` seconds and at the end,
+    also when interrupted (any exception, KeyboardInterrupt included). `progress(done, total, config)` is called
+    after each config (total counts configs still to run); `cancel()` returning True stops before the next
+    config. `compile_cap_s`: after a first call slower than this, later configs of the same variant with at
+    least as many lanes per thread are skipped (a running compile cannot be interrupted). Defaults: CUDA
+    clock, torch.profiler tracer, live environment fingerprint with copy bandwidth. `rel_ci` / `budget_ms`: the
+    adaptive reps' stopping rule (profiling.timing.benchmark). `compile_workers` > 0 compiles the configs still
+    to run ahead of timing in that many worker processes (profiling.precompile; on a CPU device: offline for the
+    env's arch); a worker failure only means those kernels JIT in-process. `timing_started()` is called once the
+    warm-up is over and the first config starts (ProgressClock.start). `df.attrs['sweep']` holds the counts,
+    `phase_s` (wall seconds per phase) and the precompile report. `trace_configs`: configs whose Chrome trace
+    (torch.profiler, one call) is kept in `trace_dir` (default: '<out stem>_traces' beside `out`) with an
+    index.json naming each file's config (profiling.trace.read_trace_index); after all timing, on CUDA.
+    """
+    started = time.perf_counter()
+    methods = list(dict.fromkeys(methods))
+    for method in methods:
+        if method not in timing.TIMING_METHODS:
+            raise ValueError(f"unknown timing method {method!r}; allowed: {', '.join(timing.TIMING_METHODS)}")
+    cuda = torch.cuda.is_available()
+    device = torch.device(device) if device is not None else torch.device("cuda" if cuda else "cpu")
+    if clock is None:
+        if device.type != "cuda":
+            raise ValueError(f"timing on {device} needs an injected clock; allowed: a cuda device")
+        clock = timing.CudaClock(device)
+    if tracer is None and trace and device.type == "cuda":
+        from blockscope.profiling.measure.trace import kernel_names
+
+        tracer = kernel_names
+    env = dict(env) if env is not None else fingerprint(device)
+    env_row = {name: env.get(name) for name in ENV_COLUMNS}
+    gpu_name = env_row["gpu_name"] if env_row.get("gpu_name") not in (None, "none") else None
+    arch = None if device.type == "cuda" else arch_of(env_row)
+    compile_facts = compile_facts or default_compile_facts
+
+    with contextlib.ExitStack() as stack:
+        if out is not None:
+            stack.enter_context(results_lock(out))
+        out_path = Path(out) if out is not None else None
+        existing = load_results(out_path) if out_path is not None and out_path.exists() else empty_results()
+        done_keys = existing_keys(existing, env_row, retry_errors=retry_errors)
+        replaceable = _replaceable_rows(existing, env_row, retry_errors)  # row_key -> error rows a new result replaces
+        replaced: list = []  # index of `existing` rows replaced by this run's rows
+        new_rows: list[dict[str, Any]] = []
+        state = SweepState()
+        last_save = time.perf_counter()
+
+        filled = False  # the trace pass named rows already in the file
+
+        def save() -> None:
+            nonlocal last_save
+            if out_path is not None and (new_rows or filled):
+                save_results(_table(existing.drop(index=replaced), new_rows), out_path)
+            last_save = time.perf_counter()
+
+        pending: list[tuple[Config, kernels.LaunchPlan | None, str, str, list[str]]] = []
+        order = sorted(range(len(configs)), key=lambda i: (configs[i].dtype, configs[i].n_rows, configs[i].n_cols))
+        for i in order:
+            config = configs[i]
+            plan, plan_error = None, ""
+            rule = (
+                None
+                if is_peer(config.variant) or config.direction != FORWARD
+                else unsupported_reason(config.variant, config.n_rows, config.n_cols, dtype_from_name(config.dtype))
+            )
+            try:
+                if rule:  # the variant's own rules leave this shape out (staged: odd N in 16 bits), as a peer's do
+                    plan_error = rule
+                else:
+                    plan = resolve_plan(config, gpu_name)
+            except Exception as error:  # bad tunables for this N: an error row
+                plan_error = _error_text(error)
+            tunables = resolved_tunables_json(config, plan)
+            todo = [
+                m
+                for m in methods
+                if row_key(config.variant, config.dtype, config.n_rows, config.n_cols, tunables, m, config.direction)
+                not in done_keys
+            ]
+            if todo:
+                pending.append((config, plan, plan_error, tunables, todo))
+            else:
+                state.skipped_existing += 1
+        state.total = len(pending)
+        if compile_workers and pending:
+            _precompile(
+                pending,
+                state,
+                compile_workers,
+                device=device,
+                arch=arch,
+                gpu_name=gpu_name,
+                max_lanes=max_lanes_per_thread,
+                timeout_s=precompile_timeout_s,
+            )
+        if timing_started is not None:
+            timing_started()
+        shape = _Shape()
+        try:
+            for config, plan, plan_error, tunables, todo in pending:
+                if cancel is not None and cancel():
+                    state.cancelled = True
+                    break
+                rows = _run_config(
+                    config,
+                    plan,
+                    plan_error,
+                    tunables,
+                    todo,
+                    device=device,
+                    clock=clock,
+                    compile_facts=compile_facts,
+                    arch=arch,
+                    shape=shape,
+                    reps=reps,
+                    warmup=warmup,
+                    target_ms=target_ms,
+                    min_reps=min_reps,
+                    max_reps=max_reps,
+                    max_lanes=max_lanes_per_thread,
+                    compile_cap_s=compile_cap_s,
+                    state=state,
+                    seed=seed,
+                    graph_calls=graph_calls,
+                    rel_ci=rel_ci,
+                    budget_ms=budget_ms,
+                )
+                for row in rows:
+                    row.update(env_row)
+                    row["kernel_revision"] = kernel_revision(row["kernel_source_hash"], env_row.get("triton_version"))
+                    if row.get("gbps") is not None and env_row.get("copy_gbps"):
+                        row["copy_fraction"] = row["gbps"] / env_row["copy_gbps"]
+                state.errors += sum(1 for row in rows if row["error"])
+                for row in rows:
+                    replaced.extend(replaceable.pop(row_key(*(row[c] for c in KEY_COLUMNS)), ()))
+                new_rows.extend(rows)
+                state.done += 1
+                if progress is not None:
+                    progress(state.done, state.total, config)
+                if time.perf_counter() - last_save >= save_every_s:
+                    save()
+            if tracer is not None and not state.cancelled:
+                tic = time.perf_counter()
+                existing, filled = _trace_pass(existing, new_rows, tracer, device, gpu_name, cancel, seed)
+                state.add_phase("trace", time.perf_counter() - tic)
+            if trace_configs and not state.cancelled and (chrome_tracer is not None or device.type == "cuda"):
+                tic = time.perf_counter()
+                folder = (
+                    Path(trace_dir)
+                    if trace_dir is not None
+                    else (_traces_dir(out_path) if out_path is not None else None)
+                )
+                if folder is not None:
+                    state.traces = _keep_traces(trace_configs, new_rows, folder, chrome_tracer, device, env_row, seed)
+                state.add_phase("chrome_traces", time.perf_counter() - tic)
+        finally:
+            shape.x = shape.reference = shape.gradients = None
+            save()
+        table = _table(existing.drop(index=replaced), new_rows)
+        state.seconds = time.perf_counter() - started
+        table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
+        return table
+
+
+def _traces_dir(out: Path) -> Path:
+    from blockscope.profiling.measure.trace import traces_dir_for
+
+    return traces_dir_for(out)
+
+
+def _default_chrome_tracer(fn: Callable[[], Any], path: Path) -> list[str]:
+    from blockscope.profiling.measure.trace import trace_kernels
+
+    return [record.name for record in trace_kernels(fn, export_path=path)]
+
+
+def _keep_traces(
+    configs: Sequence[Config],
+    new_rows: list[dict[str, Any]],
+    folder: Path,
+    chrome_tracer: ChromeTracer | None,
+    device: torch.device,
+    env_row: Mapping[str, Any],
+    seed: int,
+) -> list[str]:
+    """One Chrome trace per config in `configs` that ran without error in this run, plus the folder's index.json;
+    a failing trace is skipped (evidence, not results). Returns the files written."""
+    from blockscope.profiling.measure.trace import trace_file_name, write_trace_index
+
+    tracer = chrome_tracer or _default_chrome_tracer
+    ran: dict[tuple, dict[str, Any]] = {}
+    for r in new_rows:  # the first error-free row of each shape and direction: the first config, as picked
+        if not r["error"]:
+            ran.setdefault((r["variant"], r["dtype"], r["n_rows"], r["n_cols"], r.get("direction", FORWARD)), r)
+    written, entries = [], []
+    for config in dict.fromkeys(configs):
+        row = ran.get((config.variant, config.dtype, config.n_rows, config.n_cols, config.direction))
+        if row is None:
+            continue
+        name = trace_file_name(config.variant, config.dtype, config.n_rows, config.n_cols, row["tunables"])
+        try:
+            generator = torch.Generator(device=device).manual_seed(seed)
+            x = torch.randn(
+                config.n_rows, config.n_cols, device=device, dtype=dtype_from_name(config.dtype), generator=generator
+            )
+            folder.mkdir(parents=True, exist_ok=True)
+            names = tracer(backend_callable(config, x), folder / name)
+            del x
+        except Exception:
+            continue
+        written.append(name)
+        entries.append(
+            {
+                "file": name,
+                "variant": config.variant,
+                "dtype": config.dtype,
+                "n_rows": config.n_rows,
+                "n_cols": config.n_cols,
+                "tunables": row["tunables"],
+                "kernels": list(names),
+                "run_id": env_row.get("run_id"),
+                "gpu_name": env_row.get("gpu_name"),
+                "kernel_revision": row.get("kernel_revision"),
+                "measured_at": env_row.get("measured_at"),
+            }
+        )
+    if entries:
+        write_trace_index(folder, entries)
+    return written
+
+
+def pick_trace_configs(configs: Sequence[Config], specs: Sequence[str], *, strict: bool = True) -> list[Config]:
+    """Configs named by 'variant:dtype:N' specs (the first forward config of that variant, dtype and N: its default
+    tunables when swept). ValueError for a malformed spec, or (strict) one matching no config."""
+    picked = []
+    for spec in specs:
+        parts = str(spec).split(":")
+        if len(parts) != 3 or not parts[2].strip().isdigit():
+            raise ValueError(f"trace config {spec!r} is malformed; allowed: VARIANT:DTYPE:N (e.g. teaching:fp16:1000)")
+        variant, dtype, n = parts[0].strip(), parts[1].strip(), int(parts[2])
+        wanted = (variant, dtype, n, FORWARD)
+        match = next((c for c in configs if (c.variant, c.dtype, c.n_cols, c.direction) == wanted), None)
+        if match is None:
+            if strict:
+                raise ValueError(
+                    f"trace config {spec!r} names no config of this sweep; allowed: a variant, dtype and "
+                    "N that the sweep runs"
+                )
+            continue
+        picked.append(match)
+    return list(dict.fromkeys(picked))
+
+
+def format_duration(seconds: float) -> str:
+    """'45 s', '3 min 05 s', '1 h 02 min' (seconds rounded)."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:
+    """Seconds left at the mean rate so far (None before the first config is done)."""
+    if done <= 0 or total <= 0 or elapsed_s < 0:
+        return None
+    return elapsed_s / done * max(0, total - done)
+
+
+def format_progress(done: int, total: int, elapsed_s: float) -> str:
+    """'12/100 configs, 8 s elapsed, about 1 min 13 s left' (the CLI's and the Run sweep page's progress text)."""
+    eta = eta_seconds(done, total, elapsed_s)
+    left = (
+        "estimating time left" if eta is None else ("done" if done >= total else f"about {format_duration(eta)} left")
+    )
+    return f"{done}/{total} configs, {format_duration(elapsed_s)} elapsed, {left}"
+
+
+class ProgressClock:
+    """Progress text whose elapsed time counts from `start()` (pass it as run_sweep's `timing_started`, so the
+    compile warm-up does not inflate the ETA), or from construction when never started."""
+
+    def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
+        self._now = now
+        self._start = now()
+
+    def start(self) -> None:
+        self._start = self._now()
+
+    def text(self, done: int, total: int) -> str:
+        return format_progress(done, total, self._now() - self._start)
+
+
+def _config_from_row(
+    variant: str, dtype: str, n_rows: int, n_cols: int, tunables: str, direction: str = FORWARD
+) -> Config:
+    """The config a results row came from (its resolved tunables are valid requested ones; a 'backward' row's are
+    the Triton backward's, which its config does not take)."""
+    given = {} if variant == "auto" or is_peer(variant) or direction == BACKWARD else json.loads(tunables or "{}")
+    return make_config(variant, dtype, int(n_rows), int(n_cols), direction=direction, **given)
+
+
+def _trace_pass(
+    existing: pd.DataFrame,
+    new_rows: list[dict[str, Any]],
+    tracer: Tracer,
+    device: torch.device,
+    gpu_name: str | None,
+    cancel: Cancel | None,
+    seed: int,
+) -> tuple[pd.DataFrame, bool]:
+    """Fill kernel_names of error-free rows lacking them (this run's and the file's), one traced call per config.
+
+    Updates `new_rows` in place; returns `existing` with names filled and whether any of its rows changed."""
+    key_cols = ["variant", "dtype", "n_rows", "n_cols", "tunables", "direction"]
+    wanted: dict[tuple, list] = {}
+    for row in new_rows:
+        if not row["error"] and row.get("kernel_names") is None:
+            wanted.setdefault(tuple(row[c] for c in key_cols), []).append(row)
+    existing, changed = existing.copy(), False
+    if len(existing):
+        missing = (existing["error"] == "") & existing["kernel_names"].isna()
+        for index in existing.index[missing]:
+            wanted.setdefault(tuple(existing.loc[index, c] for c in key_cols), []).append(index)
+    shape = _Shape()
+    for key in sorted(wanted, key=lambda k: (str(k[1]), int(k[2]), int(k[3]), str(k[0]))):
+        if cancel is not None and cancel():
+            break
+        try:
+            config = _config_from_row(*key)
+            dtype = dtype_from_name(config.dtype)
+            if shape.key != (config.dtype, config.n_rows, config.n_cols):
+                shape.x = shape.gradients = None
+                generator = torch.Generator(device=device).manual_seed(seed)
+                shape.x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
+                shape.key = (config.dtype, config.n_rows, config.n_cols)
+            if config.direction == FORWARD:
+                fn = backend_callable(config, shape.x)
+            else:
+                shape.gradients = shape.gradients or gradient_inputs(shape.x, seed)
+                fn = direction_callable(
+                    config.direction, config.variant, config.tunables_dict, shape.x, shape.gradients
+                )
+                fn()  # setup (a compile) outside the trace, as the timed rows had it
+            names = tracer(fn)
+        except Exception:  # names are evidence: a failing trace leaves NA
+            continue
+        text = "; ".join(names) if names else None
+        for target in wanted[key]:
+            if isinstance(target, dict):
+                target["kernel_names"] = text
+            elif text is not None:
+                existing.loc[target, "kernel_names"] = text
+                changed = True
+    shape.x = shape.gradients = None
+    return existing, changed
+
+
+def _table(existing: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    if not rows:
+        return normalize(existing)
+    new = normalize(pd.DataFrame(rows, columns=list(COLUMNS)))
+    return normalize(pd.concat([normalize(existing), new], ignore_index=True)) if len(existing) else new
+
+
+def _source_hash_or_none(variant: str) -> str | None:
+    """This tree's kernel_source_hash of `variant` (profiling.revision); None when it cannot be read."""
+    try:
+        return kernel_source_hash(variant)
+    except Exception:
+        return None
+
+
+def _base_row(config: Config, plan: kernels.LaunchPlan | None, tunables: str) -> dict[str, Any]:
+    row = dict.fromkeys(COLUMNS)
+    row.update(
+        variant=config.variant,
+        dtype=config.dtype,
+        n_rows=config.n_rows,
+        n_cols=config.n_cols,
+        tunables=tunables,
+        direction=config.direction,
+        error="",
+        bytes_moved=bytes_moved(config.n_rows, config.n_cols, config.dtype, config.direction),
+        kernel_source_hash=_source_hash_or_none(config.variant),
+    )
+    if plan is not None:
+        row.update(
+            num_warps=plan.num_warps,
+            num_stages=plan.num_stages,
+            tile_width=plan.tile_width,
+            rows_per_program=plan.rows_per_program,
+            programs=plan.programs,
+        )
+    return row
+
+
+def _launched_programs(plan: kernels.LaunchPlan, x: torch.Tensor) -> int | None:
+    """Programs the GPU launch used when the grid is resolved at launch (persistent, splitrow)."""
+    if not plan.grid_resolved_at_launch or x.device.type != "cuda" or kernels.interpreting():
+        return plan.programs
+    try:
+        if plan.variant == "persistent":
+            from blockscope.kernels import persistent
+
+            return min(plan.n_rows, persistent.resident_programs(x, x, plan))  # cached by now: nothing launched
+        if plan.variant == "splitrow":
+            from blockscope.kernels import splitrow
+
+            return splitrow.launched_programs(x.reshape(-1, x.shape[-1]), plan)  # cached by now: nothing launched
+        if plan.variant == "staged_split":
+            from blockscope.kernels import staged_split
+
+            return staged_split.launched_programs(x.reshape(-1, x.shape[-1]), plan)  # cached by now
+    except Exception:
+        return None
+    return plan.programs
+
+
+def _run_config(
+    config: Config,
+    plan: kernels.LaunchPlan | None,
+    plan_error: str,
+    tunables: str,
+    methods: list[str],
+    *,
+    device: torch.device,
+    clock: timing.Clock,
+    compile_facts: CompileFacts,
+    arch: str | None,
+    shape: _Shape,
+    reps: int | None,
+    warmup: int,
+    target_ms: float,
+    min_reps: int,
+    max_reps: int,
+    max_lanes: float | None,
+    compile_cap_s: float | None,
+    state: SweepState,
+    seed: int,
+    graph_calls: int,
+    rel_ci: float | None = timing.DEFAULT_REL_CI,
+    budget_ms: float = timing.DEFAULT_BUDGET_MS,
+) -> list[dict[str, Any]]:
+    base = _base_row(config, plan, tunables)
+
+    def error_rows(message: str, **extra: Any) -> list[dict[str, Any]]:
+        return [{**base, **extra, "method": m, "error": message} for m in methods]
+
+    if plan_error:
+        return error_rows(plan_error)
+    problem = predicted_compile_problem(plan, max_lanes)
+    if problem is None and plan is not None:
+        lanes = lanes_per_thread(plan)
+        for variant, slow_lanes in state.slow_compiles:
+            if variant == plan.variant and lanes >= slow_lanes:
+                problem = (
+                    f"skipped: a config of {variant} with {slow_lanes:g} lanes per thread took over "
+                    f"{compile_cap_s:g} s to compile; this one has {lanes:g}"
+                )
+                break
+    if problem:
+        return error_rows(problem)
+    dtype = dtype_from_name(config.dtype)
+    backward = config.direction != FORWARD
+    if is_peer(config.variant) or backward:
+        reason = unsupported_reason(config.variant, config.n_rows, config.n_cols, dtype, config.direction)
+        if reason:
+            return error_rows(reason)
+    tic = time.perf_counter()
+    try:
+        key = (config.dtype, config.n_rows, config.n_cols)
+        if shape.key != key:
+            shape.x = shape.reference = shape.gradients = None
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            generator = torch.Generator(device=device).manual_seed(seed)
+            shape.x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
+            shape.reference = kernels.reference_softmax(shape.x)
+            shape.key = key
+        x = shape.x
+        if backward and shape.gradients is None:
+            shape.gradients = gradient_inputs(x, seed, shape.reference)
+        fn = (
+            direction_callable(config.direction, config.variant, config.tunables_dict, x, shape.gradients)
+            if backward
+            else backend_callable(config, x)
+        )
+        result: list[torch.Tensor] = []
+        first_call_s = timing.first_call_seconds(lambda: result.append(fn()), clock)
+        base["first_call_s"] = first_call_s
+        if compile_cap_s is not None and plan is not None and first_call_s > compile_cap_s:
+            state.slow_compiles.append((plan.variant, lanes_per_thread(plan)))
+        if backward:  # dx against the float64 gradient
+            wrong, base["max_abs_error"] = check_direction(
+                config.direction, result[0], shape.gradients, shape.reference, config.dtype
+            )
+        else:
+            wrong, base["max_abs_error"] = check_result(result[0], shape.reference, config.dtype)
+        if not wrong and not backward:  # ULP columns vs the same float64 reference; {} when they cannot be computed
+            from blockscope.profiling.inspect.numerics import sweep_columns
+
+            base.update(sweep_columns(result[0], shape.reference))
+        result.clear()
+        if wrong:
+            return error_rows(wrong)
+    except Exception as error:  # OutOfResources, CUDA OOM, compile errors: an error row, the sweep goes on
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        return error_rows(_error_text(error))
+    finally:
+        state.add_phase("first_call_and_check", time.perf_counter() - tic)
+    tic = time.perf_counter()
+    if is_peer(config.variant) and not backward:
+        base.update(peer_compile_facts(config, x, arch))
+    if plan is not None and config.direction != BACKWARD:  # forward_backward: the forward kernel's facts
+        base["programs"] = _launched_programs(plan, x)
+        try:
+            facts = compile_facts(config, plan, arch)
+            base.update({k: v for k, v in facts.items() if k in COMPILE_COLUMNS})
+        except Exception:
+            pass
+    state.add_phase("compile_facts", time.perf_counter() - tic)
+    tic = time.perf_counter()
+    rows = []
+    for method in methods:
+        try:
+            stats = timing.benchmark(
+                fn,
+                method,
+                reps=reps,
+                warmup=warmup,
+                clock=clock,
+                first_call_s=first_call_s,
+                target_ms=target_ms,
+                min_reps=min_reps,
+                max_reps=max_reps,
+                graph_calls=graph_calls,
+                rel_ci=rel_ci,
+                budget_ms=budget_ms,
+            )
+        except Exception as error:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            rows.append({**base, "method": method, "error": _error_text(error)})
+            continue
+        row = {**base, **stats.as_dict()}
+        row["gbps"] = gbps(base["bytes_moved"], stats.median_us)
+        rows.append(row)
+    state.add_phase("timing", time.perf_counter() - tic)
+    return rows
+
+
+def _precompile(
+    pending: list,
+    state: SweepState,
+    workers: int,
+    *,
+    device: torch.device,
+    arch: str | None,
+    gpu_name: str | None,
+    max_lanes: float | None,
+    timeout_s: float,
+) -> None:
+    """Compile the pending configs' kernels in worker processes (profiling.precompile) and seed the in-process
+    compile-facts cache with what they found; whatever fails is compiled in-process later, as without it."""
+    from blockscope.profiling.measure import precompile
+
+    tic = time.perf_counter()
+    configs = [config for config, _plan, plan_error, _tunables, _todo in pending if not plan_error]
+    mode = "run" if device.type == "cuda" else "offline"
+    report = precompile.precompile(
+        configs,
+        workers,
+        mode=mode,
+        arch=arch or ("sm_90" if mode == "offline" else None),
+        gpu_name=gpu_name,
+        max_lanes_per_thread=max_lanes,
+        timeout_s=timeout_s,
+    )
+    _COMPILE_CACHE.update(report.facts)
+    state.precompile = {
+        "compiled": report.compiled,
+        "failed": len(report.failed),
+        "workers": report.workers,
+        "seconds": round(report.seconds, 2),
+        "broken": report.broken,
+    }
+    state.add_phase("precompile", time.perf_counter() - tic)
+
+
+def estimate_seconds(
+    configs: Sequence[Config],
+    methods: Sequence[str] = timing.TIMING_METHODS,
+    *,
+    reps: int | None = None,
+    warmup: int = timing.DEFAULT_WARMUP,
+    target_ms: float = timing.DEFAULT_TARGET_MS,
+    min_reps: int = timing.DEFAULT_MIN_REPS,
+    max_reps: int = timing.DEFAULT_MAX_REPS,
+    hbm_gbps: float = 3500.0,
+    compile_s: float = 1.5,
+    config_overhead_s: float = 0.12,
+    sync_us: float = 25.0,
+    flush_us: float = 90.0,
+    max_lanes_per_thread: float | None = DEFAULT_MAX_LANES_PER_THREAD,
+) -> float:
+    """Rough wall seconds on a GPU: compiles (per distinct kernel) + per-config overhead (input, check, trace)
+    + per method (warmup + estimate + reps) x (kernel time ~ bytes / hbm_gbps + 4 us, + sync/flush costs)."""
+    kernels_seen: set[tuple] = set()
+    total = 0.0
+    for config in configs:
+        try:
+            plan = resolve_plan(config)
+        except Exception:
+            continue
+        if predicted_compile_problem(plan, max_lanes_per_thread):
+            continue
+        if plan is not None:
+            key = (plan.variant, config.dtype, plan.num_warps, plan.num_stages, tuple(sorted(plan.constexprs.items())))
+            if key not in kernels_seen:
+                kernels_seen.add(key)
+                total += compile_s
+        launches = 2 if config.direction == "forward_backward" else 1
+        kernel_us = (
+            bytes_moved(config.n_rows, config.n_cols, config.dtype, config.direction) / (hbm_gbps * 1e3)
+            + 4.0 * launches
+        )
+        total += config_overhead_s + 3 * kernel_us * 1e-6  # + input, reference and check
+        n = reps if reps is not None else timing.choose_reps(kernel_us, target_ms, min_reps, max_reps)
+        for method in methods:
+            per_call = {
+                "per_call_events": max(kernel_us, 8.0) + sync_us,
+                "back_to_back_flushed": kernel_us + flush_us,
+                "cuda_graph": kernel_us,
+            }[method]
+            total += (warmup + 5) * max(kernel_us, 6.0) * 1e-6 + (n + 5) * per_call * 1e-6
+            if method == "cuda_graph":
+                total += 0.01
+    return total

@@ -1,0 +1,104 @@
+"""Repeat drift: per-config median change between two sweeps of the same configs (run-to-run reproducibility).
+
+`repeat_drift(first, second)` pairs rows by (variant, dtype, n_rows, n_cols, tunables, method), keeps configs
+that ran in both with a first median of at least `min_us` (20 us: shorter kernels are launch-bound and noisy by
+nature) and gives `drift` = second / first - 1. `drift_summary` counts how many are within `limit` (3 %), and
+`drift_lines` prints it. Imports neither streamlit nor plotly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+KEY = ["variant", "dtype", "n_rows", "n_cols", "tunables", "method"]
+DEFAULT_MIN_US = 20.0
+DEFAULT_LIMIT = 0.03
+
+
+def _timed(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows that ran with a median, one per key (the last measured when a file holds several runs)."""
+    ran = table[(table["error"].fillna("") == "") & table["median_us"].notna() & (table["method"] != "none")].copy()
+    ran["tunables"] = ran["tunables"].fillna("{}")
+    if "measured_at" in ran.columns:
+        ran = ran.sort_values("measured_at", kind="stable", na_position="first")
+    return ran.drop_duplicates(KEY, keep="last")
+
+
+def repeat_drift(
+    first: pd.DataFrame, second: pd.DataFrame, *, min_us: float = DEFAULT_MIN_US, methods: tuple[str, ...] | None = None
+) -> pd.DataFrame:
+    """Per config and method: first_us, second_us (medians, us), drift (second / first - 1) and abs_drift, for
+    configs timed in both runs with first_us >= min_us; sorted by abs_drift, largest first."""
+    if min_us < 0:
+        raise ValueError(f"min_us={min_us}; allowed: a number >= 0 (microseconds)")
+    a, b = _timed(first), _timed(second)
+    if methods:
+        a, b = a[a["method"].isin(methods)], b[b["method"].isin(methods)]
+    merged = a[[*KEY, "median_us"]].merge(b[[*KEY, "median_us"]], on=KEY, suffixes=("_first", "_second"))
+    merged = merged.rename(columns={"median_us_first": "first_us", "median_us_second": "second_us"})
+    merged = merged[merged["first_us"] >= min_us].copy()
+    merged["drift"] = (merged["second_us"] / merged["first_us"] - 1.0).astype("Float64")
+    merged["abs_drift"] = merged["drift"].abs()
+    return merged.sort_values("abs_drift", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def drift_summary(drift: pd.DataFrame, limit: float = DEFAULT_LIMIT) -> dict[str, Any]:
+    """configs compared, within limit (count and share), median / 95th percentile / max of |drift|, per method."""
+    if not len(drift):
+        return {
+            "configs": 0,
+            "within": 0,
+            "share_within": None,
+            "median_abs": None,
+            "p95_abs": None,
+            "max_abs": None,
+            "limit": limit,
+            "by_method": {},
+        }
+    absolute = drift["abs_drift"].astype(float)
+    within = int((absolute <= limit).sum())
+    by_method = {
+        method: {
+            "configs": int(len(group)),
+            "within": int((group["abs_drift"].astype(float) <= limit).sum()),
+            "median_abs": float(group["abs_drift"].astype(float).median()),
+        }
+        for method, group in drift.groupby("method", sort=True)
+    }
+    return {
+        "configs": int(len(drift)),
+        "within": within,
+        "share_within": within / len(drift),
+        "median_abs": float(absolute.median()),
+        "p95_abs": float(absolute.quantile(0.95)),
+        "max_abs": float(absolute.max()),
+        "limit": limit,
+        "by_method": by_method,
+    }
+
+
+def drift_lines(
+    drift: pd.DataFrame, limit: float = DEFAULT_LIMIT, min_us: float = DEFAULT_MIN_US, worst: int = 10
+) -> list[str]:
+    """Printable summary: one line overall, one per method, then the `worst` configs."""
+    summary = drift_summary(drift, limit)
+    if not summary["configs"]:
+        return [f"repeat drift: no config over {min_us:g} us was timed in both runs"]
+    lines = [
+        f"repeat drift (configs >= {min_us:g} us): {summary['within']}/{summary['configs']} within "
+        f"{limit:.0%} ({summary['share_within']:.1%}); |drift| median {summary['median_abs']:.2%}, p95 "
+        f"{summary['p95_abs']:.2%}, max {summary['max_abs']:.2%}"
+    ]
+    for method, info in summary["by_method"].items():
+        lines.append(
+            f"  {method}: {info['within']}/{info['configs']} within {limit:.0%}, median |drift| "
+            f"{info['median_abs']:.2%}"
+        )
+    for row in drift.head(worst).itertuples(index=False):
+        lines.append(
+            f"  {row.variant} {row.dtype} R={row.n_rows} N={row.n_cols} {row.tunables} {row.method}: "
+            f"{row.first_us:.2f} -> {row.second_us:.2f} us ({row.drift:+.2%})"
+        )
+    return lines

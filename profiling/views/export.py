@@ -1,0 +1,241 @@
+"""Export for design reviews: every standard figure as PNG (2x) and SVG, its data as CSV, one HTML report.
+
+`export_all` takes results tables or files (several are stacked with a `source` column), draws
+`figures.standard_figures` once, renders all images through ONE kaleido Chromium session
+(profiling.images) and writes into `out_dir`:
+
+  <name>.png   2x figure_size pixels      <name>.svg   figure_size CSS pixels
+  <name>.csv   the FigureSpec's data       report.html  self-contained, interactive, offline
+
+Problems raise ExportError (a ValueError) with a one-line message. Without Chromium the HTML report and
+CSVs are still written, then ChromiumMissing (an ExportError, `.written` = those files) says PNG/SVG were
+skipped, why, and how to install Chromium. No streamlit here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from blockscope.profiling.results import ResultsError, concat_results, load_results
+from blockscope.profiling.views.images import (
+    ChromiumMissing,
+    ExportError,
+    ImageSession,
+    chromium_problem,
+    figure_size,
+    figure_to_png,
+    figure_to_svg,
+)
+
+FORMATS: tuple[str, ...] = ("png", "svg", "html", "csv")
+IMAGE_FORMATS = ("png", "svg")
+PNG_SCALE = 2
+IMAGE_TABS = 1  # kaleido tabs rendering in parallel (2 cores: one tab; see tools/bench_export.py)
+REPORT_NAME = "report.html"
+Progress = Callable[[int, int, str], None]
+Source = pd.DataFrame | str | os.PathLike
+
+__all__ = [
+    "FORMATS",
+    "ChromiumMissing",
+    "ExportError",
+    "ImageSession",
+    "export_all",
+    "figure_size",
+    "output_path",
+    "figure_to_png",
+    "figure_to_svg",
+    "load_inputs",
+    "zip_files",
+]
+
+
+def load_inputs(
+    frames_or_paths: Source | Sequence[Source] | Mapping[str, pd.DataFrame],
+) -> tuple[pd.DataFrame, list[str]]:
+    """One table from a DataFrame, a results file, or several of either (stacked with a `source` column).
+
+    Returns (table, source labels). ExportError names a missing or corrupt file (wrapping ResultsError).
+    """
+    if isinstance(frames_or_paths, Mapping):
+        items = list(frames_or_paths.items())
+    else:
+        many = isinstance(frames_or_paths, Sequence) and not isinstance(frames_or_paths, str)
+        inputs = list(frames_or_paths) if many else [frames_or_paths]
+        items = [(_label(item, i, len(inputs)), item) for i, item in enumerate(inputs)]
+    if not items:
+        raise ExportError("nothing to export: no results given; expected a results .parquet/.csv or a DataFrame")
+    loaded: dict[str, pd.DataFrame] = {}
+    for label, item in items:
+        table = item if isinstance(item, pd.DataFrame) else _load_file(Path(item))
+        while label in loaded:
+            label = f"{label}'"
+        loaded[label] = table
+    if len(loaded) == 1:
+        ((label, table),) = loaded.items()
+        return table, [label]
+    try:
+        return concat_results(loaded), list(loaded)
+    except (ResultsError, ValueError) as error:
+        raise ExportError(f"cannot stack the results tables: {error}") from None
+
+
+def _label(item: Source, index: int, count: int) -> str:
+    if isinstance(item, pd.DataFrame):
+        return "results table" if count == 1 else f"results table {index + 1}"
+    return Path(item).name
+
+
+def _load_file(path: Path) -> pd.DataFrame:
+    if path.is_dir():
+        raise ExportError(
+            f"results path {path} is a directory; expected a Blockscope results .parquet or .csv "
+            "file (repeat --results FILE for several files)"
+        )
+    if not path.is_file():
+        raise ExportError(f"results file {path} does not exist; expected a Blockscope results .parquet or .csv")
+    try:
+        return load_results(path)
+    except ResultsError as error:
+        message = str(error).removeprefix(f"{path.name}: ")
+        raise ExportError(f"cannot export {path}: {message}") from None
+
+
+def _check_formats(formats: Sequence[str]) -> tuple[str, ...]:
+    formats = tuple(dict.fromkeys(f.strip().lower() for f in formats if f.strip()))
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ExportError(f"unknown export format(s) {', '.join(bad) or '(none given)'}; allowed: {', '.join(FORMATS)}")
+    return formats
+
+
+def _writable_dir(out_dir: str | os.PathLike) -> Path:
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as error:
+        raise ExportError(
+            f"cannot write to output directory {out} ({error.strerror or error}); "
+            "choose a writable directory with --out"
+        ) from None
+    return out
+
+
+def output_path(out: Path, stem: str, suffix: str) -> Path:
+    """`out`/<stem>.<suffix> with the stem reduced to [A-Za-z0-9._-] (figures.safe_name); ExportError if the
+    result would still leave `out` (it cannot, but a file name made from data values is checked anyway)."""
+    from blockscope.profiling.views.figures import safe_name
+
+    path = out / f"{safe_name(stem)}.{safe_name(suffix)}"
+    root = out.resolve()
+    if path.resolve().parent != root:
+        raise ExportError(f"refusing to write {path}: outside the output directory {out}")
+    return path
+
+
+def _write(path: Path, data: bytes | str) -> Path:
+    try:
+        path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    except OSError as error:
+        raise ExportError(f"cannot write {path} ({error.strerror or error})") from None
+    return path
+
+
+def export_all(
+    frames_or_paths: Source | Sequence[Source] | Mapping[str, pd.DataFrame],
+    out_dir: str | os.PathLike,
+    formats: Sequence[str] = FORMATS,
+    method: str | None = None,
+    progress: Progress | None = None,
+    dtypes: list[str] | None = None,
+) -> list[Path]:
+    """Write every standard figure (PNG 2x, SVG), its data (CSV) and one HTML report into `out_dir`.
+
+    `method`: the timing method of the figures (default: the first the data has); `progress(done, total,
+    name)` is called after each file. Returns the files written. Raises ExportError for bad input and
+    ChromiumMissing (after writing HTML/CSV) when PNG/SVG were asked for but cannot be rendered.
+    """
+    from blockscope.profiling.views import dashboard_data as dd
+    from blockscope.profiling.views.figures import standard_figures
+
+    formats = _check_formats(formats)
+    df, sources = load_inputs(frames_or_paths)
+    out = _writable_dir(out_dir)
+    if dd.ran(df[df["method"] != "none"]).empty:
+        raise ExportError("nothing to export: the results have no timed rows (all rows errored or compile-only)")
+    methods = dd.options(df)["methods"]
+    if method is not None and method not in methods:
+        raise ExportError(f"timing method {method!r} is not in the results; allowed: {', '.join(methods)}")
+    method = method or methods[0]
+    images = [f for f in IMAGE_FORMATS if f in formats]
+    problem = chromium_problem() if images else None
+    session_or_none = ImageSession(tabs=IMAGE_TABS) if images and not problem else None
+    with contextlib.closing(session_or_none) if session_or_none else contextlib.nullcontext() as session:
+        if session is not None:
+            session.start()  # Chromium launches while the figures are drawn
+        specs = standard_figures(df, method=method, dtypes=dtypes)
+        total = len(specs) * (("csv" in formats) + (0 if problem else len(images))) + ("html" in formats)
+        written: list[Path] = []
+
+        def done(path: Path) -> None:
+            written.append(path)
+            if progress:
+                progress(len(written), total, path.name)
+
+        if "csv" in formats:
+            for spec in specs:
+                done(_write(output_path(out, spec.name, "csv"), spec.data.to_csv(index=False)))
+        if "html" in formats:
+            from blockscope.profiling.views.report import report_html
+
+            done(
+                _write(
+                    output_path(out, Path(REPORT_NAME).stem, "html"), report_html(df, specs, method, sources=sources)
+                )
+            )
+        if session is not None:
+            problem = _render_images(session, specs, images, out, done)
+    if problem:
+        kept = ", ".join(f for f in formats if f not in IMAGE_FORMATS) or "nothing else"
+        raise ChromiumMissing(f"PNG/SVG skipped: {problem}; {kept} written to {out} ({len(written)} files)", written)
+    return written
+
+
+def _render_images(
+    session: ImageSession, specs: list, images: list[str], out: Path, done: Callable[[Path], None]
+) -> str | None:
+    """Render every spec in `images` formats through `session`; the reason when Chromium is unusable."""
+    try:
+        session.wait_ready()
+        jobs = [
+            ((spec.name, fmt), spec.figure, fmt, PNG_SCALE if fmt == "png" else 1) for spec in specs for fmt in images
+        ]
+        for (name, fmt), data in session.render_many(jobs):
+            done(_write(output_path(out, name, fmt), data))
+    except ChromiumMissing as error:
+        return str(error)
+    except ExportError:
+        raise
+    except (OSError, RuntimeError, TimeoutError, ValueError) as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise ExportError(f"rendering PNG/SVG through kaleido failed ({type(error).__name__}: {first})") from None
+    return None
+
+
+def zip_files(paths: Sequence[Path], root: Path | None = None) -> bytes:
+    """A zip (deflated) of `paths`, named relative to `root` (default: their own names)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
+        for path in paths:
+            archive.write(path, str(path.relative_to(root)) if root else path.name)
+    return buffer.getvalue()

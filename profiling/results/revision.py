@@ -44,8 +44,8 @@ DATA_FILES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _imported_modules(path: Path) -> set[str]:
-    """Names of the kernels modules `path` imports (relative or as kernels.<name>), anywhere in the file."""
+def _imported_modules(path: Path, root: Path = KERNELS_DIR) -> set[str]:
+    """Names of the kernels modules `path` imports (relative, or as [blockscope.]kernels.<name>), anywhere in it."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -54,21 +54,23 @@ def _imported_modules(path: Path) -> set[str]:
                 names.update(alias.name for alias in node.names)
             elif node.level == 1 and node.module:  # from .a import x
                 names.add(node.module.split(".")[0])
-            elif node.level == 0 and node.module and node.module.startswith("kernels."):
-                names.add(node.module.split(".")[1])
-            elif node.level == 0 and node.module == "kernels":  # from kernels import a (module or name)
+            elif node.level == 0 and node.module and node.module.removeprefix("blockscope.").startswith("kernels."):
+                names.add(node.module.removeprefix("blockscope.").split(".")[1])
+            elif node.level == 0 and node.module in ("kernels", "blockscope.kernels"):  # from kernels import a
                 names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[1] for alias in node.names if alias.name.startswith("kernels."))
-    return {name for name in names if (KERNELS_DIR / f"{name}.py").is_file()}
+            for alias in node.names:
+                if alias.name.removeprefix("blockscope.").startswith("kernels."):
+                    names.add(alias.name.removeprefix("blockscope.").split(".")[1])
+    return {name for name in names if (root / f"{name}.py").is_file()}
 
 
-def module_files(module: str) -> list[Path]:
-    """kernels/<module>.py and every kernels module it imports, transitively, plus its data files (sorted)."""
-    if not (KERNELS_DIR / f"{module}.py").is_file():
-        raise ValueError(
-            f"no kernels module {module!r}; allowed: {', '.join(sorted(p.stem for p in KERNELS_DIR.glob('*.py')))}"
-        )
+def module_files(module: str, root: Path = KERNELS_DIR) -> list[Path]:
+    """kernels/<module>.py and every kernels module it imports, transitively, plus its data files (sorted); `root`
+    is the kernels folder (another tree's, to compare)."""
+    if not (root / f"{module}.py").is_file():
+        allowed = ", ".join(sorted(p.stem for p in root.glob("*.py")))
+        raise ValueError(f"no kernels module {module!r}; allowed: {allowed}")
     seen: set[str] = set()
     todo = [module]
     while todo:
@@ -76,11 +78,11 @@ def module_files(module: str) -> list[Path]:
         if name in seen:
             continue
         seen.add(name)
-        todo.extend(_imported_modules(KERNELS_DIR / f"{name}.py") - seen)
-    files = {KERNELS_DIR / f"{name}.py" for name in seen}
+        todo.extend(_imported_modules(root / f"{name}.py", root) - seen)
+    files = {root / f"{name}.py" for name in seen}
     for name in seen:
         for pattern in DATA_FILES.get(name, ()):
-            files.update(KERNELS_DIR.glob(pattern))
+            files.update(root.glob(pattern))
     return sorted(files)
 
 
@@ -103,12 +105,13 @@ def code_bytes(path: Path) -> bytes:
     return ast.dump(tree, include_attributes=False).encode()
 
 
-def files_hash(files: list[Path], root: Path = KERNELS_DIR) -> str:
-    """First HASH_DIGITS hex digits of sha256 over (relative path, code_bytes) of `files`, in path order."""
+def files_hash(files: list[Path], root: Path = KERNELS_DIR, raw: bool = False) -> str:
+    """First HASH_DIGITS hex digits of sha256 over (relative path, code_bytes) of `files`, in path order; `raw`:
+    over the files' bytes instead (the scheme of rows written before 2026-12-04)."""
     digest = hashlib.sha256()
     for path in sorted(files):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(code_bytes(path) + b"\0")
+        digest.update((path.read_bytes() if raw else code_bytes(path)) + b"\0")
     return digest.hexdigest()[:HASH_DIGITS]
 
 

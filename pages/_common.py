@@ -166,7 +166,35 @@ def _follow(key: str, options: list, multiselect: bool = True) -> None:
             del st.session_state[key]
 
 
+# the N range is not restored: its slider takes its (range) value as a parameter and starts at the full range
+FILTER_KEYS = ("f_sources", "f_variants", "f_dtype", "f_rows", "f_warps", "f_method")
+DRAWN_KEY = "_filters_drawn"  # did the last run draw the filters? (a source without data draws none)
+
+
+def _restore_filters() -> None:
+    """Give each filter widget the value it had when it was last drawn, when the last run drew no filters.
+
+    Streamlit forgets a widget's state in a run that does not draw it, and the browser then re-creates the widget
+    empty: a trip through a source without data (Upload, a path not yet typed) would empty Variants and
+    num_warps. The values are kept under keys of their own (`_keep_<key>`) that no widget owns."""
+    if st.session_state.get(DRAWN_KEY, True):
+        return
+    for key in FILTER_KEYS:
+        kept = st.session_state.get(f"_keep_{key}")
+        if kept is not None:
+            st.session_state[key] = kept
+
+
+def _keep_filters() -> None:
+    """Remember the drawn filters' values (see _restore_filters)."""
+    for key in FILTER_KEYS:
+        if key in st.session_state:
+            st.session_state[f"_keep_{key}"] = st.session_state[key]
+    st.session_state[DRAWN_KEY] = True
+
+
 def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
+    _restore_filters()
     opts = dd.options(df)
     sidebar = st.sidebar
     sidebar.subheader("Filters")
@@ -189,7 +217,8 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
     if len(opts["n_rows"]) > 1:  # curves pick the fastest config per N: never mix row counts
         common = int(df["n_rows"].mode().iloc[0])
         _follow("f_rows", opts["n_rows"], multiselect=False)
-        n_rows = sidebar.selectbox("R (rows)", opts["n_rows"], index=opts["n_rows"].index(common), key="f_rows")
+        initial = {} if "f_rows" in st.session_state else {"index": opts["n_rows"].index(common)}
+        n_rows = sidebar.selectbox("R (rows)", opts["n_rows"], key="f_rows", **initial)
     _follow("f_warps", opts["num_warps"])
     warps = sidebar.multiselect("num_warps", opts["num_warps"], key="f_warps")
     _follow("f_method", opts["methods"], multiselect=False)
@@ -199,7 +228,11 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
             opts["methods"],
             key="f_method",
             help=METHOD_HELP,
-            index=opts["methods"].index(DEFAULT_METHOD) if DEFAULT_METHOD in opts["methods"] else 0,
+            **(
+                {}
+                if "f_method" in st.session_state
+                else {"index": opts["methods"].index(DEFAULT_METHOD) if DEFAULT_METHOD in opts["methods"] else 0}
+            ),
         )
         if opts["methods"]
         else None
@@ -221,6 +254,7 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
     hidden = dd.hidden_by_filters(df, filters)
     if hidden:
         sidebar.info(hidden, icon=":material/filter_alt:")
+    _keep_filters()
     return filters
 
 
@@ -232,6 +266,8 @@ def sidebar() -> Context:
         context.df = df
         context.filters = _filters_sidebar(df)
         context.filtered = dd.apply_filters(df, context.filters, method=False)
+    else:
+        st.session_state[DRAWN_KEY] = False
     st.session_state[CONTEXT_KEY] = context
     return context
 

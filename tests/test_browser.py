@@ -180,3 +180,42 @@ def test_every_page_renders_without_console_errors(server: str, tmp_path: Path) 
     if os.environ.get("BLOCKSCOPE_SCREENSHOT") == "1":
         (ROOT / "docs").mkdir(exist_ok=True)
         shutil.copy(tmp_path / "readme.png", ROOT / "docs" / "screenshot.png")
+
+
+def _chips(page, label: str) -> list[str]:
+    """The selected values of the sidebar multiselect labelled `label` (its chips' texts)."""
+    box = page.get_by_test_id("stSidebar").get_by_test_id("stMultiSelect").filter(has_text=label).first
+    return [t.strip() for t in box.locator("[data-tag] span[title]").all_inner_texts()]
+
+
+@pytest.mark.parametrize("away", ["Upload results files", "Path on this machine", "Demo data (synthetic)"])
+def test_filters_survive_a_data_source_round_trip_on_several_pages(server: str, away: str) -> None:
+    """Bundled -> another source -> bundled again, on three pages: the Variants and num_warps multiselects hold
+    the same selection as before the trip, and the page shows no 'No ... pairs' emptiness."""
+    from playwright.sync_api import sync_playwright
+
+    from blockscope.profiling.views.dashboard_data import BUNDLED_PATH
+
+    if not BUNDLED_PATH.exists():
+        pytest.skip("needs the bundled H200 dataset")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 2000})
+        page.goto(server, wait_until="domcontentloaded")
+        page.wait_for_selector("[data-testid='stSidebarNav']", timeout=60000)
+        _wait_idle(page)
+        radio = page.get_by_test_id("stSidebar").get_by_test_id("stRadioGroup")
+        for title in ("Overview", "Latency", "Backends"):
+            page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
+            _wait_idle(page)
+            before = (_chips(page, "Variants"), _chips(page, "num_warps"))
+            assert before[0] and before[1], f"{title}: nothing selected before the trip"
+            radio.get_by_text(away).click()
+            _wait_idle(page)
+            radio.get_by_text("Bundled H200 dataset").click()
+            _wait_idle(page)
+            after = (_chips(page, "Variants"), _chips(page, "num_warps"))
+            assert after == before, f"{title}: filters changed by the trip to {away!r}: {before} -> {after}"
+            assert page.get_by_text("No Triton/torch pairs").count() == 0, f"{title}: empty findings after the trip"
+            assert page.get_by_text("had its value set via the Session State API").count() == 0, title
+        browser.close()

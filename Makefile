@@ -23,7 +23,7 @@ chromium:
 	  || { echo "could not install chromium: run as root or install it yourself"; exit 1; }; }
 
 run: $(VENV)/.installed
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.address localhost
+	$(VENV)/bin/blockscope dashboard --server.port $(PORT)
 
 test: $(VENV)/.test-installed chromium
 	$(PY) -m ruff check .

@@ -17,7 +17,7 @@ Start the Blockscope dashboard (Streamlit) on the bundled H200 dataset. Options 
 
 def dashboard_command(options: list[str]) -> list[str]:
     """The streamlit command line that serves the router of this installation, with the user's options."""
-    command = [sys.executable, "-m", "streamlit", "run", str(paths.PACKAGE_DIR / "dashboard.py")]
+    command = [sys.executable, "-m", "streamlit", "run", str(paths.PACKAGE_DIR / "dashboard" / "app.py")]
     if not any(o.startswith("--server.address") for o in options):
         command.append("--server.address=localhost")
     return command + options

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from blockscope import paths
 from blockscope.pages import _common as ui
 from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import figures, typed_config
@@ -104,7 +105,7 @@ else:
         "variant does not take this N. Registers, occupancy and waves for this N: the Occupancy page (type "
         "the same N there)."
     )
-    st.page_link("pages/occupancy.py", label="Occupancy for a typed N", icon=":material/memory:")
+    st.page_link(str(paths.PAGES_DIR / "occupancy.py"), label="Occupancy for a typed N", icon=":material/memory:")
 
 st.subheader("Worked example: one row through the teaching kernel")
 st.caption(

@@ -121,7 +121,7 @@ def test_backends_report_section_is_rewritten_in_place(tmp_path: Path, table):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "backends_report", Path(__file__).parents[1] / "scripts" / "backends_report.py"
+        "backends_report", Path(__file__).parents[1] / "tools" / "backends_report.py"
     )
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)

@@ -166,7 +166,7 @@ def test_every_help_text_renders(command, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([*command, "--help"])
     assert exit_info.value.code == 0
-    assert "usage: python -m profiling" in capsys.readouterr().out
+    assert "usage: blockscope" in capsys.readouterr().out
 
 
 def _timed_by_order(times: list[float]):

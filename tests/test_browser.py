@@ -1,4 +1,4 @@
-"""The dashboard in a real browser: Debian Chromium through Playwright against `streamlit run app.py`.
+"""The dashboard in a real browser: Debian Chromium through Playwright against `python -m blockscope dashboard`.
 
 Opens every page (via the sidebar navigation, in one session), waits for the plotly charts, asserts the
 browser console has no errors and saves screenshots to a tmp dir (and docs/screenshot.png when
@@ -62,7 +62,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    """`streamlit run app.py` on a free localhost port; yields its URL, killed afterwards."""
+    """`python -m blockscope dashboard` on a free localhost port; yields its URL, killed afterwards."""
     port = _free_port()
     cache = tmp_path_factory.mktemp("compile-cache")
     env = {**os.environ, "BLOCKSCOPE_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1"}
@@ -71,9 +71,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         [
             sys.executable,
             "-m",
-            "streamlit",
-            "run",
-            "app.py",
+            "blockscope",
+            "dashboard",
             "--server.port",
             str(port),
             "--server.headless",
@@ -141,6 +140,13 @@ def test_every_page_renders_without_console_errors(server: str, tmp_path: Path) 
             lambda m: errors.append(f"console: {m.text} {m.location.get('url', '')}") if m.type == "error" else None,
         )
         page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        # the server's first session opens on a page's own address: no "Page not found" dialog (Streamlit's old
+        # multipage mode answers so when the main script has a pages/ folder beside it)
+        page.goto(f"{server}/latency-vs-n", wait_until="domcontentloaded")
+        page.wait_for_selector("[data-testid='stSidebarNav']", timeout=60000)
+        _wait_idle(page)
+        assert page.get_by_text("Page not found").count() == 0, "a page's own address answered 'Page not found'"
+        errors.clear()  # the frontend first probes /latency-vs-n/_stcore/health (404) to find the server's base path
         page.goto(server, wait_until="domcontentloaded")
         page.wait_for_selector("[data-testid='stSidebarNav']", timeout=60000)
         _wait_idle(page)

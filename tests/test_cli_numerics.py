@@ -230,7 +230,7 @@ def test_versus_torch_counts_config_by_config():
 
 
 def test_capture_script_dry_run_cpu_run_resume_and_summary(tmp_path):
-    script = [sys.executable, str(ROOT / "scripts" / "capture_numerics.py")]
+    script = [sys.executable, "-m", "tools.capture_numerics"]
     out = tmp_path / "capture.parquet"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
 

@@ -245,7 +245,7 @@ def test_relabel_rewrites_only_unmeasured_rows_a_variant_rule_leaves_out():
 
     import pandas as pd
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "relabel_unsupported.py"
+    path = Path(__file__).resolve().parents[1] / "tools" / "relabel_unsupported.py"
     spec = importlib.util.spec_from_file_location("relabel_unsupported", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -301,7 +301,7 @@ def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
     import sys
     import types
 
-    from blockscope import profiling
+    from blockscope.profiling import inspect as inspect_layer
 
     calls = {"n_inspect": 0}
     monkeypatch.setattr(sweep, "_COMPILE_CACHE", {})
@@ -326,10 +326,10 @@ def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
         ("occupancy", "occupancy", occupancy),
         ("lanes", "lane_model", lane_model),
     ):
-        module = types.ModuleType(f"profiling.{name}")
+        module = types.ModuleType(f"blockscope.profiling.inspect.{name}")
         setattr(module, attr, fn)
-        monkeypatch.setitem(sys.modules, f"profiling.{name}", module)
-        monkeypatch.setattr(profiling, name, module, raising=False)
+        monkeypatch.setitem(sys.modules, f"blockscope.profiling.inspect.{name}", module)
+        monkeypatch.setattr(inspect_layer, name, module, raising=False)
     config = make_config("online", "bf16", 8, 3000, tile=1024)
     plan = sweep.resolve_plan(config)
     facts = sweep.default_compile_facts(config, plan, "sm_90")
@@ -411,7 +411,7 @@ def _capture_module():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "capture_h200.py"
+    path = Path(__file__).resolve().parents[1] / "tools" / "capture_h200.py"
     spec = importlib.util.spec_from_file_location("capture_h200", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,6 +1,7 @@
 """The dashboard's router: data source and shared filters in the sidebar, one st.Page per file of pages/.
 
-`blockscope dashboard` runs this file through Streamlit; in a checkout `make run` runs app.py, which calls main().
+`blockscope dashboard` (and `make run`) serve blockscope/dashboard/app.py, which calls main(); `streamlit run app.py`
+in a checkout does the same through the root app.py.
 """
 
 from __future__ import annotations
@@ -46,7 +47,3 @@ def main() -> None:
     st.sidebar.caption("How GPU row-softmax kernels map a tensor onto GPU work units.")
     ui.sidebar()
     page.run()
-
-
-if __name__ == "__main__":
-    main()

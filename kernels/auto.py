@@ -124,13 +124,16 @@ def entry_group(n_cols: int) -> int:
     return block if block <= WIDEST_BLOCK else 0
 
 
-def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None) -> tuple[str, dict[str, int]]:
+def choose(
+    n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = None, on_that_gpu: bool = False
+) -> tuple[str, dict[str, int]]:
     """(variant, tunables) for this shape from the table: among entries of the same group (entry_group: the BLOCK_SIZE
     bucket, or all rows wider than WIDEST_BLOCK) and the same
     row alignment (row_alignment: the widest load a row allows, 16, 8, 4 or 2 bytes), the nearest N, then the
     nearest R (an entry tuned on 16-byte rows says little about odd N, where every kernel loads 2 bytes at a time). A
     'torch' entry covers inputs up to TORCH_REACH times its size; past that the bucket's nearest Triton entry.
-    A dtype without entries borrows those of another (bf16 <-> fp16 first: same bytes per element)."""
+    A dtype without entries borrows those of another (bf16 <-> fp16 first: same bytes per element). Under the CPU
+    interpreter a GPU-only pick falls back to the heuristic, unless `on_that_gpu` asks what the table's GPU runs."""
     from .registry import get_variant
 
     table = load_table(gpu_name)
@@ -155,7 +158,7 @@ def choose(n_rows: int, n_cols: int, dtype: torch.dtype, gpu_name: str | None = 
                 variant, tunables = best["variant"], dict(best.get("tunables", {}))
                 if variant == "torch":  # the tuner measured torch.softmax fastest here (launch-bound shapes)
                     return variant, {}
-                if get_variant(variant).gpu_only and interpreting():  # a Gluon kernel: not on the CPU interpreter
+                if get_variant(variant).gpu_only and interpreting() and not on_that_gpu:  # not on the interpreter
                     break
                 if int(best["n_cols"]) != n_cols:  # keep the entry's columns per program
                     tunables = scaled_programs(tunables, int(best["n_cols"]), n_cols)

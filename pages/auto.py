@@ -52,14 +52,14 @@ meta[3].metric(
     help=f"the full tune {float(table.get('tuning_seconds', float('nan'))):,.0f} s"
     + "".join(f" + a retune {float(r.get('seconds', 0)):,.0f} s" for r in retunes),
 )
-retuned_text = "".join(
-    f" Retuned {r.get('made_at', '?')} ({r.get('shapes', '?')} shapes, `{r.get('command', '?')}`)." for r in retunes
-)
 st.caption(
-    f"`{path}` — {table.get('gpu', '?')} (sm {table.get('compute_capability', '?')}), made "
+    f"`{path.name}` — {table.get('gpu', '?')} (sm {table.get('compute_capability', '?')}), made "
     f"{table.get('made_at', '?')} with torch {table.get('torch_version', '?')}, Triton "
-    f"{table.get('triton_version', '?')}; timing: {table.get('timing', '?')}.{retuned_text}"
+    f"{table.get('triton_version', '?')}; timing: {table.get('timing', '?')}; retuned {len(retunes)} times."
 )
+if retunes:
+    with st.expander(f"Retune history ({len(retunes)} retunes after the full tune)"):
+        st.dataframe(tuning_view.retune_history(table), hide_index=True, key="auto_retunes")
 native_state, native_text = tuning_view.native_replay_status()
 (st.info if native_state == "not in use" else st.caption)(native_text)
 
@@ -79,8 +79,14 @@ except ValueError as error:
     st.error(str(error))
     st.stop()
 label = pick.variant if not pick.tunables else f"{pick.variant} {json.dumps(pick.tunables, sort_keys=True)}"
-st.metric(f"auto picks for {dtype} R={n_rows:,} N={n_cols:,}", pick.variant, help=label)
+st.metric(f"auto picks for {dtype} R={n_rows:,} N={n_cols:,} on {table.get('gpu', gpu)}", pick.variant, help=label)
 st.markdown(f"**Tunables:** `{json.dumps(pick.tunables, sort_keys=True)}`  \n**Why:** {pick.rule}")
+if (pick.here_variant, pick.here_tunables) != (pick.variant, pick.tunables):
+    st.caption(
+        f"This process has no {table.get('gpu', gpu)} (it runs the Triton CPU interpreter, which cannot run the "
+        f"GPU-only Gluon kernels): here `auto` runs {pick.here_variant} "
+        f"`{json.dumps(pick.here_tunables, sort_keys=True)}` instead."
+    )
 if not pick.agrees:
     st.error(
         f"kernels.auto.choose returns {pick.auto_variant} {pick.auto_tunables}, not the pick explained here: "

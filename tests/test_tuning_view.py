@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from blockscope import kernels
 from blockscope.demo import synthetic_backends
 from blockscope.kernels import auto
 from blockscope.profiling.views import tuning_view as tv
@@ -27,18 +28,24 @@ def _no_user_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
 def test_explained_pick_is_what_auto_chooses(dtype: str) -> None:
+    gpu_only_seen: list[bool] = []
     for n_rows in (1, 4096, 65536):
         for n_cols in (3, 100, 128, 129, 200, 1000, 1024, 3000, 5000, 8193, 50000, 65536, 100000, 262144, 1048576):
-            pick = tv.explain(dtype, n_rows, n_cols, H200)
-            expected = auto.choose(
-                n_rows, n_cols, {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dtype], H200
-            )
+            torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
+            pick = tv.explain(dtype, n_rows, n_cols, H200)  # what a process on the H200 picks, also here
+            expected = auto.choose(n_rows, n_cols, torch_dtype, H200, on_that_gpu=True)
             assert (pick.variant, pick.tunables) == (expected[0], dict(expected[1])), (dtype, n_rows, n_cols)
             assert pick.agrees and pick.rule
+            here = auto.choose(n_rows, n_cols, torch_dtype, H200)  # this process (the CPU interpreter in CI)
+            assert (pick.here_variant, pick.here_tunables) == (here[0], dict(here[1]))
+            gpu_only_seen.append(pick.variant != "torch" and kernels.get_variant(pick.variant).gpu_only)
+            local = tv.explain(dtype, n_rows, n_cols, H200, on_that_gpu=False)
+            assert (local.variant, local.tunables) == (here[0], dict(here[1])) and local.agrees
             if pick.entry is not None:
                 assert f"N={pick.entry['n_cols']:,}" in pick.rule
                 assert auto.next_power_of_2(int(pick.entry["n_cols"])) == auto.next_power_of_2(n_cols)
                 assert pick.considered["chosen"].sum() == 1
+    assert any(gpu_only_seen), "the H200 table picks Gluon kernels somewhere: the explanation must show them"
 
 
 def test_rules_for_borrowed_torch_unfit_and_missing_entries(_no_user_tables: Path) -> None:

@@ -127,10 +127,26 @@ class Pick:
     table_file: str = ""
     auto_variant: str = ""
     auto_tunables: dict[str, int] = field(default_factory=dict)
+    here_variant: str = ""  # what this process's auto runs (the heuristic's pick under the CPU interpreter)
+    here_tunables: dict[str, int] = field(default_factory=dict)
 
     @property
     def agrees(self) -> bool:
         return (self.variant, self.tunables) == (self.auto_variant, self.auto_tunables)
+
+
+def retune_history(table: dict) -> pd.DataFrame:
+    """One row per retune of a tuning table: when, how many shapes, seconds, and the command that ran it."""
+    rows = [
+        {
+            "made_at": str(r.get("made_at", "")),
+            "shapes": r.get("shapes"),
+            "seconds": r.get("seconds"),
+            "command": str(r.get("command", "")),
+        }
+        for r in table.get("retuned", [])
+    ]
+    return pd.DataFrame(rows, columns=["made_at", "shapes", "seconds", "command"])
 
 
 def check_shape(dtype: str, n_rows: int, n_cols: int) -> None:
@@ -171,15 +187,18 @@ def _nearest_index(pool: pd.DataFrame, n_rows: int, n_cols: int):
     return distance.sort_values(["n", "r"], kind="stable").index[0]
 
 
-def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
+def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str, on_that_gpu: bool = True) -> Pick:
     """What kernels.auto.choose picks for (dtype, R, N) on `gpu_name` and which rule or table entry decides.
 
+    `on_that_gpu` (default): the pick a process on that GPU makes, also where this process runs the CPU interpreter
+    (which cannot run the GPU-only Gluon kernels and takes the heuristic instead: `here_variant` says what it runs).
     ValueError (check_shape) for a bad shape."""
     from blockscope.kernels import auto, dtype_from_name, get_variant, interpreting, next_power_of_2
 
     check_shape(dtype, n_rows, n_cols)
     n_rows, n_cols = int(n_rows), int(n_cols)
-    auto_variant, auto_tunables = auto.choose(n_rows, n_cols, dtype_from_name(dtype), gpu_name)
+    auto_variant, auto_tunables = auto.choose(n_rows, n_cols, dtype_from_name(dtype), gpu_name, on_that_gpu)
+    here_variant, here_tunables = auto.choose(n_rows, n_cols, dtype_from_name(dtype), gpu_name)
     path = table_path(gpu_name)
     pick = Pick(
         dtype,
@@ -191,6 +210,8 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
         table_file=str(path or ""),
         auto_variant=auto_variant,
         auto_tunables=dict(auto_tunables),
+        here_variant=here_variant,
+        here_tunables=dict(here_tunables),
     )
     table = auto.load_table(gpu_name)
     block = next_power_of_2(n_cols)
@@ -253,7 +274,8 @@ def explain(dtype: str, n_rows: int, n_cols: int, gpu_name: str) -> Pick:
             else f"the tuning table's {wanted} entries with {bucket}{borrowed}{reach}"
         )
         tunables = json.loads(entry["tunables"])
-        if entry["variant"] != "torch" and get_variant(entry["variant"]).gpu_only and interpreting():
+        gpu_only = entry["variant"] != "torch" and get_variant(entry["variant"]).gpu_only
+        if gpu_only and interpreting() and not on_that_gpu:
             return heuristic(
                 f"From {where}, {entry['variant']} is a GPU-only Gluon kernel and this process runs "
                 "the Triton CPU interpreter"
@@ -378,7 +400,11 @@ def candidates(log: pd.DataFrame, dtype: str, n_rows: int, n_cols: int, pick: Pi
     part["rank"] = range(1, len(part) + 1)
     part["vs_fastest"] = part["median_us"] / fastest
     part["vs_torch"] = part["torch_us"].astype(float) / part["median_us"]
-    chosen = (pick.variant, tunables_text(pick.tunables)) if pick is not None else None
+    chosen = None
+    if pick is not None and pick.entry is not None:  # the table entry the pick came from, as the tuner logged it
+        chosen = (pick.entry["variant"], tunables_text(json.loads(pick.entry["tunables"])))
+    elif pick is not None:
+        chosen = (pick.variant, tunables_text(pick.tunables))
     part["picked"] = [chosen == (v, t) for v, t in zip(part["variant"], part["tunables"], strict=True)]
     return part[columns]
 

@@ -90,7 +90,16 @@ n_cols = int(
         help="Columns per row; any N, not only the swept ones.",
     )
 )
-num_warps = c[3].selectbox("num_warps", (1, 2, 4, 8, 16, 32), index=2, key="occ_warps")
+launcher_warps = typed_config.launcher_num_warps(variant, n_cols, dtype)
+LAUNCHER = "launcher's choice"
+warps_choice = c[3].selectbox(
+    "num_warps",
+    (LAUNCHER, 1, 2, 4, 8, 16, 32),
+    key="occ_warps",
+    format_func=lambda w: f"{LAUNCHER} ({launcher_warps})" if w == LAUNCHER and launcher_warps else str(w),
+    help="Default: what the variant's launcher runs at this N and dtype; pick another to see its effect.",
+)
+num_warps = (launcher_warps or 4) if warps_choice == LAUNCHER else int(warps_choice)
 swept = typed_config.measured_at(ctx.filtered, variant, dtype, n_cols)
 if len(swept):
     st.caption(

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from blockscope.demo import synthetic_results
 from blockscope.profiling.results import save_results
+from blockscope.profiling.views import typed_config
 from blockscope.profiling.views.dashboard_data import BUNDLED_PATH
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,6 +236,11 @@ def test_occupancy_page_compiles_and_highlights_the_binding_limit(results_file: 
     at.switch_page("pages/occupancy.py").run()
     assert not at.exception, [e.message for e in at.exception]
     assert at.selectbox(key="occ_arch").value == "sm_90"
+    launcher = typed_config.launcher_num_warps(
+        at.selectbox(key="occ_variant").value, at.number_input(key="occ_n").value, "fp16"
+    )
+    assert at.selectbox(key="occ_warps").value == "launcher's choice"  # num_warps defaults to what the launcher runs
+    assert launcher is None or any(f"{launcher} warps" in spec["layout"]["title"]["text"] for spec in charts(at))
     titles = [spec["layout"]["title"]["text"] for spec in charts(at)]
     assert any("registers, spills and occupancy" in t or "compiled resources" in t for t in titles)
     limits = [spec for spec in charts(at) if "blocks per SM each resource allows" in spec["layout"]["title"]["text"]]

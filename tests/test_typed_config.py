@@ -100,3 +100,10 @@ def test_measured_at_finds_only_swept_n() -> None:
     )
     assert typed_config.measured_at(df, "teaching", "fp16", 5000).empty
     assert typed_config.measured_at(None, "teaching", "fp16", 5000).empty
+
+
+def test_launcher_num_warps_is_the_plan_s_own_choice() -> None:
+    # teaching: 8 warps from BLOCK_SIZE 2048 on, 4 below (the seed's rule)
+    assert typed_config.launcher_num_warps("teaching", 50257, "fp16") == 8
+    assert typed_config.launcher_num_warps("teaching", 1000, "fp16") == 4
+    assert typed_config.launcher_num_warps("teaching", 10**7, "fp16") is None  # past its limit: no plan

@@ -179,6 +179,17 @@ def lane_facts(variants: list[str], n_cols: int, n_rows: int = 4096, num_warps: 
     return table.astype({**dict.fromkeys(counts, "Int64"), "wasted_fraction": "Float64", "runs": "string"})
 
 
+def launcher_num_warps(variant: str, n_cols: int, dtype: str, n_rows: int = 4096) -> int | None:
+    """The num_warps a variant's launcher runs at this N and dtype with no tunables given (its plan's own
+    choice); None when the variant cannot plan this shape."""
+    from blockscope import kernels
+
+    try:
+        return int(kernels.get_variant(variant).plan(n_rows, n_cols, kernels.dtype_from_name(dtype)).num_warps)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
 def measured_at(df: pd.DataFrame | None, variant: str, dtype: str, n_cols: int) -> pd.DataFrame:
     """The loaded rows of `variant` / `dtype` at exactly N = `n_cols` (empty when that N was not swept)."""
     if df is None or df.empty:

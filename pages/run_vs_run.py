@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from blockscope import paths
 from blockscope.pages import _common as ui
 from blockscope.profiling.results import compare
+from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import figures
 
 st.title("Run vs run")
@@ -30,6 +32,17 @@ def _demo_runs() -> list[compare.Run]:
     ]
 
 
+repeat_path = paths.BUNDLED_SWEEP_REPEAT
+if len(loaded) < 2 and ctx.label.startswith("bundled") and repeat_path.exists():  # the bundled pair by default
+    pair = dd.load_many(
+        {dd.BUNDLED_PATH.name: ctx.df, repeat_path.name: ui.load_path(repeat_path)}
+    )  # stacked with a `source` column: two runs, each its own file
+    loaded = compare.runs(dd.apply_filters(pair, ctx.filters, method=False))
+    st.caption(
+        f"The bundled dataset and its bundled repeat run (`{repeat_path.name}`), side by side: the same "
+        "configs timed on another day (their kernel revisions and dates are in the table below). Load two "
+        "files of your own with **Upload results files** in the sidebar."
+    )
 if len(loaded) < 2:
     st.info(
         f"One run is loaded ({ctx.label or 'one GPU / run / file'}). To compare two: pick **Upload results "

@@ -10,6 +10,7 @@ import pytest
 
 from blockscope.demo import synthetic_results
 from blockscope.profiling.results import save_results
+from blockscope.profiling.views.dashboard_data import BUNDLED_PATH
 from tests.test_app import (
     _compile_cache,  # noqa: F401 - autouse: one compile cache per session
     charts,
@@ -104,6 +105,17 @@ def test_run_vs_run_with_one_run_says_how_to_load_two(results_file: Path) -> Non
     at.toggle(key="rvr_demo").set_value(True).run()
     assert not at.exception
     assert len(ratio_table(at)) and "B / A" in " ".join(m.label for m in at.metric)
+
+
+@pytest.mark.skipif(not BUNDLED_PATH.exists(), reason="needs the bundled H200 dataset")
+def test_run_vs_run_opens_on_the_bundled_pair() -> None:
+    at = new_app()  # the bundled dataset: one run, and its bundled repeat beside it
+    at.switch_page("pages/run_vs_run.py").run()
+    assert not at.exception, at.exception
+    assert not any("Upload results files" in i.value for i in at.info)
+    options = at.selectbox(key="rvr_a").options
+    assert len(options) == 2 and any("repeat" in o for o in options), options
+    assert len(ratio_table(at))
 
 
 def test_auto_page_shows_the_pick_for_a_typed_shape() -> None:

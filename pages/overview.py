@@ -87,7 +87,7 @@ st.caption(
     "Change either in the sidebar to see how the picture moves."
 )
 scope = ctx.filtered
-speedups = dd.speedup_vs_torch(scope[scope["method"] == ctx.method])
+speedups = dd.speedup_vs_torch(scope[scope["method"] == ctx.method], ours_only=True)
 if len(speedups):
     ui.chart(
         figures.best_speedup_figure(speedups, df, ctx.method),
@@ -95,7 +95,8 @@ if len(speedups):
             [*dd.setup_keys(speedups), "dtype", "n_cols", "variant", "num_warps", "median_us", "torch_us", "speedup"]
         ],
         "ov_speedup",
-        "At each N, the fastest Triton variant (any tunables) against torch.softmax; above 1 Triton wins.",
+        "At each N, the fastest of Blockscope's own kernels (its variants and auto, any tunables; not Inductor, "
+        "Liger or Quack: the Backends page compares those) against torch.softmax; above 1 Blockscope wins.",
     )
 for finding in dd.findings(scope, ctx.method):
     with st.container(border=True):

@@ -222,6 +222,6 @@ def test_filters_survive_a_data_source_round_trip_on_several_pages(server: str, 
             _wait_idle(page)
             after = (_chips(page, "Variants"), _chips(page, "num_warps"))
             assert after == before, f"{title}: filters changed by the trip to {away!r}: {before} -> {after}"
-            assert page.get_by_text("No Triton/torch pairs").count() == 0, f"{title}: empty findings after the trip"
+            assert page.get_by_text("No Blockscope/torch pairs").count() == 0, f"{title}: empty findings after the trip"
             assert page.get_by_text("had its value set via the Session State API").count() == 0, title
         browser.close()

@@ -383,3 +383,16 @@ def test_masked_lanes_axis_shows_curves_over_half_masked() -> None:
     assert top >= curve["masked_lane_fraction"].max() * 100 and top <= 100
     plain = figures.masked_lanes_figure(dd.lane_curve(["teaching"], [128, 129, 256]))
     assert tuple(plain.layout.yaxis.range) == (0, 55.0)
+
+
+def test_overview_speedup_compares_blockscope_kernels_only() -> None:
+    """The Overview's 'fastest Blockscope kernel vs torch' leaves the peer backends out (they have their page)."""
+    rows = synthetic_results()
+    timed = rows[rows["method"] == rows["method"].iloc[0]]
+    peer = timed[timed["variant"] == "torch"].assign(variant="quack", median_us=lambda d: d["median_us"] / 100)
+    with_peer = pd.concat([timed, peer], ignore_index=True)
+    ours = dd.speedup_vs_torch(with_peer, ours_only=True)
+    assert len(ours) and "quack" not in set(ours["variant"])
+    assert "quack" in set(dd.speedup_vs_torch(with_peer)["variant"])  # per-variant views still show the peer
+    finding = dd.finding_wins(with_peer, str(timed["method"].iloc[0]))
+    assert "quack" not in finding.text and "Blockscope" in finding.text

@@ -19,6 +19,7 @@ from blockscope.profiling.results import (
     DEFAULT_DIRECTION,
     DIRECTION_VALUES,
     NOT_RUN_PREFIXES,
+    PEER_BACKENDS,
     ResultsError,
     concat_results,
     load_results,
@@ -290,13 +291,13 @@ def best_per_n(df: pd.DataFrame, group: tuple[str, ...] = ("variant", "dtype", "
     return best.sort_values(keys).reset_index(drop=True)
 
 
-def speedup_vs_torch(df: pd.DataFrame) -> pd.DataFrame:
-    """Best Triton config per (variant, dtype, N) with `torch_us` and `speedup` = torch time / Triton time;
-    torch of the same GPU / run / file only."""
+def speedup_vs_torch(df: pd.DataFrame, ours_only: bool = False) -> pd.DataFrame:
+    """Best config per (variant, dtype, N) with `torch_us` and `speedup` = torch time / its time; torch of the same
+    GPU / run / file only. `ours_only`: Blockscope's kernels alone (no Inductor, Liger or Quack)."""
     best = best_per_n(df)
     keys = ["dtype", "n_cols", *setup_keys(best)]
     torch_rows = best[best["variant"] == TORCH][[*keys, "median_us"]].rename(columns={"median_us": "torch_us"})
-    triton = best[best["variant"] != TORCH]
+    triton = best[~best["variant"].isin(PEER_BACKENDS if ours_only else (TORCH,))]
     out = triton.merge(torch_rows, on=keys, how="inner")
     out["speedup"] = (out["torch_us"] / out["median_us"]).astype("Float64")
     return out
@@ -492,10 +493,11 @@ def n_runs(selected: list[int], all_n: list[int]) -> str:
 
 
 def finding_wins(df: pd.DataFrame, method: str) -> Finding:
-    """Where the fastest Triton variant beats torch.softmax, and by how much (per GPU / run / file)."""
-    rows = speedup_vs_torch(df[df["method"] == method])
+    """Where the fastest Blockscope kernel (its variants and auto; not a peer backend) beats torch.softmax, and by
+    how much (per GPU / run / file)."""
+    rows = speedup_vs_torch(df[df["method"] == method], ours_only=True)
     if rows.empty:
-        return Finding("Triton vs torch", f"No Triton/torch pairs measured with {method}.", rows)
+        return Finding("Blockscope vs torch", f"No Blockscope/torch pairs measured with {method}.", rows)
     setup = setup_keys(rows)
     best = rows.loc[rows.groupby(["dtype", "n_cols", *setup], dropna=False)["speedup"].idxmax()]
     wins = best[best["speedup"] > 1.0]
@@ -507,7 +509,7 @@ def finding_wins(df: pd.DataFrame, method: str) -> Finding:
     if wins.empty:
         top = best.loc[best["speedup"].idxmax()]
         text = (
-            f"With {method}, torch.softmax is at least as fast as every Triton variant at every N; the closest "
+            f"With {method}, torch.softmax is at least as fast as every Blockscope kernel at every N; the closest "
             f"is {top['variant']} at N={top['n_cols']} ({where(top)}{top['dtype']}), "
             f"{float(top['speedup']):.2f}x."
         )
@@ -523,7 +525,7 @@ def finding_wins(df: pd.DataFrame, method: str) -> Finding:
                 f"({n_runs([int(n) for n in group['n_cols']], measured)})"
             )
         text = (
-            f"With {method}, the best Triton variant beats torch.softmax at "
+            f"With {method}, the fastest Blockscope kernel beats torch.softmax at "
             + "; ".join(parts)
             + f". Largest gain: {top['variant']} {float(top['speedup']):.2f}x at N={top['n_cols']} "
             f"({where(top)}{top['dtype']}, {float(top['median_us']):.1f} vs {float(top['torch_us']):.1f} µs)."

@@ -28,8 +28,9 @@ from blockscope.profiling.measure.backends.blockscope import BlockscopeBackend
 from blockscope.profiling.measure.backends.inductor import InductorBackend
 from blockscope.profiling.measure.backends.liger import LigerBackend
 from blockscope.profiling.measure.backends.quack import QuackBackend
+from blockscope.profiling.results import PEER_BACKENDS
 
-PEERS: tuple[str, ...] = ("torch", "inductor", "liger", "quack")
+PEERS: tuple[str, ...] = PEER_BACKENDS
 DIRECTIONS: tuple[str, ...] = ("forward", "backward", "forward_backward")  # results.DIRECTION_VALUES
 _PEER_TYPES: dict[str, type[Backend]] = {
     "torch": AtenBackend,

@@ -520,7 +520,8 @@ def speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str, dtype:
 
 
 def best_speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str) -> go.Figure:
-    """Best Triton variant's speedup vs torch per N, one line per dtype (hover names the variant)."""
+    """The fastest Blockscope kernel's (variants and auto; peers left out) speedup vs torch per N, one line per dtype
+    (hover names the variant)."""
     fig = go.Figure()
     dtype_colors = {"fp16": "#1f77b4", "bf16": "#2ca02c", "fp32": "#d62728"}
     if len(speedups):
@@ -544,9 +545,9 @@ def best_speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str) -
     _torch_parity(fig)
     _layout(
         fig,
-        title_for("Best Triton variant vs torch.softmax", df, method=method),
+        title_for("Fastest Blockscope kernel vs torch.softmax", df, method=method),
         "N (columns per row)",
-        "speedup vs torch (x, >1 = Triton faster)",
+        "speedup vs torch (x, >1 = Blockscope faster)",
         log_y=True,
         height=360,
     )

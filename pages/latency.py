@@ -46,13 +46,24 @@ if shade and dd.setups(part):
         "Regime shading is off: the rows hold several GPUs / runs / files, whose regimes differ (see the table below)."
     )
 best = dd.best_per_n(part)
+shown = dd.default_series(best)
 ui.chart(
-    figures.latency_figure(filtered, method, dtype, spans, band),
+    figures.latency_figure(filtered, method, dtype, spans, band, shown=shown or None, edge_markers=False),
     best,
     "lat_time",
-    "Fastest config of each variant at each N (hover for its tunables); band: p20..p80 of the samples; "
-    "dotted: powers of two, where BLOCK_SIZE doubles.",
+    f"Drawn at first: {', '.join(shown) or 'every variant'} (auto, torch, the fastest peer backend, the seed's "
+    "teaching kernel); every other variant is in the legend, one click away. Fastest config of each variant at "
+    "each N (hover for its tunables); band: p20..p80 of the samples; dotted: powers of two, where BLOCK_SIZE "
+    "doubles (the N = 2^k ± 1 points are in the table below).",
 )
+edges = dd.pow2_edges(best)
+if len(edges):
+    with st.expander(f"Around powers of two: N = 2^k − 1, 2^k, 2^k + 1 ({len(edges)} rows)"):
+        st.caption(
+            "At N = 2^k + 1 next_pow2(N) doubles: kernels that size BLOCK_SIZE by it pay for twice the lanes. "
+            "p+1 / p > 1 is that cost."
+        )
+        st.dataframe(edges, hide_index=True, key="lat_edges")
 st.caption(
     f"Regimes are derived from the data for the fastest Triton variant at each N: **spill-bound** when its "
     f"compiled kernel spills, **bandwidth-bound** when it reaches ≥ {dd.BANDWIDTH_BOUND_FRACTION:.0%} of "
@@ -67,15 +78,15 @@ if speedups.empty:
     ui.empty("no torch baseline in the filtered rows")
 else:
     ui.chart(
-        figures.speedup_figure(speedups, filtered, method, dtype),
+        figures.speedup_figure(speedups, filtered, method, dtype, shown=shown or None, edge_markers=False),
         speedups[
             [*dd.setup_keys(speedups), "variant", "n_cols", "num_warps", "tunables", "median_us", "torch_us", "speedup"]
         ],
         "lat_speedup",
-        "Above 1: the Triton variant is faster than torch.softmax at that N.",
+        "Above 1: faster than torch.softmax at that N. The same series are drawn at first as above.",
     )
 ui.chart(
-    figures.bandwidth_figure(filtered, method, dtype),
+    figures.bandwidth_figure(filtered, method, dtype, shown=shown or None, edge_markers=False),
     best[[*dd.setup_keys(best), "variant", "n_cols", "num_warps", "bytes_moved", "median_us", "gbps", "copy_fraction"]],
     "lat_gbps",
     f"Bytes moved = {dd.DIRECTION_BYTES[direction]}, over the median time.",

@@ -396,3 +396,34 @@ def test_overview_speedup_compares_blockscope_kernels_only() -> None:
     assert "quack" in set(dd.speedup_vs_torch(with_peer)["variant"])  # per-variant views still show the peer
     finding = dd.finding_wins(with_peer, str(timed["method"].iloc[0]))
     assert "quack" not in finding.text and "Blockscope" in finding.text
+
+
+def test_latency_draws_a_few_series_first_and_colours_never_repeat() -> None:
+    rows = synthetic_results()
+    method = str(rows["method"].iloc[0])
+    dtype = str(rows["dtype"].iloc[0])
+    part = rows[(rows["method"] == method) & (rows["dtype"] == dtype)]
+    best = dd.best_per_n(part)
+    shown = dd.default_series(best)
+    assert "torch" in shown and len(shown) <= 4
+    fig = figures.latency_figure(rows, method, dtype, shown=shown, edge_markers=False)
+    lines = [t for t in fig.data if t.showlegend is not False and t.name in set(best["variant"])]
+    assert {t.name for t in lines if t.visible is True} == set(shown)
+    assert all(t.visible == "legendonly" for t in lines if t.name not in shown)
+    assert not any(t.marker.symbol == figures.EDGE_SYMBOL for t in fig.data)
+    known = list(figures.VARIANT_COLORS.values())
+    assert len(known) == len(set(known)), "two backends share a colour"
+
+
+def test_pow2_edges_table_has_the_neighbours_of_each_power_of_two() -> None:
+    best = pd.DataFrame(
+        {
+            "variant": ["teaching"] * 3,
+            "n_cols": [1023, 1024, 1025],
+            "median_us": [10.0, 10.0, 15.0],
+            "error": ["", "", ""],
+            "method": ["cuda_graph"] * 3,
+        }
+    )
+    edges = dd.pow2_edges(best)
+    assert len(edges) == 1 and edges.iloc[0]["p"] == 1024 and edges.iloc[0]["p+1 / p"] == pytest.approx(1.5)

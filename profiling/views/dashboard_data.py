@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from blockscope import paths
@@ -289,6 +290,49 @@ def best_per_n(df: pd.DataFrame, group: tuple[str, ...] = ("variant", "dtype", "
         return timed
     best = timed.loc[timed.groupby(keys, dropna=False)["median_us"].idxmin()]
     return best.sort_values(keys).reset_index(drop=True)
+
+
+def default_series(table: pd.DataFrame) -> list[str]:
+    """The few series a time-vs-N chart draws at first: auto, torch, the fastest peer backend (lowest geometric
+    mean time over the N it shares with torch) and the seed's teaching kernel, those that are present."""
+    present = set(table["variant"]) if len(table) else set()
+    shown = [v for v in ("auto", TORCH, "teaching") if v in present]
+    peers = [p for p in PEER_BACKENDS if p != TORCH and p in present]
+    if peers:
+        timed = ran(table)
+        common = set(timed.loc[timed["variant"] == TORCH, "n_cols"]) or set(timed["n_cols"])
+        part = timed[timed["variant"].isin(peers) & timed["n_cols"].isin(common)]
+        if len(part):
+            geomean = part.groupby("variant")["median_us"].apply(
+                lambda s: float(np.exp(np.log(s.astype(float)).mean()))
+            )
+            shown.insert(2, str(geomean.idxmin()))
+    return shown
+
+
+def pow2_edges(best: pd.DataFrame) -> pd.DataFrame:
+    """Per variant and measured power of two p: the fastest time at p-1, p and p+1 (µs) and p+1 / p, where
+    BLOCK_SIZE = next_pow2(N) doubles; rows only where p and at least one neighbour were measured."""
+    timed = ran(best)
+    out = []
+    for (variant, *setup), rows in timed.groupby(["variant", *setup_keys(timed)], dropna=False):
+        by_n = rows.groupby("n_cols")["median_us"].min()
+        for p in sorted(int(n) for n in by_n.index if int(n) > 2 and int(n) & (int(n) - 1) == 0):
+            below, above = by_n.get(p - 1), by_n.get(p + 1)
+            if below is None and above is None:
+                continue
+            out.append(
+                {
+                    **dict(zip(setup_keys(timed), setup, strict=True)),
+                    "variant": variant,
+                    "p": p,
+                    "p-1 µs": below,
+                    "p µs": float(by_n[p]),
+                    "p+1 µs": above,
+                    "p+1 / p": None if above is None else float(above) / float(by_n[p]),
+                }
+            )
+    return pd.DataFrame(out)
 
 
 def speedup_vs_torch(df: pd.DataFrame, ours_only: bool = False) -> pd.DataFrame:

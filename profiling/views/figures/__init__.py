@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -18,16 +19,24 @@ from plotly.subplots import make_subplots
 from blockscope.profiling.views import curves, tradeoffs
 from blockscope.profiling.views import dashboard_data as dd
 
-VARIANT_COLORS: dict[str, str] = {
+VARIANT_COLORS: dict[str, str] = {  # one colour per backend on every page and in every export, none repeated
     "torch": "#3b3b3b",
+    "auto": "#d62728",
     "teaching": "#1f77b4",
     "multirow": "#2ca02c",
     "online": "#ff7f0e",
     "persistent": "#9467bd",
     "splitrow": "#8c564b",
-    "auto": "#d62728",
+    "staged": "#17becf",
+    "staged_split": "#0b6e79",
+    "cluster": "#bcbd22",
+    "warprows": "#e377c2",
+    "stagedrows": "#7b4173",
+    "inductor": "#ff9896",
+    "liger": "#6b6ecf",
+    "quack": "#e6550d",
 }
-EXTRA_COLORS = ("#17becf", "#bcbd22", "#e377c2", "#7f7f7f")
+EXTRA_COLORS = ("#637939", "#8c6d31", "#843c39", "#7f7f7f", "#393b79", "#a55194")
 REGIME_COLORS: dict[str, str] = {
     "launch-bound": "#f2c14e",
     "bandwidth-bound": "#5fa8d3",
@@ -182,12 +191,17 @@ def add_series(
     row: int | None = None,
     col: int | None = None,
     error: tuple[str, str] | None = None,
+    visible: bool | str = True,
+    edge_markers: bool = True,
 ) -> None:
     """One series (one row per N) as a line through the curve N of `grid` with markers, broken (a gap) at grid
     N the series did not measure, and its power-of-two edge points (curves.edge_points) as separate open
-    markers in the same colour, never joined to the line. `error`: (low, high) columns drawn as error bars."""
+    markers in the same colour, never joined to the line. `error`: (low, high) columns drawn as error bars.
+    `visible` 'legendonly': listed in the legend, drawn on a click; `edge_markers` False: no edge points drawn."""
     rows = rows.assign(_hover=list(hovertext) if hovertext is not None else [""] * len(rows))
     curve, edges = curves.split_series(rows, grid)
+    if not edge_markers:
+        edges = edges.iloc[0:0]
     where = {"row": row, "col": col} if row is not None else {}
     hover = (
         {"hovertemplate": hovertemplate}
@@ -222,6 +236,7 @@ def add_series(
             line={"color": color, "width": width, "dash": dash},
             legendgroup=legendgroup or name,
             showlegend=showlegend,
+            visible=visible,
             **bars(curve),
             **hover,
         ),
@@ -244,6 +259,7 @@ def add_series(
                 mode="markers",
                 legendgroup=legendgroup or name,
                 showlegend=False,
+                visible=visible,
                 marker=marker,
                 line={"color": color},
                 **bars(edges),
@@ -366,17 +382,26 @@ def masked_lanes_figure(curve: pd.DataFrame) -> go.Figure:
 
 
 def latency_figure(
-    df: pd.DataFrame, method: str, dtype: str, spans: list[tuple[int, int, str]] | None = None, band: bool = True
+    df: pd.DataFrame,
+    method: str,
+    dtype: str,
+    spans: list[tuple[int, int, str]] | None = None,
+    band: bool = True,
+    shown: Sequence[str] | None = None,
+    edge_markers: bool = True,
 ) -> go.Figure:
     """Median time per call (µs, log) vs N (log) for torch and each variant's fastest config per N.
 
-    `band` draws the p20..p80 spread; `spans` (from dashboard_data.regime_spans) shade the regimes.
+    `band` draws the p20..p80 spread; `spans` (from dashboard_data.regime_spans) shade the regimes. `shown`: the
+    variants drawn at first (the others are in the legend, one click away); None draws all. `edge_markers` False
+    leaves the N = 2^k ± 1 points off the chart (the Latency page tables them instead).
     """
     table = dd.best_per_n(df[(df["method"] == method) & (df["dtype"] == dtype)])
     grid = _grid(table)
     fig = go.Figure()
     for name, variant, rows, dash in _series_groups(table):
         color = variant_color(variant)
+        visible = True if shown is None or variant in shown else "legendonly"
         if band and rows["p20_us"].notna().any():  # on the curve N only, broken where the series has no row
             curve, _ = curves.split_series(rows, grid)
             fig.add_trace(
@@ -390,6 +415,7 @@ def latency_figure(
                     showlegend=False,
                     hoverinfo="skip",
                     name=f"band {name}",
+                    visible=visible,
                 )
             )
             fig.add_trace(
@@ -405,6 +431,7 @@ def latency_figure(
                     showlegend=False,
                     hoverinfo="skip",
                     name=f"band {name}",
+                    visible=visible,
                 )
             )
         add_series(
@@ -417,8 +444,11 @@ def latency_figure(
             dash=dash,
             width=2.5 if variant == dd.TORCH else 2,
             hovertext=_hover(rows),
+            visible=visible,
+            edge_markers=edge_markers,
         )
-    add_edge_legend(fig, grid)
+    if edge_markers:
+        add_edge_legend(fig, grid)
     _layout(
         fig,
         title_for("Time per call vs N (fastest config per variant)", df, dtype, method),
@@ -498,20 +528,41 @@ def _torch_parity(fig: go.Figure) -> None:
     )
 
 
-def speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str, dtype: str) -> go.Figure:
-    """torch time / Triton time per variant vs N (> 1: Triton faster), from dashboard_data.speedup_vs_torch."""
+def speedup_figure(
+    speedups: pd.DataFrame,
+    df: pd.DataFrame,
+    method: str,
+    dtype: str,
+    shown: Sequence[str] | None = None,
+    edge_markers: bool = True,
+) -> go.Figure:
+    """torch time / its time per variant vs N (> 1: faster than torch), from dashboard_data.speedup_vs_torch.
+    `shown` / `edge_markers` as in latency_figure."""
     table = speedups[speedups["dtype"] == dtype]
     grid = _grid(table)
     fig = go.Figure()
     for name, variant, rows, dash in _series_groups(table):
-        add_series(fig, rows, "speedup", grid, name, variant_color(variant), dash=dash, hovertext=_hover(rows))
-    add_edge_legend(fig, grid)
+        visible = True if shown is None or variant in shown else "legendonly"
+        add_series(
+            fig,
+            rows,
+            "speedup",
+            grid,
+            name,
+            variant_color(variant),
+            dash=dash,
+            hovertext=_hover(rows),
+            visible=visible,
+            edge_markers=edge_markers,
+        )
+    if edge_markers:
+        add_edge_legend(fig, grid)
     _torch_parity(fig)
     _layout(
         fig,
-        title_for("Speedup vs torch.softmax (torch time / Triton time)", df, dtype, method),
+        title_for("Speedup vs torch.softmax (torch time / its time)", df, dtype, method),
         "N (columns per row)",
-        "speedup vs torch (x, >1 = Triton faster)",
+        "speedup vs torch (x, >1 = faster than torch)",
         log_y=True,
     )
     if len(table):
@@ -556,14 +607,29 @@ def best_speedup_figure(speedups: pd.DataFrame, df: pd.DataFrame, method: str) -
     return fig
 
 
-def bandwidth_figure(df: pd.DataFrame, method: str, dtype: str) -> go.Figure:
+def bandwidth_figure(
+    df: pd.DataFrame, method: str, dtype: str, shown: Sequence[str] | None = None, edge_markers: bool = True
+) -> go.Figure:
     """Achieved GB/s (read x + write y) per variant vs N, with the run's measured copy bandwidth line."""
     table = dd.best_per_n(df[(df["method"] == method) & (df["dtype"] == dtype)])
     grid = _grid(table)
     fig = go.Figure()
     for name, variant, rows, dash in _series_groups(table):
-        add_series(fig, rows, "gbps", grid, name, variant_color(variant), dash=dash, hovertext=_hover(rows))
-    add_edge_legend(fig, grid)
+        visible = True if shown is None or variant in shown else "legendonly"
+        add_series(
+            fig,
+            rows,
+            "gbps",
+            grid,
+            name,
+            variant_color(variant),
+            dash=dash,
+            hovertext=_hover(rows),
+            visible=visible,
+            edge_markers=edge_markers,
+        )
+    if edge_markers:
+        add_edge_legend(fig, grid)
     copies = df.dropna(subset=["copy_gbps"]).groupby("gpu_name")["copy_gbps"].agg(["median", "count", "nunique"])
     for gpu, row in copies.iterrows():  # one line per GPU: the median of its runs' copy measurements
         runs = f", median of {int(row['nunique'])} runs" if row["nunique"] > 1 else ""

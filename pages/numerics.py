@@ -202,10 +202,24 @@ else:
         "powers of two, where BLOCK_SIZE = next_pow2(N) doubles.",
     )
     n_options = sorted(int(n) for n in shown["n_cols"].unique())
+    worst_n = (
+        int(shown.loc[shown["ulp_max"].astype(float).idxmax(), "n_cols"]) if shown["ulp_max"].notna().any() else None
+    )
+    n_start = worst_n if worst_n in n_options else n_options[0]
     n_pick = (
-        st.select_slider("N for the distribution", n_options, value=n_options[min(1, len(n_options) - 1)], key="num_n")
+        st.select_slider(
+            "N for the distribution",
+            n_options,
+            value=n_start,
+            key="num_n",
+            help="Starts at the N where the least exact backend's largest error is (the worst case shown above).",
+        )
         if len(n_options) > 1
         else n_options[0]
+    )
+    st.caption(
+        f"Distribution at N={n_pick:,}"
+        + (" — the N of the largest error above." if n_pick == worst_n else " — picked on the slider.")
     )
     at_n = shown[shown["n_cols"] == n_pick]
     ui.chart(

@@ -196,14 +196,18 @@ def exp_probe_figure(table: pd.DataFrame, dtype: str, platform: str) -> go.Figur
             rows = part[part["variant"] == probe] if len(part) else part
             if not len(rows):
                 continue
+            values = rows[column].astype(float)
             fig.add_trace(
                 go.Bar(
                     x=rows["numerics_input"],
-                    y=rows[column].astype(float),
+                    y=values,
                     name=label,
                     legendgroup=probe,
                     showlegend=col == 1,
                     marker={"color": colors[probe]},
+                    text=[f"{v:.3g}" for v in values],  # a 0-ULP bar has no height: its label says 0
+                    textposition="outside",
+                    cliponaxis=False,
                     hovertemplate=f"{label} %{{x}}: %{{y:.4g}} ULP<extra></extra>",
                 ),
                 row=1,

@@ -20,7 +20,7 @@ LIVE_KEY = "live_results"
 # The sidebar's timing method is the only one in the app: every page and the export use it. The default measures the
 # kernel (launches queued behind a GPU hold, L2 flushed; the method of `python -m profiling bench` and the README);
 # per_call_events is the seed's experiment, where the host's launch gap between calls is part of each time.
-DEFAULT_METHOD = "back_to_back_flushed"
+DEFAULT_METHOD = dd.DEFAULT_METHOD
 METHOD_HELP = (
     "One timing method for every page and the export. **back_to_back_flushed** (default): calls queued "
     "behind a GPU hold with L2 flushed before each, so the time is the kernel's own (the method of "
@@ -329,7 +329,9 @@ def chart(fig, data: pd.DataFrame, key: str, caption: str | None = None) -> None
             from blockscope.pages._exports import export_buttons
         except ImportError:  # the export feature is optional
             return
-        export_buttons(fig, _display(data), key.removeprefix("_"), key=f"{key}_export")
+        loaded = st.session_state.get(CONTEXT_KEY)
+        source = loaded.df if isinstance(loaded, Context) else None
+        export_buttons(fig, _display(data), key.removeprefix("_"), key=f"{key}_export", source=source)
 
 
 def _display(data: pd.DataFrame) -> pd.DataFrame:

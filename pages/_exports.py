@@ -10,7 +10,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
-from blockscope.profiling.views import images
+from blockscope.profiling.views import images, provenance
+from blockscope.profiling.views.figures import for_export
 
 
 @functools.lru_cache(maxsize=64)
@@ -24,13 +25,16 @@ def _csv(data: pd.DataFrame) -> bytes:
     return data.to_csv(index=False).encode("utf-8")
 
 
-def export_buttons(fig: go.Figure, data: pd.DataFrame | None, name: str, key: str) -> None:
+def export_buttons(
+    fig: go.Figure, data: pd.DataFrame | None, name: str, key: str, source: pd.DataFrame | None = None
+) -> None:
     """PNG (2x), SVG and CSV download buttons for one chart (file names `<name>.png` ...; keys `<key>_png` ...).
 
-    PNG/SVG are rendered only when clicked (then cached); without Chromium a caption says why and only the
-    CSV is offered.
+    PNG/SVG are rendered only when clicked (then cached), with the whole legend and a provenance footer of the
+    loaded rows `source` (figures.for_export); without Chromium a caption says why and only the CSV is offered.
     """
     problem = images.chromium_problem()
+    fig = for_export(fig, provenance.footer(source))
     left, middle, right = st.columns(3)
     if problem is None:
         left.download_button(

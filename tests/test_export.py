@@ -22,7 +22,7 @@ from blockscope.profiling.cli import main as cli_main
 from blockscope.profiling.results import save_results
 from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import export
-from blockscope.profiling.views.figures import standard_figures
+from blockscope.profiling.views.figures import EXPORT_WIDTH_PX, for_export, standard_figures
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -53,8 +53,11 @@ def exported(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("export")
     calls: list[tuple[int, int, str]] = []
     written = export.export_all(source, out, progress=lambda d, t, n: calls.append((d, t, n)))
-    method = dd.options(table)["methods"][0]
-    return out, written, standard_figures(table, method=method), calls
+    methods = dd.options(table)["methods"]
+    method = dd.DEFAULT_METHOD if dd.DEFAULT_METHOD in methods else methods[0]
+    backends, numerics, warps_grid = export.bundled_companions(table)
+    specs = standard_figures(table, method=method, backends=backends, numerics=numerics, warps_grid=warps_grid)
+    return out, written, specs, calls
 
 
 @pytest.mark.browser
@@ -71,8 +74,9 @@ def test_every_figure_is_written_in_every_format(exported) -> None:
 def test_png_is_twice_the_layout_size(exported) -> None:
     out, _, specs, _ = exported
     for spec in specs:
-        width, height = export.figure_size(spec.figure)
-        assert height == spec.figure.layout.height  # figures.py sets the height; the export sets the width
+        ready = for_export(spec.figure, "data | exported by")  # two footer lines, as every export has
+        width, height = export.figure_size(ready)
+        assert height >= spec.figure.layout.height and width == EXPORT_WIDTH_PX  # taller by its footer (and legend)
         with Image.open(out / f"{spec.name}.png") as image:
             assert image.format == "PNG"
             assert image.size == (2 * width, 2 * height), spec.name
@@ -84,7 +88,7 @@ def test_svg_parses_at_layout_size(exported) -> None:
     for spec in specs:
         root = ET.parse(out / f"{spec.name}.svg").getroot()
         assert root.tag.endswith("svg")
-        width, height = export.figure_size(spec.figure)
+        width, height = export.figure_size(for_export(spec.figure, "data | exported by"))
         assert (float(root.get("width")), float(root.get("height"))) == (width, height), spec.name
 
 
@@ -170,7 +174,7 @@ def test_several_files_stack_with_source(tmp_path: Path) -> None:
     written = export.export_all([first, second], tmp_path / "out", formats=("html", "csv"))
     names = {p.name for p in written}
     assert export.REPORT_NAME in names and not any(n.endswith((".png", ".svg")) for n in names)
-    latency = pd.read_csv(tmp_path / "out" / "latency_fp16_per_call_events.csv")
+    latency = pd.read_csv(tmp_path / "out" / f"latency_fp16_{dd.DEFAULT_METHOD}.csv")  # the default method
     assert set(latency["source"]) == {"h200.parquet", "other.csv"}
     html = (tmp_path / "out" / export.REPORT_NAME).read_text(encoding="utf-8")
     assert "NVIDIA H100 (synthetic)" in html and "NVIDIA H200 (synthetic)" in html
@@ -380,13 +384,14 @@ def test_cli_exports_foreign_variants_inside_out(tmp_path: Path, cli, capsys: py
     assert written and all(p.parent == out for p in written), written
     assert all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", p.name) for p in written), written
     names = {p.name for p in written}
+    method = dd.DEFAULT_METHOD
     assert {
-        "heatmap_teaching_v2_fp16_per_call_events.csv",
-        "heatmap_inductor_fp16_per_call_events.csv",
-        "heatmap_x_.._.._escaped_fp16_per_call_events.csv",
-        "heatmap_x_.._.._escaped_fp16_per_call_events-2.csv",
+        f"heatmap_teaching_v2_fp16_{method}.csv",
+        f"heatmap_x_.._.._escaped_fp16_{method}.csv",
+        f"heatmap_x_.._.._escaped_fp16_{method}-2.csv",
     } <= names  # two values, one safe name: no overwrite
-    latency = pd.read_csv(out / "latency_fp16_per_call_events.csv")
+    assert f"heatmap_inductor_fp16_{method}.csv" not in names  # a peer backend: not a num_warps axis of ours
+    latency = pd.read_csv(out / f"latency_fp16_{method}.csv")
     assert {"teaching_v2", "inductor", "x/../../escaped", "torch"} <= set(latency["variant"])  # shown as they are
     assert "teaching_v2" in (out / export.REPORT_NAME).read_text(encoding="utf-8")
 
@@ -418,3 +423,29 @@ def test_cli_says_a_directory_is_a_directory(tmp_path: Path, cli, capsys: pytest
     line = _one_line_error(capsys)
     assert "is a directory" in line and "expected a Blockscope results .parquet or .csv file" in line
     assert "does not exist" not in line
+
+
+@pytest.mark.browser
+def test_every_page_s_figures_are_exported_with_a_provenance_footer(exported) -> None:
+    out, written, specs, _ = exported
+    names = {s.name for s in specs}
+    for prefix in ("overview_speedup", "latency_", "masked_lanes", "occupancy_limits_", "heatmap_"):
+        assert any(n.startswith(prefix) for n in names), prefix
+    if dd.BUNDLED_PATH.exists():  # the bundled companions: backends capture and numerics
+        assert any(n.startswith("backends_latency") for n in names) and any(n.startswith("numerics_") for n in names)
+    svg = (out / f"{specs[0].name}.svg").read_text(encoding="utf-8")
+    assert "exported by Blockscope" in svg and "data: " in svg
+    report = (out / export.REPORT_NAME).read_text(encoding="utf-8")
+    assert "exported by Blockscope" in report
+
+
+def test_for_export_makes_room_for_the_whole_legend_and_the_footer() -> None:
+    import plotly.graph_objects as go
+
+    fig = go.Figure([go.Scatter(x=[1], y=[1], name=f"series {i}") for i in range(30)])
+    fig.update_layout(height=300, margin={"t": 50, "b": 50})
+    ready = for_export(fig, "data: x | exported by y")
+    assert ready.layout.height >= 30 * 30 + 40  # 30 legend rows fit in the plot area
+    assert ready.layout.width == EXPORT_WIDTH_PX
+    assert any("exported by y" in a.text for a in ready.layout.annotations)
+    assert fig.layout.height == 300 and not fig.layout.annotations  # the page's figure is left as it was

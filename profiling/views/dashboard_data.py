@@ -30,6 +30,9 @@ BUNDLED_PATH = paths.BUNDLED_SWEEP
 NCU_PATH = paths.NCU_VALIDATION
 DRIVER_OCCUPANCY_PATH = paths.DRIVER_OCCUPANCY
 TORCH = "torch"
+# The one timing method every page and the export default to: the kernel's own time (launches queued behind a GPU
+# hold, L2 flushed), the method of `python -m profiling bench`; per_call_events has the host's launch gap inside.
+DEFAULT_METHOD = "back_to_back_flushed"
 LAUNCH_BOUND_FACTOR = 1.5  # within 1.5x of the smallest time measured (same dtype, method): launch-bound
 BANDWIDTH_BOUND_FRACTION = 0.6  # at least 60% of the measured copy bandwidth: bandwidth-bound
 CONFIG_COLUMNS = ("variant", "dtype", "n_rows", "n_cols", "num_warps", "tunables", "direction")

@@ -34,6 +34,7 @@ from blockscope.profiling.views.images import (
     figure_to_png,
     figure_to_svg,
 )
+from blockscope.profiling.views.provenance import footer
 
 FORMATS: tuple[str, ...] = ("png", "svg", "html", "csv")
 IMAGE_FORMATS = ("png", "svg")
@@ -176,14 +177,17 @@ def export_all(
     methods = dd.options(df)["methods"]
     if method is not None and method not in methods:
         raise ExportError(f"timing method {method!r} is not in the results; allowed: {', '.join(methods)}")
-    method = method or methods[0]
+    method = method or (dd.DEFAULT_METHOD if dd.DEFAULT_METHOD in methods else methods[0])
     images = [f for f in IMAGE_FORMATS if f in formats]
     problem = chromium_problem() if images else None
     session_or_none = ImageSession(tabs=IMAGE_TABS) if images and not problem else None
     with contextlib.closing(session_or_none) if session_or_none else contextlib.nullcontext() as session:
         if session is not None:
             session.start()  # Chromium launches while the figures are drawn
-        specs = standard_figures(df, method=method, dtypes=dtypes)
+        backends, numerics, warps_grid = bundled_companions(df)
+        specs = standard_figures(
+            df, method=method, dtypes=dtypes, backends=backends, numerics=numerics, warps_grid=warps_grid
+        )
         total = len(specs) * (("csv" in formats) + (0 if problem else len(images))) + ("html" in formats)
         written: list[Path] = []
 
@@ -204,7 +208,7 @@ def export_all(
                 )
             )
         if session is not None:
-            problem = _render_images(session, specs, images, out, done)
+            problem = _render_images(session, specs, images, out, done, footer(df))
     if problem:
         kept = ", ".join(f for f in formats if f not in IMAGE_FORMATS) or "nothing else"
         raise ChromiumMissing(f"PNG/SVG skipped: {problem}; {kept} written to {out} ({len(written)} files)", written)
@@ -212,13 +216,19 @@ def export_all(
 
 
 def _render_images(
-    session: ImageSession, specs: list, images: list[str], out: Path, done: Callable[[Path], None]
+    session: ImageSession, specs: list, images: list[str], out: Path, done: Callable[[Path], None], footer: str = ""
 ) -> str | None:
-    """Render every spec in `images` formats through `session`; the reason when Chromium is unusable."""
+    """Render every spec in `images` formats through `session`, each laid out for a static image with the
+    provenance `footer` (figures.for_export); the reason when Chromium is unusable."""
+    from blockscope.profiling.views.figures import for_export
+
     try:
         session.wait_ready()
+        ready = {spec.name: for_export(spec.figure, footer) for spec in specs}
         jobs = [
-            ((spec.name, fmt), spec.figure, fmt, PNG_SCALE if fmt == "png" else 1) for spec in specs for fmt in images
+            ((spec.name, fmt), ready[spec.name], fmt, PNG_SCALE if fmt == "png" else 1)
+            for spec in specs
+            for fmt in images
         ]
         for (name, fmt), data in session.render_many(jobs):
             done(_write(output_path(out, name, fmt), data))
@@ -230,6 +240,27 @@ def _render_images(
         first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
         raise ExportError(f"rendering PNG/SVG through kaleido failed ({type(error).__name__}: {first})") from None
     return None
+
+
+def bundled_companions(df: pd.DataFrame) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
+    """(backends, numerics, warps grid) tables to draw where `df` lacks them, as the pages do: the bundled backends
+    capture when `df` has no peer backend, the bundled numerics when it has no numerics rows, the bundled num_warps
+    grid (tradeoffs) when it times each variant at one num_warps; None where `df` has its own or nothing is bundled."""
+    from blockscope import paths
+    from blockscope.profiling.views import backends as views
+    from blockscope.profiling.views import tradeoffs
+    from blockscope.profiling.views.figures import numerics as fn
+
+    def bundled(path: Path) -> pd.DataFrame | None:
+        try:
+            return load_results(path) if path.is_file() else None
+        except ResultsError:
+            return None
+
+    backends = None if views.has_peers(df) else bundled(paths.BUNDLED_BACKENDS)
+    numerics = None if len(fn.numerics_rows(df)) else bundled(paths.BUNDLED_NUMERICS)
+    warps_grid = None if tradeoffs.warps_axis_variants(df) else bundled(paths.BUNDLED_WARPS_GRID)
+    return backends, numerics, warps_grid
 
 
 def zip_files(paths: Sequence[Path], root: Path | None = None) -> bytes:

@@ -16,6 +16,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from blockscope.profiling.views import dashboard_data as dd
+from blockscope.profiling.views import provenance
 from blockscope.profiling.views.figures import FigureSpec
 
 ENV_FIELDS: tuple[tuple[str, str], ...] = (
@@ -128,5 +129,6 @@ Figures are interactive (hover, zoom, legend toggles); this file needs no networ
 <h2>Findings</h2>{_findings_html(df, method)}
 <h2>Figures</h2><nav><ol>{nav}</ol></nav>
 {figures}
+<footer class="muted"><p>{"<br>".join(html.escape(part) for part in provenance.footer(df).split(" | "))}</p></footer>
 </body></html>
 """

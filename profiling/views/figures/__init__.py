@@ -7,6 +7,7 @@ boundaries (where BLOCK_SIZE = next_pow2(N) doubles) are vertical lines whose sh
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Sequence
@@ -1182,11 +1183,56 @@ def candidates_figure(candidates: pd.DataFrame, title: str) -> go.Figure:
     return fig
 
 
-def standard_figures(df: pd.DataFrame, method: str | None = None, dtypes: list[str] | None = None) -> list[FigureSpec]:
-    """The export set: masked lanes, and per dtype latency (with power-of-two boundaries), speedup vs torch,
-    GB/s vs copy bandwidth, occupancy vs N, and per Triton variant a num_warps x N latency heatmap."""
+EXPORT_WIDTH_PX = 1100  # CSS pixels of an exported figure (images.DEFAULT_WIDTH_PX)
+FOOTER_LINE_PX = 14
+
+
+def for_export(fig: go.Figure, footer: str, width: int = EXPORT_WIDTH_PX) -> go.Figure:
+    """A copy of `fig` laid out for a static image: tall enough for its whole legend (fit_legend: a static image
+    has no legend scrollbar, so a taller legend would be cut) and `footer` (provenance) in small grey type under
+    the plot, the figure growing by the footer's lines."""
+    out = fit_legend(go.Figure(fig))
+    lines = footer.split(" | ") if footer else []
+    if not lines:
+        return out.update_layout(width=width)
+    footer_px = len(lines) * FOOTER_LINE_PX + 12
+    height = int(out.layout.height or 440)
+    top = int(out.layout.margin.t if out.layout.margin.t is not None else 50)
+    bottom = int(out.layout.margin.b if out.layout.margin.b is not None else 50)
+    new_height, new_bottom = height + footer_px, bottom + footer_px
+    out.update_layout(width=width, height=new_height, margin={"b": new_bottom})
+    plot_px = max(1, new_height - top - new_bottom)
+    out.add_annotation(
+        text="<br>".join(html.escape(line) for line in lines),
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=-(new_bottom - 4) / plot_px,
+        xanchor="left",
+        yanchor="bottom",
+        align="left",
+        showarrow=False,
+        font={"size": 10, "color": "#6b6b6b"},
+    )
+    return out
+
+
+def standard_figures(
+    df: pd.DataFrame,
+    method: str | None = None,
+    dtypes: list[str] | None = None,
+    backends: pd.DataFrame | None = None,
+    numerics: pd.DataFrame | None = None,
+    warps_grid: pd.DataFrame | None = None,
+) -> list[FigureSpec]:
+    """The export set, a figure for what every page draws: the Overview's speedup, masked lanes, and per dtype
+    latency, speedup vs torch and GB/s (Latency), occupancy vs N and the occupancy limits (Occupancy), the
+    num_warps x N heatmaps (Tradeoffs: from `warps_grid` when `df` times each variant at one num_warps), the
+    backends' time, relative time, GB/s and support (Backends: from `backends` when given), and ULP vs N and the
+    exp probes (Numerics: from `numerics` when given, else `df`'s numerics rows)."""
     opts = dd.options(df)
-    method = method or (opts["methods"][0] if opts["methods"] else "per_call_events")
+    methods = opts["methods"]
+    method = method or (dd.DEFAULT_METHOD if dd.DEFAULT_METHOD in methods else methods[0] if methods else "cuda_graph")
     dtypes = dtypes or opts["dtypes"]
     specs: list[FigureSpec] = []
     triton = [v for v in opts["variants"] if v != dd.TORCH]
@@ -1203,10 +1249,16 @@ def standard_figures(df: pd.DataFrame, method: str | None = None, dtypes: list[s
     for dtype in dtypes:
         part = df[(df["dtype"] == dtype) & (df["method"] == method)]
         spans = dd.regime_spans(dd.regimes(part))
+        best = dd.best_per_n(part)
+        drawn = {"shown": dd.default_series(best) or None, "edge_markers": False}  # as the Latency page draws them
         for name, fig, data in (
-            ("latency", latency_figure(df, method, dtype, spans), dd.best_per_n(part)),
-            ("speedup", speedup_figure(dd.speedup_vs_torch(part), df, method, dtype), dd.speedup_vs_torch(part)),
-            ("bandwidth", bandwidth_figure(df, method, dtype), dd.best_per_n(part)),
+            ("latency", latency_figure(df, method, dtype, spans, **drawn), best),
+            (
+                "speedup",
+                speedup_figure(dd.speedup_vs_torch(part), df, method, dtype, **drawn),
+                dd.speedup_vs_torch(part),
+            ),
+            ("bandwidth", bandwidth_figure(df, method, dtype, **drawn), best),
         ):
             specs.append(FigureSpec(safe_name(name, dtype, method), fig.layout.title.text, fig, data))
         occupancy = df[(df["dtype"] == dtype) & df["occupancy"].notna() & (df["variant"] != dd.TORCH)]
@@ -1215,8 +1267,11 @@ def standard_figures(df: pd.DataFrame, method: str | None = None, dtypes: list[s
             data = occupancy[occupancy["variant"].isin(group)]
             suffix = group if len(group) < len(set(occupancy["variant"])) else []
             specs.append(FigureSpec(safe_name("occupancy", *suffix, dtype, method), fig.layout.title.text, fig, data))
-        for variant in triton:
-            for setup, rows in dd.split_setups(part[part["variant"] == variant]):  # one heatmap per GPU / run
+        heat_source = part
+        if warps_grid is not None and not tradeoffs.warps_axis_variants(part):  # as the Tradeoffs page does
+            heat_source = warps_grid[(warps_grid["dtype"] == dtype) & (warps_grid["method"] == method)]
+        for variant in tradeoffs.warps_axis_variants(heat_source):
+            for setup, rows in dd.split_setups(heat_source[heat_source["variant"] == variant]):  # one per GPU / run
                 grid = tradeoffs.keep_dense(tradeoffs.warps_grid(rows, "median_us"))
                 if not grid.empty:
                     title = title_for(f"{variant}: time relative to the fastest num_warps per N", rows, dtype, method)
@@ -1229,7 +1284,106 @@ def standard_figures(df: pd.DataFrame, method: str | None = None, dtypes: list[s
                             tradeoffs.grid_table(grid, "µs", relative=True),
                         )
                     )
+        if dtype == dtypes[0]:  # one dtype: the limits depend on registers and warps, much the same across dtypes
+            specs.extend(_limits_specs(part, dtype, method))
+    specs[:0] = _overview_specs(df, method)
+    specs.extend(_backends_specs(backends if backends is not None else df, method, dtypes))
+    specs.extend(_numerics_specs(numerics if numerics is not None else df, dtypes))
     return unique_names(specs)
+
+
+def _overview_specs(df: pd.DataFrame, method: str) -> list[FigureSpec]:
+    speedups = dd.speedup_vs_torch(df[df["method"] == method], ours_only=True)
+    if speedups.empty:
+        return []
+    fig = best_speedup_figure(speedups, df, method)
+    return [FigureSpec(safe_name("overview_speedup", method), fig.layout.title.text, fig, speedups)]
+
+
+def _limits_specs(part: pd.DataFrame, dtype: str, method: str) -> list[FigureSpec]:
+    """Per Blockscope variant, the occupancy limits of its fastest config at the N nearest 4096 (the resources that
+    cap its programs per SM), from the rows' compile columns."""
+    from blockscope.profiling.inspect import occupancy
+
+    specs = []
+    rows = dd.ran(part).dropna(subset=["n_regs", "num_warps"])
+    rows = rows[~rows["variant"].isin(dd.PEER_BACKENDS)]
+    for variant, of_variant in rows.groupby("variant"):
+        n = min(of_variant["n_cols"].unique(), key=lambda v: abs(int(v) - 4096))
+        best = of_variant[of_variant["n_cols"] == n].sort_values("median_us").iloc[0]
+        arch = dd.data_arch(of_variant)
+        try:
+            result = occupancy.occupancy(
+                arch, int(best["n_regs"]), int(best["num_warps"]), int(best["shared_bytes"] or 0)
+            )
+        except (ValueError, TypeError):
+            continue
+        title = (
+            f"{variant} N={int(n):,} {dtype}, {int(best['num_warps'])} warps, {int(best['n_regs'])} regs: "
+            f"blocks per SM each resource allows ({arch})"
+        )
+        table = pd.DataFrame({"resource": list(result.limits), "blocks_per_sm": list(result.limits.values())})
+        specs.append(
+            FigureSpec(
+                safe_name("occupancy_limits", variant, dtype, method),
+                title,
+                limits_figure(result.limits, result.limiter, title),
+                table,
+            )
+        )
+    return specs
+
+
+def _backends_specs(df: pd.DataFrame, method: str, dtypes: list[str]) -> list[FigureSpec]:
+    from blockscope.profiling.views import backends as views
+    from blockscope.profiling.views.figures import backends as bf
+
+    if not views.has_peers(df):
+        return []
+    specs = []
+    support = views.support(df)
+    for dtype in dtypes:
+        table = views.fastest(df, method, dtype)
+        if table.empty:
+            continue
+        for name, fig in (
+            ("backends_latency", bf.latency_figure(table, df, method, dtype)),
+            ("backends_relative", bf.relative_figure(table, df, method, dtype)),
+            ("backends_bandwidth", bf.bandwidth_figure(table, df, method, dtype)),
+        ):
+            specs.append(FigureSpec(safe_name(name, dtype, method), fig.layout.title.text, fig, table))
+        fig = bf.support_figure(support, dtype)
+        specs.append(
+            FigureSpec(
+                safe_name("backends_support", dtype), fig.layout.title.text, fig, support[support["dtype"] == dtype]
+            )
+        )
+    return specs
+
+
+def _numerics_specs(df: pd.DataFrame, dtypes: list[str]) -> list[FigureSpec]:
+    from blockscope.profiling.views.figures import numerics as fn
+
+    rows = fn.numerics_rows(df)
+    if rows.empty:
+        return []
+    platform = ", ".join(sorted(str(g) for g in rows["gpu_name"].dropna().unique())) or "unknown GPU"
+    specs = []
+    probes = ("probe_exp", "probe_exp2", "probe_fp64")
+    for dtype in dtypes or sorted(rows["dtype"].dropna().unique()):
+        of_dtype = rows[rows["dtype"] == dtype]
+        if of_dtype.empty:
+            continue
+        for input_name in ("normal", "scale30"):
+            part = of_dtype[(of_dtype["numerics_input"] == input_name) & ~of_dtype["variant"].isin(probes)]
+            if len(part):
+                fig = fn.ulp_vs_n_figure(of_dtype[~of_dtype["variant"].isin(probes)], dtype, input_name, platform)
+                specs.append(FigureSpec(safe_name("numerics_ulp", input_name, dtype), fig.layout.title.text, fig, part))
+        probe_rows = of_dtype[of_dtype["variant"].isin(probes)]
+        if len(probe_rows):
+            fig = fn.exp_probe_figure(probe_rows, dtype, platform)
+            specs.append(FigureSpec(safe_name("numerics_exp_probe", dtype), fig.layout.title.text, fig, probe_rows))
+    return specs
 
 
 MAX_SERIES = 12  # lines per exported figure: more and the legend (and the colours) stop being readable

@@ -199,7 +199,10 @@ def add_series(
     N the series did not measure, and its power-of-two edge points (curves.edge_points) as separate open
     markers in the same colour, never joined to the line. `error`: (low, high) columns drawn as error bars.
     `visible` 'legendonly': listed in the legend, drawn on a click; `edge_markers` False: no edge points drawn."""
-    rows = rows.assign(_hover=list(hovertext) if hovertext is not None else [""] * len(rows))
+    needed = ["n_cols", y, *(error or ())]  # the columns drawn: splitting a few columns, not all of a results row
+    rows = rows[list(dict.fromkeys(needed))].assign(
+        _hover=list(hovertext) if hovertext is not None else [""] * len(rows)
+    )
     curve, edges = curves.split_series(rows, grid)
     if not edge_markers:
         edges = edges.iloc[0:0]
@@ -297,7 +300,7 @@ def _grid(table: pd.DataFrame) -> list[int]:
 
 def _hover(table: pd.DataFrame) -> list[str]:
     out = []
-    for _, row in table.iterrows():
+    for row in table.to_dict("records"):
         lines = [dd.config_label(row)]
         for column, unit in (
             ("median_us", "µs"),
@@ -1318,9 +1321,11 @@ def _limits_specs(part: pd.DataFrame, dtype: str, method: str) -> list[FigureSpe
             )
         except (ValueError, TypeError):
             continue
-        title = (
-            f"{variant} N={int(n):,} {dtype}, {int(best['num_warps'])} warps, {int(best['n_regs'])} regs: "
-            f"blocks per SM each resource allows ({arch})"
+        title = title_for(
+            f"{variant} N={int(n):,}, {int(best['num_warps'])} warps, {int(best['n_regs'])} regs: "
+            f"blocks per SM each resource allows ({arch})",
+            of_variant,
+            dtype,
         )
         table = pd.DataFrame({"resource": list(result.limits), "blocks_per_sm": list(result.limits.values())})
         specs.append(

@@ -24,6 +24,9 @@ if not triton and len(source) and tradeoffs.BUNDLED_WARPS_GRID_PATH.exists():  #
     source = source[source["variant"].isin(ctx.filters.variants or source["variant"].unique())]
     triton = tradeoffs.warps_axis_variants(source[source["dtype"] == dtype])
     from_grid = grid_file
+if not triton and not len(ctx.filtered):
+    ui.empty("no rows pass the sidebar filters")
+    st.stop()
 if not triton:
     st.info(
         f"No {dtype} rows time a variant at two or more num_warps at one N, in the loaded data or the bundled grid "

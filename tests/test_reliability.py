@@ -1,0 +1,130 @@
+"""Security and reliability 2 (issue 34): in-place on overlapping views, drift across environments, atomic and
+exclusive exports, full disks, stale temporary folders, peer wheels' private folder, capture-unsafe backends and
+the ptxas that reads Triton's PTX."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from blockscope.demo import synthetic_results
+from blockscope.kernels import softmax
+from blockscope.profiling.cli.main import main
+from blockscope.profiling.results import drift, save_results
+
+# ---------------------------------------------------------------- 10: inplace / out= on self-overlapping views
+
+OVERLAP_VARIANTS = ["teaching", "online", "splitrow"]
+
+
+def _overlapping_views(dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    base = torch.randn(8, dtype=dtype)
+    rows = torch.randn(40, dtype=dtype)
+    return {
+        "expand": base.expand(4, 8),
+        "as_strided_rows": rows.as_strided((4, 8), (4, 1)),  # row i starts half way through row i - 1
+        "as_strided_cols": rows.as_strided((3, 6), (6, 0)),  # zero column stride
+        "transposed_expand": base.expand(3, 8).t(),
+    }
+
+
+@pytest.mark.parametrize("variant", OVERLAP_VARIANTS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("kind", ["expand", "as_strided_rows", "as_strided_cols", "transposed_expand"])
+def test_inplace_on_self_overlapping_view_is_refused(variant: str, dtype: torch.dtype, kind: str) -> None:
+    x = _overlapping_views(dtype)[kind]
+    before = x.clone()
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single memory"):
+        softmax(x, -1, variant, inplace=True)
+    assert torch.equal(x, before), f"{variant} {kind}: x changed although the call was refused"
+
+
+@pytest.mark.parametrize("variant", OVERLAP_VARIANTS)
+@pytest.mark.parametrize("kind", ["as_strided_rows", "as_strided_cols"])
+def test_out_on_self_overlapping_view_is_refused(variant: str, kind: str) -> None:
+    out = _overlapping_views(torch.float32)[kind]
+    x = torch.randn(out.shape)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        softmax(x, -1, variant, out=out)
+
+
+@pytest.mark.parametrize("variant", OVERLAP_VARIANTS)
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.randn(4, 8),
+        lambda: torch.randn(8, 4).t(),  # column-major: distinct elements
+        lambda: torch.randn(40).as_strided((4, 8), (10, 1)),  # gaps between rows
+        lambda: torch.randn(4, 1, 8).expand(4, 1, 8).squeeze(1),
+        lambda: torch.randn(2, 3, 8)[:, ::2],
+        lambda: torch.randn(64).as_strided((2, 4), (1, 2)),  # interleaved rows, no shared element
+    ],
+)
+def test_inplace_on_distinct_element_views_still_works(variant: str, make) -> None:
+    x = make()
+    expected = torch.softmax(x.double(), -1).float()
+    assert softmax(x, -1, variant, inplace=True) is x
+    torch.testing.assert_close(x, expected, atol=1e-6, rtol=1e-5)
+
+
+def test_has_self_overlap_exact_on_small_and_cheap_on_dense() -> None:
+    from blockscope.kernels.registry import _self_overlap
+
+    assert not _self_overlap(torch.empty(0, 8).expand(0, 8))
+    assert not _self_overlap(torch.empty(5, 1).expand(5, 1))
+    assert _self_overlap(torch.empty(1, 8).expand(5, 8))
+    assert not _self_overlap(torch.empty(64).as_strided((2, 4), (1, 2)))
+    assert _self_overlap(torch.empty(64).as_strided((2, 4), (1, 1)))
+    assert not _self_overlap(torch.empty(64).as_strided((2, 2, 2), (1, 4, 2)))
+    assert not _self_overlap(torch.empty(1 << 20))
+
+
+# ---------------------------------------------------------------- 14: drift across GPUs / versions
+
+
+def _drift_pair(**second_env: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    small = {"n_values": (4096, 16384), "dtypes": ("fp16",), "variants": ("torch", "teaching")}
+    first = synthetic_results(**small)
+    second = synthetic_results(seed=1, run_id="synthetic-1", **small)
+    for column, value in second_env.items():
+        second[column] = value
+    return first, second
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("gpu_name", "NVIDIA H100 80GB HBM3"), ("torch_version", "2.99.0"), ("triton_version", "9.9.9")],
+)
+def test_drift_refuses_runs_from_different_environments(column: str, value: str) -> None:
+    first, second = _drift_pair(**{column: value})
+    with pytest.raises(drift.DriftMismatch, match=f"{column}.*{value}.*--force") as info:
+        drift.repeat_drift(first, second)
+    assert isinstance(info.value, ValueError) and "\n" not in str(info.value)
+    forced = drift.repeat_drift(first, second, force=True)
+    assert len(forced) and forced.attrs["mismatch"] and value in forced.attrs["mismatch"]
+    assert set(forced["compared_across"]) == {forced.attrs["mismatch"]}
+    lines = drift.drift_lines(forced)
+    assert lines[0].startswith("FORCED") and value in lines[0]
+
+
+def test_drift_same_environment_needs_no_force() -> None:
+    first, second = _drift_pair()
+    result = drift.repeat_drift(first, second)
+    assert len(result) and not result.attrs.get("mismatch")
+    assert "compared_across" not in result.columns
+    assert not drift.drift_lines(result)[0].startswith("FORCED")
+
+
+def test_drift_cli_refuses_then_forces(tmp_path, capsys) -> None:
+    first, second = _drift_pair(gpu_name="NVIDIA H100 80GB HBM3")
+    save_results(first, tmp_path / "a.parquet")
+    save_results(second, tmp_path / "b.parquet")
+    assert main(["drift", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "gpu_name" in err and "H100" in err and "--force" in err
+    out = tmp_path / "d.csv"
+    assert main(["drift", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--force", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("FORCED") and "H100" in printed
+    assert "H100" in pd.read_csv(out)["compared_across"].iloc[0]

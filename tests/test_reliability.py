@@ -128,3 +128,155 @@ def test_drift_cli_refuses_then_forces(tmp_path, capsys) -> None:
     printed = capsys.readouterr().out
     assert printed.startswith("FORCED") and "H100" in printed
     assert "H100" in pd.read_csv(out)["compared_across"].iloc[0]
+
+
+# ---------------------------------------------------------------- 3: atomic, exclusive exports
+
+
+def _export_source(seed: int = 0) -> pd.DataFrame:
+    return synthetic_results(seed=seed, n_values=(256, 1024), dtypes=("fp16",), variants=("torch", "teaching"))
+
+
+def _snapshot(folder) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_export_killed_midway_leaves_the_previous_report_whole(tmp_path, monkeypatch) -> None:
+    from blockscope.profiling.views import export
+
+    out = tmp_path / "report"
+    export.export_all(_export_source(0), out, formats=("csv", "html"))
+    before = _snapshot(out)
+    real_write, calls = export._write, []
+
+    def crashing_write(path, data):
+        calls.append(path)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # a kill half way through the files
+        return real_write(path, data)
+
+    monkeypatch.setattr(export, "_write", crashing_write)
+    with pytest.raises(KeyboardInterrupt):
+        export.export_all(_export_source(1), out, formats=("csv", "html"))
+    assert _snapshot(out) == before, "the previous report changed although the export did not finish"
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == ["report"]
+    monkeypatch.setattr(export, "_write", real_write)
+    written = export.export_all(_export_source(1), out, formats=("csv", "html"))
+    after = _snapshot(out)
+    assert after != before and {p.name for p in written} <= set(after)
+    assert all(p.parent == out and p.exists() for p in written)
+
+
+def test_export_swap_interrupted_is_recovered_by_the_next_export(tmp_path, monkeypatch) -> None:
+    from blockscope.profiling.views import export
+
+    out = tmp_path / "report"
+    export.export_all(_export_source(0), out, formats=("csv",))
+    before = _snapshot(out)
+    real_rename, renames = export.os.rename, []
+
+    def die_after_first_rename(src, dst):  # the old report moved away, then the kill
+        renames.append((src, dst))
+        if len(renames) == 2:
+            raise KeyboardInterrupt
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(export.os, "rename", die_after_first_rename)
+    with pytest.raises(KeyboardInterrupt):
+        export.export_all(_export_source(1), out, formats=("csv",))
+    monkeypatch.setattr(export.os, "rename", real_rename)
+    assert not out.exists()  # between the two renames: the old report is whole under its side name
+    export._recover(out)
+    assert _snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == ["report"]
+
+
+def test_second_concurrent_export_is_refused(tmp_path, monkeypatch) -> None:
+    import threading
+
+    from blockscope.profiling.views import export
+
+    out = tmp_path / "report"
+    started, release = threading.Event(), threading.Event()
+    real_write = export._write
+
+    def slow_write(path, data):
+        started.set()
+        release.wait(30)
+        return real_write(path, data)
+
+    monkeypatch.setattr(export, "_write", slow_write)
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            export.export_all(_export_source(0), out, formats=("csv",))
+        except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(error)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    try:
+        assert started.wait(30)
+        with pytest.raises(export.ExportError, match="another export is writing") as info:
+            export.export_all(_export_source(1), out, formats=("csv",))
+        assert "\n" not in str(info.value)
+    finally:
+        release.set()
+        thread.join(60)
+    assert not errors and out.is_dir() and any(out.glob("*.csv"))
+
+
+def test_export_refuses_a_folder_of_other_files(tmp_path) -> None:
+    from blockscope.profiling.views import export
+
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(export.ExportError, match="holds files that are not an export.*notes.txt"):
+        export.export_all(_export_source(0), tmp_path, formats=("csv",))
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+# ---------------------------------------------------------------- 13: temporary files of killed runs
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_stale_results_temp_of_a_dead_writer_is_reclaimed(tmp_path) -> None:
+    import os
+
+    out = tmp_path / "sweep.parquet"
+    stale = tmp_path / f".sweep.parquet.{_dead_pid()}.0badf00d.tmp"
+    stale.write_bytes(b"x" * 1024)
+    live = tmp_path / f".sweep.parquet.{os.getppid()}.0badf00d.tmp"  # a live writer's file stays
+    live.write_bytes(b"y")
+    other = tmp_path / ".notes.123.tmp"
+    other.write_bytes(b"z")
+    save_results(_export_source(0), out)
+    assert out.exists() and not stale.exists() and live.exists() and other.exists()
+
+
+def test_scratch_reclaims_dead_folders_only(tmp_path) -> None:
+    import os
+
+    from blockscope import scratch
+
+    dead = tmp_path / f"blockscope-x-{_dead_pid()}-abc"
+    (dead / "sub").mkdir(parents=True)
+    (dead / "sub" / "big.bin").write_bytes(b"0" * 4096)
+    alive = tmp_path / f"blockscope-x-{os.getppid()}-abc"
+    alive.mkdir()
+    mine = scratch.make_dir(tmp_path, "blockscope-x-")
+    assert not dead.exists() and alive.exists() and mine.is_dir()
+    assert mine.name.startswith(f"blockscope-x-{os.getpid()}-") and (mine.stat().st_mode & 0o777) == 0o700
+    target = tmp_path / "keep"
+    target.mkdir()
+    (tmp_path / f"blockscope-x-{_dead_pid()}-link").symlink_to(target)
+    scratch.reclaim_stale(tmp_path, "blockscope-x-")
+    assert target.is_dir(), "a stale symlink is removed without following it"

@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from blockscope import kernels, paths
+from blockscope import kernels, paths, scratch
 from blockscope.kernels import DTYPE_NAMES, dtype_from_name, interpreting
 from blockscope.profiling.inspect import occupancy as occ
 
@@ -385,7 +385,7 @@ def _read_cache(path: Path) -> dict | None:
 def _write_cache(path: Path, facts: dict) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp = scratch.temp_path(path)
         tmp.write_text(json.dumps({"format": CACHE_FORMAT, **facts}))
         os.replace(tmp, path)
     except OSError:

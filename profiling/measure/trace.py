@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from blockscope import scratch
+
 MARKER = "spin_kernel"
 MAX_MARKERS = 4096
 _sessions = 0  # profiler sessions with CUDA activity so far in this process
@@ -176,7 +178,7 @@ def write_trace_index(directory: str | Path, entries: list[dict[str, Any]]) -> P
     for entry in entries:
         current[entry["file"]] = entry
     path = directory / TRACE_INDEX
-    tmp = directory / f".{TRACE_INDEX}.{os.getpid()}.tmp"
+    tmp = scratch.temp_path(path)
     tmp.write_text(json.dumps(sorted(current.values(), key=lambda e: e["file"]), indent=1), encoding="utf-8")
     os.replace(tmp, path)
     return path

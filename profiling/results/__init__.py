@@ -73,6 +73,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from blockscope import scratch
+
 SCHEMA_VERSION = 1
 # prefixes of `error` for rows a backend does not run: its support rules ("unsupported: <backend>: ..."), or it cannot
 # run here at all ("unavailable: <backend>: ...": package missing, no GPU); neither is a failure
@@ -328,7 +330,7 @@ def save_results(df: pd.DataFrame, path: str | Path) -> Path:
         raise ResultsError(f"{path.name}: unsupported results file suffix {path.suffix!r}; allowed: .parquet, .csv")
     table = validate(normalize(df), path.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # one per writer and call
+    tmp = scratch.temp_path(path)  # one per writer and call; a killed writer's is reclaimed here
     try:
         if suffix == ".parquet":
             import pyarrow as pa

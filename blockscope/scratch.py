@@ -13,9 +13,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["make_dir", "pid_alive", "reclaim_stale", "temp_path"]
+__all__ = ["make_dir", "pid_alive", "reclaim_stale", "temp_path", "temporary_dir"]
 
 
 def pid_alive(pid: int) -> bool:
@@ -65,3 +66,14 @@ def temp_path(path: str | os.PathLike) -> Path:
     path = Path(path)
     reclaim_stale(path.parent, f".{path.name}.")
     return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+
+
+@contextlib.contextmanager
+def temporary_dir(prefix: str, parent: str | os.PathLike | None = None) -> Iterator[Path]:
+    """make_dir under `parent` (default: the system temp folder) for the block, deleted after it; a killed
+    process's folder is reclaimed by the next temporary_dir of the same prefix."""
+    path = make_dir(parent if parent is not None else tempfile.gettempdir(), prefix)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

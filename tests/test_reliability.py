@@ -280,3 +280,55 @@ def test_scratch_reclaims_dead_folders_only(tmp_path) -> None:
     (tmp_path / f"blockscope-x-{_dead_pid()}-link").symlink_to(target)
     scratch.reclaim_stale(tmp_path, "blockscope-x-")
     assert target.is_dir(), "a stale symlink is removed without following it"
+
+
+# ---------------------------------------------------------------- 18: the ptxas that can read Triton's PTX
+
+PTX_90 = ".version {version}\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{{\n ret;\n}}\n"
+STALE_PTXAS = """#!/bin/sh
+case "$1" in --version) echo "Cuda compilation tools, release 12.8, V12.8.93"; exit 0;; esac
+echo "ptxas fatal   : Unsupported .version 9.0; current version is '8.7'" >&2
+exit 255
+"""
+
+
+def _stale_ptxas(folder) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "ptxas"
+    script.write_text(STALE_PTXAS)
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("version", ["8.0", "8.7", "9.0"])
+def test_ptxas_usage_picks_a_ptxas_that_reads_the_ptx_version(tmp_path, monkeypatch, version: str) -> None:
+    import os
+
+    from blockscope.profiling.inspect import compiled
+
+    stale = _stale_ptxas(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("TRITON_PTXAS_PATH", stale)  # e.g. a system CUDA 12.8 named by the environment
+    usage = compiled.ptxas_usage(PTX_90.format(version=version), 90)
+    assert usage["spill_store_bytes"] == 0 and usage["n_regs"] >= 0
+    chosen = compiled.ptxas_for_ptx(PTX_90.format(version=version), 90)
+    assert chosen != stale and "backends" in chosen, chosen
+
+
+def test_ptx_isa_to_cuda_release() -> None:
+    from blockscope.profiling.inspect.compiled import ptx_needs_cuda
+
+    assert ptx_needs_cuda(".version 8.7\n") == (12, 8)
+    assert ptx_needs_cuda("// c\n.version 9.0\n") == (13, 0)
+    assert ptx_needs_cuda(".version 8.4\n") == (12, 4)
+    assert ptx_needs_cuda(".version 7.8\n") == (11, 8)
+    assert ptx_needs_cuda("no version") is None
+
+
+def test_ptxas_usage_names_every_ptxas_tried_when_none_reads_it(tmp_path, monkeypatch) -> None:
+    from blockscope.profiling.inspect import compiled
+
+    stale = _stale_ptxas(tmp_path / "bin")
+    monkeypatch.setattr(compiled, "_ptxas_candidates", lambda capability: [stale])
+    with pytest.raises(RuntimeError, match="Unsupported .version 9.0.*tried.*bin/ptxas"):
+        compiled.ptxas_usage(PTX_90.format(version="9.0"), 90)

@@ -332,3 +332,49 @@ def test_ptxas_usage_names_every_ptxas_tried_when_none_reads_it(tmp_path, monkey
     monkeypatch.setattr(compiled, "_ptxas_candidates", lambda capability: [stale])
     with pytest.raises(RuntimeError, match="Unsupported .version 9.0.*tried.*bin/ptxas"):
         compiled.ptxas_usage(PTX_90.format(version="9.0"), 90)
+
+
+# ---------------------------------------------------------------- 15: peer wheels' private folder
+
+
+def _peer_path(tmp_path, *extra_env: str) -> dict[str, str]:
+    import subprocess
+
+    script = 'source tools/peer_wheels.sh path >/dev/null && printf \'%s\\n%s\\n\' "$PYTHONPATH" "$PEERS_DIR"'
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp")}
+    env.update(item.split("=", 1) for item in extra_env)
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    pythonpath, folder = done.stdout.splitlines()[:2]
+    return {"PYTHONPATH": pythonpath, "PEERS_DIR": folder}
+
+
+def test_peer_wheels_uses_a_private_folder_that_later_calls_find(tmp_path) -> None:
+    import os
+    import stat
+
+    first = _peer_path(tmp_path)
+    folder = first["PEERS_DIR"]
+    assert not first["PYTHONPATH"].startswith("/tmp/blockscope-peers/")  # the old fixed path
+    assert folder.startswith(str(tmp_path / "tmp")) and first["PYTHONPATH"].startswith(f"{folder}/site:")
+    info = os.lstat(folder)
+    assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.getuid()
+    assert _peer_path(tmp_path)["PEERS_DIR"] == folder  # stage, more and finish are separate calls
+
+
+def test_peer_wheels_refuses_a_remembered_folder_it_does_not_control(tmp_path) -> None:
+    import os
+
+    pointer = tmp_path / "home" / ".cache" / "blockscope" / "peers-dir"
+    pointer.parent.mkdir(parents=True)
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o777)
+    pointer.write_text(f"{shared}\n")
+    chosen = _peer_path(tmp_path)["PEERS_DIR"]
+    assert chosen != str(shared) and (os.stat(chosen).st_mode & 0o777) == 0o700
+    link = tmp_path / "link"
+    link.symlink_to(chosen)
+    pointer.write_text(f"{link}\n")
+    assert _peer_path(tmp_path)["PEERS_DIR"] != str(link)

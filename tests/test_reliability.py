@@ -4,6 +4,8 @@ the ptxas that reads Triton's PTX."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import torch
@@ -378,3 +380,96 @@ def test_peer_wheels_refuses_a_remembered_folder_it_does_not_control(tmp_path) -
     link.symlink_to(chosen)
     pointer.write_text(f"{link}\n")
     assert _peer_path(tmp_path)["PEERS_DIR"] != str(link)
+
+
+# ---------------------------------------------------------------- 4: a sweep on a full disk; the page's inputs
+
+
+def test_sweep_on_a_full_disk_keeps_its_rows_elsewhere_and_says_where(tmp_path, monkeypatch, capsys) -> None:
+    import errno
+
+    from blockscope.profiling.measure import sweep
+    from blockscope.profiling.results import load_results
+    from tests.test_sweep_safety import run_cpu
+
+    full = tmp_path / "full"
+    full.mkdir()
+    rescue = tmp_path / "rescue"
+    monkeypatch.setattr(sweep, "RESCUE_DIRS", lambda: [full, rescue])
+    real_save = sweep.save_results
+
+    def save(df, path):
+        if Path(path).parent == full:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real_save(df, path)
+
+    monkeypatch.setattr(sweep, "save_results", save)
+    out = full / "sweep.parquet"
+    table = run_cpu([sweep.make_config("torch", "fp32", 4, n) for n in (8, 16, 24)], out=out)
+    saved_to = Path(table.attrs["sweep"]["saved_to"])
+    assert saved_to.parent == rescue and saved_to.name.startswith("sweep.rescued-") and saved_to.suffix == ".parquet"
+    assert len(load_results(saved_to)) == len(table) == 3 and not out.exists()
+    lines = [line for line in capsys.readouterr().err.splitlines() if "No space left" in line]
+    assert len(lines) == 1 and str(saved_to) in lines[0] and str(out) in lines[0]
+
+
+def test_sweep_save_names_every_place_tried_when_no_disk_has_room(tmp_path, monkeypatch) -> None:
+    import errno
+
+    from blockscope.profiling.measure import sweep
+
+    monkeypatch.setattr(sweep, "RESCUE_DIRS", lambda: [tmp_path / "other"])
+
+    def full(df, path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(sweep, "save_results", full)
+    with pytest.raises(sweep.SweepSaveError, match=r"no room.*sweep.parquet \(No space left.*other.*No space left"):
+        sweep.save_or_rescue(synthetic_results(n_values=(256,), dtypes=("fp16",)), tmp_path / "sweep.parquet")
+
+
+def test_other_save_errors_are_not_rescued(tmp_path, monkeypatch) -> None:
+    import errno
+
+    from blockscope.profiling.measure import sweep
+
+    def denied(df, path):
+        raise OSError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(sweep, "save_results", denied)
+    with pytest.raises(PermissionError):
+        sweep.save_or_rescue(synthetic_results(n_values=(256,), dtypes=("fp16",)), tmp_path / "sweep.parquet")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_values": [0, 256]}, r"n_values.*0.*allowed: integers >= 1"),
+        ({"n_values": [-5]}, r"n_values.*-5"),
+        ({"n_rows": 0}, r"n_rows.*0.*allowed: integers >= 1"),
+        ({"num_warps": [3]}, r"num_warps.*3.*allowed: 1, 2, 4, 8, 16, 32"),
+    ],
+)
+def test_build_configs_refuses_sizes_a_save_would_drop(kwargs, match) -> None:
+    from blockscope.profiling.measure import sweep
+
+    with pytest.raises(ValueError, match=match):
+        sweep.build_configs(variants=["torch"], dtypes=["fp16"], **{"n_values": [256], **kwargs})
+
+
+@pytest.mark.parametrize(("text", "match"), [("0, 256", "0 is not positive"), ("256, x", "'x' is not an integer")])
+def test_run_sweep_page_validates_n_as_the_cli_does(text: str, match: str, monkeypatch) -> None:
+    pytest.importorskip("streamlit")
+    from blockscope.pages import _common as ui
+    from tests.test_app import new_app
+
+    monkeypatch.setattr(ui, "cuda_available", lambda: True)  # the page's inputs, as on a GPU machine
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200 (fake)")
+
+    at = new_app()
+    at.switch_page("pages/run_sweep.py").run()
+    at.text_input(key="sw_n").set_value(text).run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert errors and match in errors[0] and "allowed" in errors[0], errors
+    assert not [m.value for m in at.markdown if "configs**" in m.value]

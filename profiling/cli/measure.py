@@ -480,8 +480,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         close()
         sys.stderr.write(f"stopped by {stop}: the rows measured so far are saved in {out} (rerun to resume)\n")
         return 128 + stop.signum
-    except ResultsLockError as error:
-        raise CLIError(str(error)) from None
+    except (ResultsLockError, sweep_module.SweepSaveError) as error:
+        raise CLIError(" ".join(str(error).split())) from None
     finally:
         close()
     if signalled() is not None:  # the handler's Stopped was dropped; the sweep stopped at the next config
@@ -494,6 +494,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         f"{state}: {info.get('done', 0)} configs run, {info.get('skipped_existing', 0)} already in {out}, "
         f"{info.get('errors', 0)} error rows; {len(table)} rows in {out} ({info.get('seconds', 0):.0f} s)"
     )
+    if info.get("saved_to"):
+        print(f"{out}'s disk was full: the rows are in {info['saved_to']} (move it to {out} and rerun to resume)")
     for line in sweep_report_lines(info):
         print(line)
     if old_table is not None:

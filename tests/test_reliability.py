@@ -473,3 +473,78 @@ def test_run_sweep_page_validates_n_as_the_cli_does(text: str, match: str, monke
     errors = [e.value for e in at.error]
     assert errors and match in errors[0] and "allowed" in errors[0], errors
     assert not [m.value for m in at.markdown if "configs**" in m.value]
+
+
+# ---------------------------------------------------------------- 17: capture-unsafe backends are not captured
+
+
+@pytest.mark.parametrize("reps", [None, 64])
+def test_cuda_graph_without_capture_times_eager_batches(reps) -> None:
+    from blockscope.profiling.measure import timing
+
+    clock = timing.FakeClock(tick_us=0.0, wall_tick_s=0.001)
+    captured: list[int] = []
+    clock.capture_graph = lambda fn, calls: captured.append(calls) or (lambda: None)  # must not be called
+    calls: list[int] = []
+
+    def fn() -> None:
+        calls.append(1)
+        clock.advance(3.0)
+
+    stats = timing.benchmark(fn, "cuda_graph", reps=reps, warmup=0, clock=clock, graph_calls=8, capture=False)
+    assert not captured, "a capture-unsafe callable was captured"
+    assert stats.method == "cuda_graph" and stats.median_us == pytest.approx(3.0)
+    assert stats.reps % 8 == 0 and len(calls) >= stats.reps
+
+
+def test_capture_decision_per_backend_and_direction() -> None:
+    from blockscope.profiling.measure import sweep
+    from blockscope.profiling.measure.backends import get_backend
+
+    assert "backward" in get_backend("quack").capture_unsafe_directions
+    unsafe = sweep.capture_unsafe_reason(sweep.make_config("quack", "fp16", 4, 256, direction="backward"))
+    assert unsafe and "quack" in unsafe and "cudaErrorStreamCaptureImplicit" in unsafe
+    assert sweep.capture_unsafe_reason(sweep.make_config("quack", "fp16", 4, 256)) is None
+    assert sweep.capture_unsafe_reason(sweep.make_config("teaching", "fp16", 4, 256, direction="backward")) is None
+    assert sweep.capture_unsafe_reason(sweep.make_config("torch", "fp16", 4, 256)) is None
+
+
+def test_sweep_times_a_capture_unsafe_config_without_a_graph_and_says_so(monkeypatch) -> None:
+    from blockscope.profiling.measure import sweep, timing
+    from tests.test_sweep_safety import run_cpu
+
+    monkeypatch.setattr(sweep, "capture_unsafe_reason", lambda config: "fake: capture poisons the process")
+    real = timing.benchmark
+    seen: list[tuple[str, bool]] = []
+
+    def spy(fn, method, **kw):
+        seen.append((method, kw.get("capture", True)))
+        return real(fn, method, **kw)
+
+    monkeypatch.setattr(timing, "benchmark", spy)
+    table = run_cpu([sweep.make_config("torch", "fp32", 4, 8)], methods=["per_call_events", "cuda_graph"])
+    assert ("cuda_graph", False) in seen and ("per_call_events", True) in seen
+    graph = table[table["method"] == "cuda_graph"].iloc[0]
+    assert graph["error"] in ("", None) or pd.isna(graph["error"])
+    assert "not captured" in graph["timing_note"] and "fake: capture poisons" in graph["timing_note"]
+    assert pd.isna(table[table["method"] == "per_call_events"].iloc[0]["timing_note"])
+
+
+@pytest.mark.gpu
+def test_quack_backward_sweep_leaves_the_process_usable() -> None:
+    pytest.importorskip("quack.softmax")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from blockscope.profiling.measure import sweep
+
+    configs = [sweep.make_config("quack", "fp16", 256, 1024, direction="backward")]
+    table = sweep.run_sweep(configs, methods=["cuda_graph"], trace=False, compile_workers=0)
+    row = table.iloc[0]
+    assert not row["error"], row["error"]
+    assert "not captured" in row["timing_note"]
+    graph = torch.cuda.CUDAGraph()  # the process can still capture
+    x = torch.randn(4, 8, device="cuda")
+    with torch.cuda.graph(graph):
+        x.mul_(2)
+    graph.replay()
+    torch.cuda.synchronize()

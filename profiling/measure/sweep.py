@@ -359,6 +359,17 @@ def check_result(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> tuple[
     return "", worst
 
 
+def capture_unsafe_reason(config: Config) -> str | None:
+    """Why `config`'s calls must not be captured in a CUDA graph (its backend marks the direction capture-unsafe:
+    a failed capture poisons the process), or None when they may be."""
+    if not is_peer(config.variant):
+        return None
+    backend = get_backend(config.variant)
+    if config.direction in backend.capture_unsafe_directions:
+        return f"{config.variant} {config.direction}: {backend.capture_unsafe_reason or 'capture-unsafe'}"
+    return None
+
+
 def backend_callable(config: Config, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     """The zero-argument closure a config times: a peer backend's, or the Triton variant's launcher."""
     if is_peer(config.variant):
@@ -1209,7 +1220,9 @@ def _run_config(
     state.add_phase("compile_facts", time.perf_counter() - tic)
     tic = time.perf_counter()
     rows = []
+    unsafe = capture_unsafe_reason(config) if "cuda_graph" in methods else None
     for method in methods:
+        capture = not (method == "cuda_graph" and unsafe)
         try:
             stats = timing.benchmark(
                 fn,
@@ -1224,6 +1237,7 @@ def _run_config(
                 graph_calls=graph_calls,
                 rel_ci=rel_ci,
                 budget_ms=budget_ms,
+                capture=capture,
             )
         except Exception as error:
             if device.type == "cuda":
@@ -1231,6 +1245,11 @@ def _run_config(
             rows.append({**base, "method": method, "error": _error_text(error)})
             continue
         row = {**base, **stats.as_dict()}
+        if not capture:
+            row["timing_note"] = (
+                f"not captured ({unsafe}): each cuda_graph sample is {graph_calls} eager calls between two "
+                "events, no graph"
+            )
         row["gbps"] = gbps(base["bytes_moved"], stats.median_us)
         rows.append(row)
     state.add_phase("timing", time.perf_counter() - tic)

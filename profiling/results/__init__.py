@@ -25,6 +25,8 @@ Timing (one row per method)
     = 3 * R * N * element size; forward_backward: 5 * R * N * element size (the two added), bytes
   gbps: Float64 - bytes_moved / median time, GB/s (1e9 bytes/s)
   copy_fraction: Float64 - gbps / copy_gbps (same GPU, same run)
+  timing_note: string - how the method deviated, NA otherwise (a capture-unsafe backend's cuda_graph row: "not
+    captured (...)", each sample the graph's calls run eagerly between two events)
 Compile facts (Triton variants; <NA> for torch)
   n_regs: Int64 - registers per thread
   spill_store_bytes, spill_load_bytes: Int64 - local-memory spill traffic per thread, bytes
@@ -115,6 +117,7 @@ TIMING_COLUMNS: dict[str, str] = {
     "bytes_moved": "Int64",
     "gbps": "Float64",
     "copy_fraction": "Float64",
+    "timing_note": "string",
 }
 COMPILE_COLUMNS: dict[str, str] = {
     "n_regs": "Int64",

@@ -548,3 +548,31 @@ def test_quack_backward_sweep_leaves_the_process_usable() -> None:
         x.mul_(2)
     graph.replay()
     torch.cuda.synchronize()
+
+
+@pytest.mark.gpu
+def test_live_inspection_knows_spill_bytes_in_process_and_in_a_worker(recwarn) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    import torch._inductor.codecache  # noqa: F401 - Inductor may point TRITON_PTXAS_PATH at torch's own ptxas
+
+    from blockscope.profiling.inspect.compiled import inspect
+
+    here = inspect("teaching", 1000, "fp16", num_warps=4)
+    worker = inspect("teaching", 1000, "fp16", num_warps=4, timeout_s=120)
+    assert here.spill_store_bytes is not None and worker.spill_store_bytes is not None
+    assert not [w for w in recwarn if "spill bytes unknown" in str(w.message)]
+
+
+def test_chrome_trace_is_written_whole_and_a_dead_writers_partial_is_reclaimed(tmp_path, monkeypatch) -> None:
+    import json
+
+    from blockscope.profiling.measure import trace
+
+    path = tmp_path / "traces" / "torch_fp32_R4_N8.json"
+    path.parent.mkdir()
+    stale = path.parent / f".{path.name}.{_dead_pid()}.00ff00ff.tmp"
+    stale.write_bytes(b"{" * 4096)  # a killed run's half-written trace
+    trace.trace_kernels(lambda: torch.softmax(torch.randn(4, 8), -1), export_path=path)
+    assert "traceEvents" in json.loads(path.read_text())
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]

@@ -11,6 +11,7 @@ k + 1 tiny marker kernels (torch.cuda._sleep, 'spin_kernel'), which are left out
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +73,12 @@ def trace_kernels(
     _sessions += 1
     if export_path is not None:
         Path(export_path).parent.mkdir(parents=True, exist_ok=True)
-        prof.export_chrome_trace(str(export_path))
+        partial = scratch.temp_path(export_path)  # a kill mid-write leaves no half trace; the next writer reclaims
+        try:
+            prof.export_chrome_trace(str(partial))
+            os.replace(partial, export_path)
+        finally:
+            partial.unlink(missing_ok=True)
     totals: dict[str, list[float]] = {}
     for event in prof.events():
         if not _is_device_event(event):

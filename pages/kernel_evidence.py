@@ -7,6 +7,7 @@ import streamlit as st
 
 from blockscope import paths
 from blockscope.pages import _common as ui
+from blockscope.pages import _ncu as ncu_section
 from blockscope.pages._compile import background_compile, rerun_while_compiling
 from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import figures
@@ -114,6 +115,8 @@ else:
         )
     except ValueError as error:
         st.error(f"{entry['file']}: {error}")
+
+ncu_section.launches_section(ctx.df)
 
 st.subheader("PTX / SASS of one config")
 c = st.columns(4)

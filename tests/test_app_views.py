@@ -142,3 +142,24 @@ def test_auto_page_shows_the_pick_for_a_typed_shape() -> None:
     assert backends.loc[backends["variant"] == "auto", "vs_auto"].item() == 1.0
     at.number_input(key="auto_n").set_value(5000).run()
     assert any("was not measured" in i.value and "4,097" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("page", ["pages/occupancy.py", "pages/kernel_evidence.py"])
+def test_ncu_section_shows_bundled_validation_beside_estimates(page: str) -> None:
+    """The bundled ncu validation, joined to the bundled sweep's estimates: ncu's values unchanged, estimates where
+    the sweep has the config."""
+    from blockscope.profiling.views import dashboard_data as dd
+
+    ncu = dd.load_ncu()
+    if ncu is None or not BUNDLED_PATH.exists():
+        pytest.skip("bundled data absent")
+    at = new_app()
+    at.switch_page(page).run(timeout=120)
+    assert not at.exception, at.exception
+    tables = [d.value for d in at.dataframe if {"ncu_registers", "n_regs"} <= set(d.value.columns)]
+    assert tables, f"{page}: no table of ncu beside estimates"
+    table = tables[-1]
+    assert len(table) == len(ncu)
+    assert table["ncu_registers"].tolist() == ncu["ncu_registers"].tolist()
+    if page == "pages/occupancy.py":
+        assert table["estimated_occupancy_pct"].notna().any()

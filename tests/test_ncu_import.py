@@ -28,7 +28,8 @@ EXPECTED = {
     (DETAILS, 2): {"shared_dynamic_bytes": 1020, "registers_per_thread": 30},
     (RAW, 0): {"achieved_occupancy_pct": 37.91, "theoretical_occupancy_pct": 50.0, "duration_ns": 5344.0,
                "block_threads": 32, "grid_programs": 4096, "block_limit_registers": 128},
-    (RAW, 2): {"shared_dynamic_bytes": 32800, "duration_ns": 712800.0, "waves_per_sm": 10.34, "block_limit_shared_mem": 3},
+    (RAW, 2): {"shared_dynamic_bytes": 32800, "duration_ns": 712800.0, "waves_per_sm": 10.34,
+               "block_limit_shared_mem": 3},
 }  # fmt: skip
 
 
@@ -62,7 +63,8 @@ def test_details_rule_rows_and_raw_metric_rows() -> None:
     text = "\n".join(
         [
             header,
-            base + ',"Command line profiler metrics","sm__warps_active.avg.pct_of_peak_sustained_active","%","40.5",,,,,',
+            base
+            + ',"Command line profiler metrics","sm__warps_active.avg.pct_of_peak_sustained_active","%","40.5",,,,,',
             base + ',"Command line profiler metrics","gpu__time_duration.sum","msecond","1.5",,,,,',
             base + ',"Occupancy","","","","AchievedOccupancy","OPT","text, with a comma","local","3.1"',
         ]
@@ -137,7 +139,10 @@ def _newer_schema(tmp_path: Path) -> bytes:
 
 BAD_INPUTS = {
     "results CSV from another tool": (lambda _: Path("data/ncu_validation.csv").read_bytes(), "no header line"),
-    "nsys stats CSV": (lambda _: b'"Time (%)","Total Time (ns)","Instances","Name"\n"50.0","1,000","2","k"\n', "no header"),
+    "nsys stats CSV": (
+        lambda _: b'"Time (%)","Total Time (ns)","Instances","Name"\n"50.0","1,000","2","k"\n',
+        "no header",
+    ),
     "truncated inside a quote": (lambda _: _truncated(), "truncated or malformed CSV"),
     "truncated at a field": (lambda _: _truncated()[: _truncated().rindex(b",")], "truncated or malformed: CSV line"),
     "empty": (lambda _: b"\n\n", "empty file"),
@@ -196,3 +201,44 @@ def test_cli_foreign_csv_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["ncu-import", "data/ncu_validation.csv", "--out", str(tmp_path / "o.csv")], prog="profiling") == 2
     err = capsys.readouterr().err
     assert "not an Nsight Compute CSV" in err and err.count("\n") == 1
+
+
+def test_views_put_ncu_beside_estimates(tmp_path: Path) -> None:
+    """An import matched to a config gets that config's estimates; ncu's own numbers are kept as they were."""
+    from blockscope.profiling.views import dashboard_data as dd
+
+    configs = _configs()
+    configs["occupancy"] = [1.0, 1.0, 0.5, 0.1875]
+    configs["blocks_per_sm"] = [16, 16, 8, 3]
+    path = ncu.save_ncu(inspect_ncu.import_ncu(DETAILS, configs), tmp_path / "n.parquet")
+    frame = dd.load_ncu_import(path)
+    assert frame["ncu_blocks_per_sm"].tolist() == [16, 16, 16]  # min of the four block limits per launch
+    assert frame["variant"].tolist() == ["teaching", "multirow", "(not ours)"]
+    beside = dd.ncu_beside_estimates(frame, configs).set_index("ncu_id")
+    assert beside.loc[0, "estimated_occupancy_pct"] == 100.0 and beside.loc[0, "n_regs"] == 24
+    assert beside.loc[1, "estimated_occupancy_pct"] == 50.0 and beside.loc[1, "blocks_per_sm"] == 8
+    assert pd.isna(beside.loc[2, "estimated_occupancy_pct"])
+    assert beside["achieved_occupancy_pct"].tolist() == frame["achieved_occupancy_pct"].tolist()
+    no_results = dd.ncu_beside_estimates(frame, None)
+    assert no_results["estimated_occupancy_pct"].isna().all() and len(no_results) == 3
+
+
+def test_views_read_raw_ncu_csv_labelled_by_kernel() -> None:
+    from blockscope.profiling.views import dashboard_data as dd
+
+    frame = dd.load_ncu_import(RAW.read_bytes(), "raw.csv")
+    assert frame["variant"].tolist() == ["row_softmax_kernel", "row_softmax_kernel", "row_softmax_online_kernel"]
+    assert frame["num_warps"].tolist() == [1, 4, 8]
+    assert frame["ncu_blocks_per_sm"].tolist() == [32, 16, 3]
+
+
+def test_bundled_validation_gets_blocks_and_registers() -> None:
+    from blockscope.profiling.views import dashboard_data as dd
+
+    table = dd.load_ncu()
+    if table is None:
+        pytest.skip("data/ncu_validation.csv is not bundled")
+    ok = table[table["error"] == ""]
+    limits = ok[[f"launch__occupancy_limit_{k}" for k in ("registers", "shared_mem", "warps", "blocks")]]
+    assert ok["ncu_blocks_per_sm"].tolist() == limits.min(axis=1).tolist()
+    assert (ok["ncu_registers"] == ok["launch__registers_per_thread"]).all()

@@ -44,4 +44,3 @@ def run_ncu_import(args: argparse.Namespace) -> int:
         line += f", {int((table['match'] == 'matched').sum())} matched to one config"
     sys.stdout.write(line + "\n")
     return 0
-

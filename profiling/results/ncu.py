@@ -92,7 +92,7 @@ def read_ncu_csv(source: str | Path | bytes, name: str | None = None) -> pd.Data
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID",') or line.startswith("ID,")), None)
     if start is None:
         raise NcuError(
-            f"{label}: not an Nsight Compute CSV: no header line starting with \"ID\"; allowed: the output of "
+            f'{label}: not an Nsight Compute CSV: no header line starting with "ID"; allowed: the output of '
             "`ncu --csv` (details page) or `ncu --csv --page raw`"
         )
     body = [line for line in lines[start:] if not line.startswith("==")]

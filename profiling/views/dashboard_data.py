@@ -764,7 +764,7 @@ def load_ncu(path: str | Path = NCU_PATH) -> pd.DataFrame | None:
     """data/ncu_validation.csv with readable column names (percent columns 0..100), or None if absent.
 
     Adds theoretical_occupancy_pct, achieved_occupancy_pct, dram_pct, gpu_time_ns (gpu__time_duration.sum,
-    ns) when ncu's metrics are there.
+    ns), ncu_registers and ncu_blocks_per_sm (the smallest of ncu's four block limits) when ncu's metrics are there.
     """
     path = Path(path)
     if not path.exists():
@@ -780,9 +780,20 @@ def load_ncu(path: str | Path = NCU_PATH) -> pd.DataFrame | None:
     for column in ("theoretical_occupancy_pct", "achieved_occupancy_pct", "dram_pct", "gpu_time_ns"):
         if column in table.columns:
             table[column] = pd.to_numeric(table[column].astype(str).str.replace(",", ""), errors="coerce")
+    if "launch__registers_per_thread" in table.columns:
+        table["ncu_registers"] = _ncu_numbers(table["launch__registers_per_thread"]).round().astype("Int64")
+    limits = [f"launch__occupancy_limit_{k}" for k in ("registers", "shared_mem", "warps", "blocks")]
+    if set(limits) <= set(table.columns):
+        values = pd.concat([_ncu_numbers(table[c]) for c in limits], axis=1)
+        table["ncu_blocks_per_sm"] = values.min(axis=1, skipna=True).round().astype("Int64")
     if "error" in table.columns:
         table["error"] = table["error"].astype("string").fillna("")
     return table
+
+
+def _ncu_numbers(series: pd.Series) -> pd.Series:
+    """ncu's numbers as printed ('1,024') -> Float64."""
+    return pd.to_numeric(series.astype(str).str.replace(",", ""), errors="coerce").astype("Float64")
 
 
 NCU_ESTIMATE_COLUMNS = (
@@ -810,14 +821,19 @@ def load_ncu_import(source: str | Path | bytes, name: str | None = None) -> pd.D
 
     table = load_ncu_table(source, name)
     frame = table.rename(
-        columns={"dram_throughput_pct": "dram_pct", "duration_ns": "gpu_time_ns", "registers_per_thread": "ncu_registers"}
+        columns={
+            "dram_throughput_pct": "dram_pct",
+            "duration_ns": "gpu_time_ns",
+            "registers_per_thread": "ncu_registers",
+        }
     )
     frame["num_warps"] = (frame["block_threads"] // 32).astype("Int64")
     limits = frame[["block_limit_registers", "block_limit_shared_mem", "block_limit_warps", "block_limit_sm"]]
     frame["ncu_blocks_per_sm"] = limits.astype("Float64").min(axis=1, skipna=True).round().astype("Int64")
-    if "variant" not in frame.columns:
-        frame["variant"] = ""
-    frame["variant"] = frame["variant"].astype("string").fillna("").replace("", "(not ours)")
+    if "variant" in frame.columns:  # an ncu-import table: kernels that are not Blockscope's have no variant
+        frame["variant"] = frame["variant"].astype("string").fillna("").replace("", "(not ours)")
+    else:  # raw ncu CSV, not matched (that takes `ncu-import`): label rows by kernel name
+        frame["variant"] = frame["kernel_name"].astype("string")
     for column in ("dtype", "n_cols", "n_rows", "tunables"):
         if column not in frame.columns:
             frame[column] = pd.NA

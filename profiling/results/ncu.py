@@ -73,7 +73,7 @@ DISPLAY_NAMES: dict[str, str] = {
 }
 ID_COLUMNS = ("ID", "Kernel Name", "Block Size", "Grid Size")
 LONG_COLUMNS = ("Metric Name", "Metric Unit", "Metric Value")
-# unit -> factor to the column's base unit (bytes, ns); ncu prints decimal prefixes (Kbyte = 1000 bytes)
+# unit -> factor to the column's base unit (bytes, ns); decimal prefixes assumed (Kbyte = 1000 bytes, not confirmed)
 _BYTE_UNITS = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9}
 _TIME_UNITS = {"nsecond": 1, "ns": 1, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
 

@@ -128,6 +128,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     drift.add_argument("--limit", type=_positive_float, default=0.03, help="drift counted as within (default 0.03)")
     drift.add_argument("--methods", type=str_list, help="comma list of timing methods (default all)")
     drift.add_argument("--out", metavar="FILE", help="also write the per-config table (.csv or .parquet)")
+    drift.add_argument("--force", action="store_true", help="compare runs measured on different GPUs (gpu_uuid) anyway")
     drift.set_defaults(handler=run_drift_command)
 
 
@@ -470,6 +471,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                 compile_workers=workers,
                 timing_started=callback.start,
                 trace_configs=trace_configs,
+                on_warning=lambda line: sys.stderr.write(f"warning: {line}\n"),
             )
     except Stopped as stop:
         close()
@@ -528,7 +530,16 @@ def run_drift_command(args: argparse.Namespace) -> int:
             tables.append(load_results(path))
         except ResultsError as error:
             raise CLIError(f"{label}: {error}") from None
-    result = repeat_drift(*tables, min_us=args.min_us, methods=tuple(args.methods) if args.methods else None)
+    from blockscope.profiling.results.drift import DifferentGPUError, check_same_gpu
+
+    try:
+        note = check_same_gpu(*tables, force=args.force)
+    except DifferentGPUError as error:
+        raise CLIError(str(error)) from None
+    if note:
+        sys.stderr.write(f"warning: {note} (--force)\n")
+    methods = tuple(args.methods) if args.methods else None
+    result = repeat_drift(*tables, min_us=args.min_us, methods=methods, force=True)
     for line in drift_lines(result, args.limit, args.min_us):
         print(line)
     if args.out:

@@ -36,7 +36,7 @@ import torch
 
 from blockscope import kernels
 from blockscope.kernels import DTYPE_NAMES, LaunchPlan, dtype_from_name, get_variant
-from blockscope.profiling.measure import timing
+from blockscope.profiling.measure import machine, timing
 from blockscope.profiling.measure.backends import PEERS, get_backend, is_peer, unsupported_reason
 from blockscope.profiling.measure.directions import (
     BACKWARD,
@@ -628,6 +628,7 @@ def run_sweep(
     trace_configs: Sequence[Config] = (),
     trace_dir: str | Path | None = None,
     chrome_tracer: ChromeTracer | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
@@ -646,6 +647,8 @@ def run_sweep(
     `phase_s` (wall seconds per phase) and the precompile report. `trace_configs`: configs whose Chrome trace
     (torch.profiler, one call) is kept in `trace_dir` (default: '<out stem>_traces' beside `out`) with an
     index.json naming each file's config (profiling.trace.read_trace_index); after all timing, on CUDA.
+    `on_warning(line)` gets each machine warning before timing starts (clocks not locked, other processes on the
+    GPU: profiling.measure.machine.warnings); `df.attrs['sweep']['machine_warnings']` keeps them.
     """
     started = time.perf_counter()
     methods = list(dict.fromkeys(methods))
@@ -664,6 +667,10 @@ def run_sweep(
         tracer = kernel_names
     env = dict(env) if env is not None else fingerprint(device)
     env_row = {name: env.get(name) for name in ENV_COLUMNS}
+    machine_warnings = machine.warnings(env_row)
+    for line in machine_warnings:
+        if on_warning is not None:
+            on_warning(line)
     gpu_name = env_row["gpu_name"] if env_row.get("gpu_name") not in (None, "none") else None
     arch = None if device.type == "cuda" else arch_of(env_row)
     compile_facts = compile_facts or default_compile_facts
@@ -794,6 +801,7 @@ def run_sweep(
         table = _table(existing.drop(index=replaced), new_rows)
         state.seconds = time.perf_counter() - started
         table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
+        table.attrs["sweep"]["machine_warnings"] = machine_warnings
         return table
 
 

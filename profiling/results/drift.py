@@ -17,6 +17,31 @@ DEFAULT_MIN_US = 20.0
 DEFAULT_LIMIT = 0.03
 
 
+class DifferentGPUError(ValueError):
+    """Two runs measured on different physical GPUs (their gpu_uuid sets differ); pass force to compare anyway."""
+
+
+def gpu_uuids(table: pd.DataFrame) -> set[str]:
+    """The GPU UUIDs ('GPU-...') a results table was measured on; empty when the rows have none (older files)."""
+    if "gpu_uuid" not in table.columns:
+        return set()
+    return {str(v) for v in table["gpu_uuid"].dropna().unique() if str(v)}
+
+
+def check_same_gpu(first: pd.DataFrame, second: pd.DataFrame, *, force: bool = False) -> str | None:
+    """None when both runs name the same GPU UUIDs or either names none (files without the machine record).
+
+    Different UUIDs raise DifferentGPUError (one line naming both) unless `force`, which returns that line instead
+    so a caller can print it beside the comparison."""
+    a, b = gpu_uuids(first), gpu_uuids(second)
+    if not a or not b or a == b:
+        return None
+    line = f"the runs were measured on different GPUs ({', '.join(sorted(a))} vs {', '.join(sorted(b))})"
+    if force:
+        return line
+    raise DifferentGPUError(f"{line}; allowed: runs of one GPU, or force the comparison (--force / the checkbox)")
+
+
 def _timed(table: pd.DataFrame) -> pd.DataFrame:
     """Rows that ran with a median, one per key (the last measured when a file holds several runs)."""
     ran = table[(table["error"].fillna("") == "") & table["median_us"].notna() & (table["method"] != "none")].copy()
@@ -27,12 +52,19 @@ def _timed(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def repeat_drift(
-    first: pd.DataFrame, second: pd.DataFrame, *, min_us: float = DEFAULT_MIN_US, methods: tuple[str, ...] | None = None
+    first: pd.DataFrame,
+    second: pd.DataFrame,
+    *,
+    min_us: float = DEFAULT_MIN_US,
+    methods: tuple[str, ...] | None = None,
+    force: bool = False,
 ) -> pd.DataFrame:
     """Per config and method: first_us, second_us (medians, us), drift (second / first - 1) and abs_drift, for
-    configs timed in both runs with first_us >= min_us; sorted by abs_drift, largest first."""
+    configs timed in both runs with first_us >= min_us; sorted by abs_drift, largest first. Runs on different
+    GPU UUIDs raise DifferentGPUError unless `force` (check_same_gpu)."""
     if min_us < 0:
         raise ValueError(f"min_us={min_us}; allowed: a number >= 0 (microseconds)")
+    check_same_gpu(first, second, force=force)
     a, b = _timed(first), _timed(second)
     if methods:
         a, b = a[a["method"].isin(methods)], b[b["method"].isin(methods)]

@@ -61,6 +61,7 @@ def _dispatch(argv: list[str] | None, prog: str) -> int:
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
     args = parser.parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # sweep --gpus/--ray hand them to workers
     if not getattr(args, "handler", None):
         parser.error(f"a command is required; allowed: {', '.join(sorted(subparsers.choices))}")
     try:

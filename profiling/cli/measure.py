@@ -112,7 +112,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument(
         "--shard",
         metavar="I/N",
-        help="run only shard I of N (configs whose index mod N is I; e.g. $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)",
+        help="run only shard I of N: configs whose index mod N is I "
+        "(e.g. $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)",
     )
     sweep.add_argument(
         "--gpus",

@@ -165,8 +165,9 @@ def run_on_ray(
     num_gpus: float = 1,
     timeout_s: float | None = None,
 ) -> list[Path]:
-    """Run `shards` shards (None: one per GPU of the cluster) of the sweep in `argv` as Ray tasks (num_gpus each) on the cluster at `address`
-    ('auto', 'host:port', 'ray://host:10001'; None: RAY_ADDRESS or a local instance); each task writes its part
+    """Run `shards` shards (None: one per GPU of the cluster) of the sweep in `argv` as Ray tasks (num_gpus each)
+    on the cluster at `address` ('auto', 'host:port', 'ray://host:10001'; None: RAY_ADDRESS or a local
+    instance); each task writes its part
     file (a path every node can reach: shared storage) and returns it. ConnectionError for an unreachable
     cluster, RuntimeError naming the shard whose sweep failed."""
     ray = ray_module()

@@ -1,6 +1,6 @@
 """The command line: `blockscope <command>` (installed) or `python -m profiling <command>` (in a checkout).
 
-Commands: occupancy, inspect, seed, sweep, drift, export, bench, tune, numerics, native, ncu-import.
+Commands: occupancy, inspect, seed, sweep, drift, export, bench, tune, numerics, native, ncu-import, merge, catalog.
 
 Each command lives in a profiling.cli module exposing `register(subparsers)`; a handler returns an exit
 status or raises CLIError (printed as one line, exit 2).
@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "blockscope.profiling.cli.numerics",
     "blockscope.profiling.cli.native",
     "blockscope.profiling.cli.ncu",
+    "blockscope.profiling.cli.catalog",
 )
 BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 

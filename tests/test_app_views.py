@@ -163,3 +163,25 @@ def test_ncu_section_shows_bundled_validation_beside_estimates(page: str) -> Non
     assert table["ncu_registers"].tolist() == ncu["ncu_registers"].tolist()
     if page == "pages/occupancy.py":
         assert table["estimated_occupancy_pct"].notna().any()
+
+
+def test_sidebar_catalog_folder_picks_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catalog folder under the working directory lists its results files; picking two stacks them; a folder
+    outside the working directory is refused."""
+    pytest.importorskip("duckdb")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").mkdir()
+    save_results(synthetic_results(**SMALL), tmp_path / "results" / "a.parquet")
+    save_results(synthetic_results(**SMALL, seed=1, run_id="run-b"), tmp_path / "results" / "b.parquet")
+    pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "results" / "other.parquet")
+    at = new_app()
+    at.sidebar.radio(key="data_source").set_value("Catalog folder").run()
+    assert not at.exception, at.exception
+    runs = at.sidebar.multiselect(key="catalog_runs")
+    assert [o.split(" ")[0] for o in runs.options] == ["a.parquet", "b.parquet"]
+    assert any("1 other Parquet file" in c.value for c in at.sidebar.caption)
+    runs.set_value(list(runs.options)).run()
+    assert not at.exception, at.exception
+    assert not any("Could not load" in e.value for e in at.sidebar.error)
+    at.sidebar.text_input(key="catalog_dir").input("../").run()
+    assert any("outside the working directory" in e.value for e in at.sidebar.error)

@@ -185,3 +185,22 @@ def test_sidebar_catalog_folder_picks_runs(tmp_path: Path, monkeypatch: pytest.M
     assert not any("Could not load" in e.value for e in at.sidebar.error)
     at.sidebar.text_input(key="catalog_dir").input("../").run()
     assert any("outside the working directory" in e.value for e in at.sidebar.error)
+
+
+def test_kernel_evidence_shows_the_proton_tree_beside_a_typed_path(results_file: Path, tmp_path: Path) -> None:
+    from blockscope.profiling.measure.proton import proton_dir_for
+    from blockscope.profiling.views.hatchet import hatchet_table
+
+    copy = tmp_path / results_file.name
+    copy.write_bytes(results_file.read_bytes())
+    folder = proton_dir_for(copy)
+    folder.mkdir()
+    fixture = Path(__file__).parent / "fixtures" / "sweep.hatchet"
+    (folder / "run-1.hatchet").write_bytes(fixture.read_bytes())
+    at = load_path(new_app(), copy)
+    at.switch_page("pages/kernel_evidence.py").run()
+    assert not at.exception, at.exception
+    tree = next(d.value for d in at.dataframe if "inclusive_time_ns" in d.value.columns)
+    expected = hatchet_table(fixture)
+    assert tree["inclusive_time_ns"].tolist() == expected["inclusive_time_ns"].tolist()
+    assert tree["name"].iloc[2] == "    row_softmax_kernel"  # indented by depth

@@ -130,6 +130,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "part files must be on storage every node reaches",
     )
     sweep.add_argument("--ray-shards", type=positive_int, help="shards for --ray (default: the cluster's GPUs)")
+    sweep.add_argument(
+        "--proton",
+        action="store_true",
+        help="after timing, profile the configs that ran with Proton (triton.profiler) into "
+        "<out stem>_proton/<run id>.hatchet (shown on the Kernel evidence page)",
+    )
     sweep.add_argument("--run-id", help=argparse.SUPPRESS)  # workers of --gpus/--ray share the parent's run id
     sweep.set_defaults(handler=run_sweep_command)
 
@@ -521,6 +527,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                 trace_configs=trace_configs,
                 on_warning=lambda line: sys.stderr.write(f"warning: {line}\n"),
                 env=_worker_env(args.run_id),
+                proton=args.proton,
             )
     except Stopped as stop:
         close()
@@ -619,6 +626,8 @@ def run_merge_command(args: argparse.Namespace) -> int:
 def sweep_report_lines(info: dict[str, Any]) -> list[str]:
     """Where a sweep's wall time went (phase seconds), its compile warm-up and the traces it kept."""
     lines = []
+    if info.get("proton"):
+        lines.append(f"Proton profile: {info['proton']}")
     phases = info.get("phase_s") or {}
     if phases:
         lines.append("wall time by phase: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()))

@@ -591,6 +591,7 @@ class SweepState:
     phase_s: dict[str, float] = field(default_factory=dict)  # wall seconds per phase (precompile, first_call, ...)
     precompile: dict[str, Any] = field(default_factory=dict)  # compiled / failed counts, workers, why it broke
     traces: list[str] = field(default_factory=list)  # Chrome trace files kept
+    proton: str = ""  # the Proton .hatchet file written, or why none
 
     def add_phase(self, name: str, seconds: float) -> None:
         self.phase_s[name] = self.phase_s.get(name, 0.0) + seconds
@@ -629,6 +630,8 @@ def run_sweep(
     trace_dir: str | Path | None = None,
     chrome_tracer: ChromeTracer | None = None,
     on_warning: Callable[[str], None] | None = None,
+    proton: bool = False,
+    proton_profiler: Callable[..., Path] | None = None,
 ) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
@@ -649,6 +652,9 @@ def run_sweep(
     index.json naming each file's config (profiling.trace.read_trace_index); after all timing, on CUDA.
     `on_warning(line)` gets each machine warning before timing starts (clocks not locked, other processes on the
     GPU: profiling.measure.machine.warnings); `df.attrs['sweep']['machine_warnings']` keeps them.
+    `proton`: after all timing, profile every config that ran in this run with Proton (profiling.measure.proton,
+    `proton_profiler` replaces profile_configs in tests) into '<out stem>_proton/<run_id>.hatchet';
+    `df.attrs['sweep']['proton']` names the file, or why there is none.
     """
     started = time.perf_counter()
     methods = list(dict.fromkeys(methods))
@@ -795,6 +801,10 @@ def run_sweep(
                 if folder is not None:
                     state.traces = _keep_traces(trace_configs, new_rows, folder, chrome_tracer, device, env_row, seed)
                 state.add_phase("chrome_traces", time.perf_counter() - tic)
+            if proton and not state.cancelled and out_path is not None:
+                tic = time.perf_counter()
+                state.proton = _keep_proton(configs, new_rows, out_path, device, env_row, seed, proton_profiler)
+                state.add_phase("proton", time.perf_counter() - tic)
         finally:
             shape.x = shape.reference = shape.gradients = None
             save()
@@ -815,6 +825,39 @@ def _default_chrome_tracer(fn: Callable[[], Any], path: Path) -> list[str]:
     from blockscope.profiling.measure.trace import trace_kernels
 
     return [record.name for record in trace_kernels(fn, export_path=path)]
+
+
+def _keep_proton(
+    configs: Sequence[Config],
+    new_rows: list[dict[str, Any]],
+    out_path: Path,
+    device: torch.device,
+    env_row: Mapping[str, Any],
+    seed: int,
+    profiler: Callable[..., Path] | None,
+) -> str:
+    """One Proton session over the configs that ran without error in this run (a scope per config label);
+    the .hatchet path written, or 'not written: why' (evidence, not results: a failure does not stop the sweep)."""
+    from blockscope.profiling.measure.proton import ProtonError, profile_configs, proton_dir_for
+
+    ran = {(r["variant"], r["dtype"], r["n_rows"], r["n_cols"], r["tunables"], r.get("direction", FORWARD))
+           for r in new_rows if not r["error"]}  # fmt: skip
+    calls = []
+    for config in dict.fromkeys(configs):
+        resolved = [k for k in ran if k[:4] == (config.variant, config.dtype, config.n_rows, config.n_cols)]
+        if not resolved or config.direction != FORWARD:
+            continue
+        generator = torch.Generator(device=device).manual_seed(seed)
+        dtype = dtype_from_name(config.dtype)
+        x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
+        calls.append((config.label(), backend_callable(config, x)))
+    if not calls:
+        return "not written: no forward config ran in this run"
+    target = proton_dir_for(out_path) / str(env_row.get("run_id") or "run")
+    try:
+        return str((profiler or profile_configs)(calls, target))
+    except (ProtonError, ValueError) as error:
+        return f"not written: {error}"
 
 
 def _keep_traces(

@@ -339,6 +339,18 @@ def context(require_data: bool = True) -> Context:
     return found
 
 
+def data_key(ctx: Context, *extra: object) -> str:
+    """A cheap key for what the page computes from the loaded rows: the source label, its size, runs and dates,
+    the sidebar filters and `extra` (the page's own settings). Pages pass the rows themselves as an unhashed
+    argument (`_rows`) to a cached function, so a rerun with nothing changed draws from the cache."""
+    df = ctx.df
+    if df is None:
+        return f"{ctx.label}|empty|{extra}"
+    runs = sorted(map(str, df["run_id"].dropna().unique())) if "run_id" in df.columns else []
+    last = str(df["measured_at"].max()) if "measured_at" in df.columns and len(df) else ""
+    return f"{ctx.label}|{len(df)}|{runs}|{last}|{ctx.filters}|{extra}"
+
+
 def kernel_revision_notice(df: pd.DataFrame) -> None:
     """Say which loaded rows were measured with a kernel that has changed since (profiling.revision)."""
     from blockscope.profiling.results.revision import revision_notice

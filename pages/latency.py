@@ -39,16 +39,35 @@ if dd.ran(part).empty:
     ui.empty(f"no timed rows for {dtype} with {method}")
     st.stop()
 
-regime_table = dd.regimes(part)
-spans = dd.regime_spans(regime_table) if shade else []
+
+@st.cache_resource(show_spinner=False, max_entries=16)  # pure functions of the rows: a rerun redraws nothing
+def _computed(key: str, _filtered, _part, method: str, dtype: str, band: bool, shade: bool) -> dict:
+    regime_table = dd.regimes(_part)
+    spans = dd.regime_spans(regime_table) if shade else []
+    best = dd.best_per_n(_part)
+    shown = dd.default_series(best)
+    speedups = dd.speedup_vs_torch(_part)
+    drawn = {"shown": shown or None, "edge_markers": False}
+    return {
+        "regimes": regime_table,
+        "best": best,
+        "shown": shown,
+        "edges": dd.pow2_edges(best),
+        "speedups": speedups,
+        "latency": figures.latency_figure(_filtered, method, dtype, spans, band, **drawn),
+        "speedup": figures.speedup_figure(speedups, _filtered, method, dtype, **drawn) if len(speedups) else None,
+        "bandwidth": figures.bandwidth_figure(_filtered, method, dtype, **drawn),
+    }
+
+
+computed = _computed(ui.data_key(ctx, direction), filtered, part, method, dtype, band, shade)
+regime_table, best, shown = computed["regimes"], computed["best"], computed["shown"]
 if shade and dd.setups(part):
     st.caption(
         "Regime shading is off: the rows hold several GPUs / runs / files, whose regimes differ (see the table below)."
     )
-best = dd.best_per_n(part)
-shown = dd.default_series(best)
 ui.chart(
-    figures.latency_figure(filtered, method, dtype, spans, band, shown=shown or None, edge_markers=False),
+    computed["latency"],
     best,
     "lat_time",
     f"Drawn at first: {', '.join(shown) or 'every variant'} (auto, torch, the fastest peer backend, the seed's "
@@ -56,7 +75,7 @@ ui.chart(
     "each N (hover for its tunables); band: p20..p80 of the samples; dotted: powers of two, where BLOCK_SIZE "
     "doubles (the N = 2^k ± 1 points are in the table below).",
 )
-edges = dd.pow2_edges(best)
+edges = computed["edges"]
 if len(edges):
     with st.expander(f"Around powers of two: N = 2^k − 1, 2^k, 2^k + 1 ({len(edges)} rows)"):
         st.caption(
@@ -73,12 +92,12 @@ st.caption(
 with st.expander("Regime per variant and N"):
     st.dataframe(regime_table, hide_index=True, key="lat_regime_table")
 
-speedups = dd.speedup_vs_torch(part)
+speedups = computed["speedups"]
 if speedups.empty:
     ui.empty("no torch baseline in the filtered rows")
 else:
     ui.chart(
-        figures.speedup_figure(speedups, filtered, method, dtype, shown=shown or None, edge_markers=False),
+        computed["speedup"],
         speedups[
             [*dd.setup_keys(speedups), "variant", "n_cols", "num_warps", "tunables", "median_us", "torch_us", "speedup"]
         ],
@@ -86,7 +105,7 @@ else:
         "Above 1: faster than torch.softmax at that N. The same series are drawn at first as above.",
     )
 ui.chart(
-    figures.bandwidth_figure(filtered, method, dtype, shown=shown or None, edge_markers=False),
+    computed["bandwidth"],
     best[[*dd.setup_keys(best), "variant", "n_cols", "num_warps", "bytes_moved", "median_us", "gbps", "copy_fraction"]],
     "lat_gbps",
     f"Bytes moved = {dd.DIRECTION_BYTES[direction]}, over the median time.",

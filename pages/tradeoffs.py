@@ -14,25 +14,37 @@ st.markdown(
     "Each cell is one (N, num_warps) config; other tunables take their fastest value."
 )
 ctx = ui.context()
+dtype, method = ctx.dtype, ctx.method
 source = ctx.filtered
-triton = tradeoffs.warps_axis_variants(source)
+triton = tradeoffs.warps_axis_variants(source[source["dtype"] == dtype])
+from_grid = None
 if not triton and len(source) and tradeoffs.BUNDLED_WARPS_GRID_PATH.exists():  # rows, but no num_warps axis
     grid_file = tradeoffs.BUNDLED_WARPS_GRID_PATH
     source = ui.load_path(grid_file)
     source = source[source["variant"].isin(ctx.filters.variants or source["variant"].unique())]
-    triton = tradeoffs.warps_axis_variants(source)
+    triton = tradeoffs.warps_axis_variants(source[source["dtype"] == dtype])
+    from_grid = grid_file
+if not triton and not len(ctx.filtered):
+    ui.empty("no rows pass the sidebar filters")
+    st.stop()
+if not triton:
+    st.info(
+        f"No {dtype} rows time a variant at two or more num_warps at one N, in the loaded data or the bundled grid "
+        "(a default sweep times each variant at the num_warps its launcher picks). To draw this page for "
+        f"{dtype}, time a grid on a GPU: `blockscope sweep --dtypes {dtype} --num-warps 1,2,4,8,16,32 "
+        "--variants teaching,multirow,online,persistent --out grid.parquet`, then load it.",
+        icon=":material/info:",
+    )
+    st.stop()
+if from_grid is not None:
     st.info(
         f"The loaded data ({ctx.label}) times each variant at one num_warps only: these heatmaps show the bundled "
-        f"num_warps grid `data/{grid_file.name}` (H200, measured {str(source['measured_at'].min())[:10]}, with the "
+        f"num_warps grid `data/{from_grid.name}` (H200, measured {str(source['measured_at'].min())[:10]}, with the "
         "kernels of that day: its split-row rows predate the current split-row kernel), with the sidebar's "
         "dtype and timing method. Sweep with `--num-warps 1,2,4,8,16,32` for your own.",
         icon=":material/info:",
     )
-if not triton:
-    ui.empty("no Triton variant timed at two or more num_warps in the filtered rows")
-    st.stop()
 variant = st.segmented_control("Variant", triton, default=triton[0], key="trade_variant") or triton[0]
-dtype, method = ctx.dtype, ctx.method
 part = source[(source["variant"] == variant) & (source["dtype"] == dtype)]
 split = dd.split_setups(part)
 if len(split) > 1:  # a heatmap holds one GPU / run / file: pick which (never the min over several)

@@ -62,8 +62,8 @@ def test_sweep_proton_pass_profiles_each_config_that_ran(tmp_path) -> None:
 
     def fake_profiler(calls, target):
         seen["labels"] = [label for label, _ in calls]
-        for _, fn in calls:
-            fn()  # the callables really launch (CPU interpreter here)
+        for _, make in calls:
+            make()()  # the callables really launch (CPU interpreter here)
         path = Path(f"{target}.hatchet")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(FIXTURE.read_bytes())
@@ -90,9 +90,9 @@ def test_proton_on_cpu_says_it_needs_a_gpu(tmp_path) -> None:
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     with pytest.raises(ProtonError, match="need a CUDA GPU"):
-        profile_configs([("x", lambda: None)], tmp_path / "p")
+        profile_configs([("x", lambda: lambda: None)], tmp_path / "p")
     with pytest.raises(ValueError, match="repeats=0"):
-        profile_configs([("x", lambda: None)], tmp_path / "p", repeats=0)
+        profile_configs([("x", lambda: lambda: None)], tmp_path / "p", repeats=0)
 
 
 @pytest.mark.gpu
@@ -102,7 +102,29 @@ def test_proton_profiles_a_real_kernel(tmp_path) -> None:
     from blockscope import kernels
 
     x = torch.randn(256, 1000, device="cuda", dtype=torch.float16)
-    path = profile_configs([("teaching", lambda: kernels.softmax(x, "teaching"))], tmp_path / "p", repeats=3)
+    path = profile_configs([("teaching", lambda: lambda: kernels.softmax(x, "teaching"))], tmp_path / "p", repeats=3)
     table = hatchet_table(path)
     kernel = table[table["name"].str.contains("row_softmax_kernel")]
     assert len(kernel) == 1 and kernel["count"].iloc[0] == 3 and kernel["time_ns"].iloc[0] > 0
+
+
+def test_bench_proton_calls_cover_torch_and_auto_per_forward_shape() -> None:
+    import pandas as pd
+
+    from blockscope.profiling.measure.bench import proton_calls
+
+    table = pd.DataFrame(
+        {
+            "dtype": ["fp16", "fp16", "fp32", "fp16"],
+            "n_rows": [4096, 4096, 8, 4096],
+            "n_cols": [1000, 1000, 65536, 1000],
+            "direction": ["forward", "forward", "forward", "backward"],
+            "method": ["back_to_back_flushed", "cuda_graph", "back_to_back_flushed", "back_to_back_flushed"],
+        }
+    )
+    assert [label for label, _ in proton_calls(table)] == [
+        "torch fp16 R=4096 N=1000",
+        "auto fp16 R=4096 N=1000",
+        "torch fp32 R=8 N=65536",
+        "auto fp32 R=8 N=65536",
+    ]

@@ -1,6 +1,7 @@
 """Proton (triton.profiler) profiles of timed configs, kept beside the results like the Chrome traces.
 
-`profile_configs(calls, path)` runs each (label, callable) `repeats` times inside a Proton scope named by the label
+`profile_configs(calls, path)` runs each (label, make) pair's callable `make()` (built outside the profiled scope,
+so input allocation is not in the tree, and dropped after) `repeats` times inside a Proton scope named by the label
 (cupti backend, `hook="triton"` so Triton kernels carry launch metadata), in one session, and writes
 `<path>.hatchet`: a JSON list whose element 0 is the tree ROOT -> config scope -> kernel, with per-node metrics
 `count`, `time (ns)` and, where the kernel reports them, `bytes`/`flops`; element 1 is device info
@@ -26,9 +27,10 @@ def proton_dir_for(results_path: str | Path) -> Path:
 
 
 def profile_configs(
-    calls: Sequence[tuple[str, Callable[[], object]]], path: str | Path, *, repeats: int = PROTON_REPEATS
+    calls: Sequence[tuple[str, Callable[[], Callable[[], object]]]], path: str | Path, *, repeats: int = PROTON_REPEATS
 ) -> Path:
-    """Profile each (label, fn) `repeats` times in a scope named `label`; returns the written .hatchet file.
+    """Profile each (label, make): `make()` once outside the scope, then its callable `repeats` times in a scope
+    named `label`; returns the written .hatchet file.
 
     `path` is the file without its suffix (Proton adds '.hatchet'). ProtonError when CUDA or Proton is
     unavailable or the session fails; a failing call inside is left out of the tree (its scope stays empty)."""
@@ -52,14 +54,17 @@ def profile_configs(
     if session is None:
         raise ProtonError("proton.start returned no session (TRITON_PROTON_DISABLE set, or under the proton CLI)")
     try:
-        for label, fn in calls:
-            with proton.scope(label):
-                try:
+        for label, make in calls:
+            try:
+                fn = make()
+                torch.cuda.synchronize()
+                with proton.scope(label):
                     for _ in range(repeats):
                         fn()
                     torch.cuda.synchronize()
-                except Exception:  # evidence, not results: skip the config
-                    continue
+            except Exception:  # evidence, not results: skip the config
+                pass
+            fn = None  # free its input before the next config
     finally:
         proton.finalize(session)
     written = base.with_name(base.name + ".hatchet")

@@ -847,10 +847,14 @@ def _keep_proton(
         resolved = [k for k in ran if k[:4] == (config.variant, config.dtype, config.n_rows, config.n_cols)]
         if not resolved or config.direction != FORWARD:
             continue
-        generator = torch.Generator(device=device).manual_seed(seed)
-        dtype = dtype_from_name(config.dtype)
-        x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
-        calls.append((config.label(), backend_callable(config, x)))
+
+        def make(config: Config = config) -> Callable[[], Any]:
+            generator = torch.Generator(device=device).manual_seed(seed)
+            dtype = dtype_from_name(config.dtype)
+            x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
+            return backend_callable(config, x)
+
+        calls.append((config.label(), make))
     if not calls:
         return "not written: no forward config ran in this run"
     target = proton_dir_for(out_path) / str(env_row.get("run_id") or "run")

@@ -550,10 +550,13 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     for line in sweep_report_lines(info):
         print(line)
     if old_table is not None:
-        from blockscope.profiling.results.drift import drift_lines, repeat_drift
+        from blockscope.profiling.results.drift import DifferentGPUError, drift_lines, repeat_drift
 
-        for line in drift_lines(repeat_drift(old_table, table)):
-            print(line)
+        try:
+            for line in drift_lines(repeat_drift(old_table, table)):
+                print(line)
+        except DifferentGPUError as error:  # the sweep is saved; only the comparison is refused
+            sys.stderr.write(f"--compare-with: drift not computed: {error}\n")
     return 0
 
 

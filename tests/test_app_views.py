@@ -204,3 +204,38 @@ def test_kernel_evidence_shows_the_proton_tree_beside_a_typed_path(results_file:
     expected = hatchet_table(fixture)
     assert tree["inclusive_time_ns"].tolist() == expected["inclusive_time_ns"].tolist()
     assert tree["name"].iloc[2] == "    row_softmax_kernel"  # indented by depth
+
+
+def test_run_vs_run_refuses_different_gpu_uuids_until_forced() -> None:
+    a = synthetic_results(**SMALL)
+    b = synthetic_results(seed=5, run_id="synthetic-5", **SMALL)
+    a["gpu_uuid"], b["gpu_uuid"] = "GPU-aaaa", "GPU-bbbb"
+    at = new_app()
+    at.sidebar.radio(key="data_source").set_value("Upload results files").run()
+    at.sidebar.file_uploader(key="uploads").set_value(
+        [
+            ("a.csv", a.to_csv(index=False).encode(), "text/csv"),
+            ("b.csv", b.to_csv(index=False).encode(), "text/csv"),
+        ]
+    ).run()
+    at.switch_page("pages/run_vs_run.py").run()
+    assert not at.exception, at.exception
+    assert any("Not compared" in w.value and "GPU-aaaa" in w.value for w in at.warning)
+    assert not [d for d in at.dataframe if "ratio_high" in d.value.columns]
+    at.checkbox(key="rvr_force").check().run()
+    assert not at.exception, at.exception
+    assert any("Compared although" in w.value for w in at.warning)
+    assert len(ratio_table(at))
+
+
+def test_occupancy_page_reads_an_uploaded_ncu_csv() -> None:
+    raw = Path(__file__).parent / "fixtures" / "ncu_raw.csv"
+    at = new_app()
+    at.switch_page("pages/occupancy.py").run()
+    at.radio(key="occ_ncu_source").set_value("Upload an ncu-import table or ncu --csv output").run()
+    at.file_uploader(key="occ_ncu_upload").set_value([("ncu_raw.csv", raw.read_bytes(), "text/csv")]).run()
+    assert not at.exception, at.exception
+    beside = [d.value for d in at.dataframe if "ncu_blocks_per_sm" in d.value.columns][-1]
+    assert beside["ncu_blocks_per_sm"].tolist() == [32, 16, 3]
+    at.file_uploader(key="occ_ncu_upload").set_value([("bad.csv", b"a,b\n1,2\n", "text/csv")]).run()
+    assert any("not an Nsight Compute CSV" in e.value for e in at.error)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from . import registry, splitrow
+from . import splitrow
 from ._common import SUPPORTED_DTYPES
 from .backward import softmax_backward
 
@@ -42,7 +42,9 @@ def decode_tunables(text: str) -> dict[str, int]:
 
 @torch.library.custom_op("blockscope::softmax", mutates_args=())
 def softmax_op(x: torch.Tensor, variant: str, tunables: str) -> torch.Tensor:
-    launcher = registry.get_variant(variant).launcher
+    from .registry import get_variant  # the registry imports this module to register the op: resolve at call time
+
+    launcher = get_variant(variant).launcher
     with torch.no_grad(), splitrow.private_workspaces():  # x may still carry requires_grad below autograd
         y = launcher(x, **decode_tunables(tunables))
     return y.contiguous()  # auto's torch route on a strided x: keep the fake's contiguous layout
@@ -50,7 +52,9 @@ def softmax_op(x: torch.Tensor, variant: str, tunables: str) -> torch.Tensor:
 
 @softmax_op.register_fake
 def _(x: torch.Tensor, variant: str, tunables: str) -> torch.Tensor:
-    registry.get_variant(variant)
+    from .registry import get_variant
+
+    get_variant(variant)
     if x.dtype not in SUPPORTED_DTYPES or x.dim() == 0:
         raise ValueError(f"blockscope::softmax: {x.dtype} tensor of rank {x.dim()}; allowed: fp16/bf16/fp32, rank >= 1")
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)

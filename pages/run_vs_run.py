@@ -1,5 +1,5 @@
 """Run vs run: pick two loaded runs (GPU / run / file) and see B / A time ratios per config with their spread, and
-where the fastest variant changes. Logic in profiling/results/compare.py."""
+where the fastest variant changes. Logic in profiling/views/compare.py."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import streamlit as st
 
 from blockscope import paths
 from blockscope.pages import _common as ui
-from blockscope.profiling.results import compare
+from blockscope.profiling.views import compare, figures
 from blockscope.profiling.views import dashboard_data as dd
-from blockscope.profiling.views import figures
 
 st.title("Run vs run")
 st.markdown(

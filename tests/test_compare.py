@@ -1,4 +1,4 @@
-"""Run vs run (profiling/results/compare.py): ratios B / A with their spread, summaries and ranking changes."""
+"""Run vs run (profiling/views/compare.py): ratios B / A with their spread, summaries and ranking changes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from blockscope.demo import synthetic_results
-from blockscope.profiling.results import compare
+from blockscope.profiling.views import compare
 from blockscope.profiling.views import dashboard_data as dd
 
 SMALL = {"n_values": (256, 1024, 4096), "dtypes": ("fp16",), "variants": ("torch", "teaching", "online")}

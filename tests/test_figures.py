@@ -356,7 +356,7 @@ def test_exported_occupancy_figures_keep_the_legend_readable() -> None:
 
 
 def test_ratio_figure_has_spread_bars_and_keeps_every_ratio_in_view() -> None:
-    from blockscope.profiling.results import compare
+    from blockscope.profiling.views import compare
 
     a = synthetic_results(seed=0, dtypes=("fp16",))
     b = synthetic_results(seed=1, run_id="synthetic-1", dtypes=("fp16",))

@@ -77,6 +77,12 @@ SCHEMA_VERSION = 1
 # prefixes of `error` for rows a backend does not run: its support rules ("unsupported: <backend>: ..."), or it cannot
 # run here at all ("unavailable: <backend>: ...": package missing, no GPU); neither is a failure
 PEER_BACKENDS: tuple[str, ...] = ("torch", "inductor", "liger", "quack")  # variants that are not Blockscope's kernels
+PEER_PACKAGES: dict[str, str] = {
+    "torch": "torch",
+    "inductor": "torch",
+    "liger": "liger-kernel",
+    "quack": "quack-kernels",
+}
 UNSUPPORTED = "unsupported: "
 UNAVAILABLE = "unavailable: "
 NOT_RUN_PREFIXES: tuple[str, ...] = (UNSUPPORTED, UNAVAILABLE)

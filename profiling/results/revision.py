@@ -128,14 +128,9 @@ def _variant_module(variant: str) -> str | None:
 
 def backend_versions(variant: str) -> str:
     """'<package>==<version>' of the package whose kernel a torch / peer backend runs."""
-    package = "torch"
-    if variant not in TORCH_BACKENDS:
-        try:
-            from blockscope.profiling.measure.backends import get_backend
+    from blockscope.profiling.results import PEER_PACKAGES
 
-            package = get_backend(variant).package or "torch"
-        except Exception:  # an unknown name: its own
-            package = variant
+    package = "torch" if variant in TORCH_BACKENDS else PEER_PACKAGES.get(variant, variant)  # unknown: its own
     try:
         version = importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:

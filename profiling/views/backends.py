@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from blockscope import paths
-from blockscope.profiling.measure.backends.base import UNAVAILABLE, UNSUPPORTED
+from blockscope.profiling.results import UNAVAILABLE, UNSUPPORTED
 from blockscope.profiling.views.dashboard_data import best_per_n, ran
 
 BUNDLED_BACKENDS_PATH = paths.BUNDLED_BACKENDS

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from blockscope import paths
+from blockscope.profiling.results import PEER_BACKENDS
 from blockscope.profiling.views import dashboard_data as dd
 
 MEASURED = ""
@@ -125,12 +126,10 @@ BUNDLED_WARPS_GRID_PATH = paths.BUNDLED_WARPS_GRID
 def warps_axis_variants(df: pd.DataFrame) -> list[str]:
     """Triton variants (not torch, auto or a peer backend) timed at two or more num_warps at some N: those a
     heatmap can compare."""
-    from blockscope.profiling.measure.backends import is_peer
-
     if df.empty or not {"variant", "dtype", "n_cols", "num_warps"} <= set(df.columns):
         return []
     rows = df[df["error"].fillna("").eq("") & df["num_warps"].notna()] if "error" in df.columns else df
-    rows = rows[~rows["variant"].map(lambda v: v in ("torch", "auto") or is_peer(str(v)))]
+    rows = rows[~rows["variant"].map(lambda v: v in ("torch", "auto") or str(v) in PEER_BACKENDS)]
     counts = rows.groupby(["variant", "dtype", "n_cols"])["num_warps"].nunique()
     found = counts[counts >= 2].reset_index()["variant"].unique()
     return [v for v in dict.fromkeys(df["variant"]) if v in set(found)]

@@ -22,6 +22,7 @@ from blockscope.profiling.measure.backends.base import (
     compiled_kernels,
     import_failure,
 )
+from blockscope.profiling.results import PEER_PACKAGES
 
 MAX_FUSED_SIZE = 65536  # liger_kernel.ops.utils.calculate_settings
 
@@ -30,7 +31,7 @@ class LigerBackend(Backend):
     name = "liger"
     kind = "Triton (Liger-Kernel)"
     summary = "Liger-Kernel's Triton softmax: one program per row, BLOCK_SIZE = next_pow2(N), num_warps by size"
-    package = "liger-kernel"
+    package = PEER_PACKAGES["liger"]
 
     def _module(self):
         return importlib.import_module("liger_kernel.ops.softmax")

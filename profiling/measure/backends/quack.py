@@ -16,6 +16,7 @@ from collections.abc import Callable
 import torch
 
 from blockscope.profiling.measure.backends.base import Backend, Evidence, import_failure
+from blockscope.profiling.results import PEER_PACKAGES
 
 MAX_CLUSTER_CTAS = 16  # sm_90 non-portable cluster size
 SHARED_BYTES_PER_CTA = 227 * 1024  # sm_90 opt-in shared memory per block
@@ -25,7 +26,7 @@ class QuackBackend(Backend):
     name = "quack"
     kind = "CuTe DSL (Quack)"
     summary = "Quack's CuTe-DSL softmax: cluster-split rows, partials in distributed shared memory"
-    package = "quack-kernels"
+    package = PEER_PACKAGES["quack"]
 
     def _module(self):
         return importlib.import_module("quack.softmax")

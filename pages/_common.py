@@ -15,6 +15,7 @@ UPLOAD = "Upload results files"
 PATH = "Path on this machine"
 LIVE = "Live sweep results"
 DEMO = "Demo data (synthetic)"
+CATALOG = "Catalog folder"
 CONTEXT_KEY = "_blockscope_context"
 LIVE_KEY = "live_results"
 # The sidebar's timing method is the only one in the app: every page and the export use it. The default measures the
@@ -88,7 +89,7 @@ def load_path(path: str | Path) -> pd.DataFrame:
 
 def _source_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
     """The data source radio and its inputs -> (table or None, label, synthetic?)."""
-    choices = [BUNDLED, UPLOAD, PATH, *([LIVE] if cuda_available() else []), DEMO]
+    choices = [BUNDLED, UPLOAD, PATH, CATALOG, *([LIVE] if cuda_available() else []), DEMO]
     source = st.sidebar.radio(
         "Data source",
         choices,
@@ -113,6 +114,8 @@ def _source_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
         if not text.strip():
             return None, "", False
         return _guard(lambda: load_path(text.strip()), Path(text.strip()).name)
+    if source == CATALOG:
+        return _catalog_sidebar()
     if source == LIVE:
         live = st.session_state.get(LIVE_KEY)
         if live is None or live.empty:
@@ -120,6 +123,50 @@ def _source_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
             return None, "", False
         return live, "live sweep (this session)", False
     return _demo(), "demo data (synthetic)", True
+
+
+@st.cache_data(show_spinner="Reading the catalog…", max_entries=4, ttl=60)
+def _catalog(folder: str) -> pd.DataFrame:
+    from blockscope.profiling.results.catalog import catalog
+
+    return catalog(folder)
+
+
+def _catalog_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
+    """A folder under the working directory, its results files (profiling.results.catalog) and the runs picked."""
+    text = st.sidebar.text_input("Catalog folder (under the working directory)", value="results", key="catalog_dir")
+    root = Path.cwd().resolve()
+    folder = (root / text.strip()).resolve()
+    if not folder.is_relative_to(root):
+        st.sidebar.error(f"{text}: outside the working directory; allowed: a folder under {root}")
+        return None, "", False
+    try:
+        table = _catalog(str(folder))
+    except ValueError as error:  # CatalogError: not a directory, too many files, duckdb missing
+        st.sidebar.error(f"Catalog: {error}")
+        return None, "", False
+    results = table[table["status"] == "results"]
+    foreign = len(table) - len(results)
+    if foreign:
+        st.sidebar.caption(f"{foreign} other Parquet file(s) under {text} are not results files.")
+    labels = {
+        f"{r.file} ({r.gpus or '?'}, {r.rows} rows, {r.last_measured or 'undated'})": r.file
+        for r in results.itertuples()
+    }
+    picked = st.sidebar.multiselect("Runs", list(labels), key="catalog_runs")
+    if not picked:
+        if results.empty:
+            st.sidebar.info(f"No results files under {text}.")
+        return None, "", False
+    loaded: dict[str, pd.DataFrame] = {}
+    for label in picked:
+        try:
+            loaded[labels[label]] = load_path(folder / labels[label])
+        except dd.ResultsError as error:
+            st.sidebar.error(f"Skipped {labels[label]}: {error}")
+    if not loaded:
+        return None, "", False
+    return dd.load_many(loaded), " + ".join(loaded), False
 
 
 def _guard(load, label: str) -> tuple[pd.DataFrame | None, str, bool]:

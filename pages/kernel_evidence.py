@@ -7,6 +7,7 @@ import streamlit as st
 
 from blockscope import paths
 from blockscope.pages import _common as ui
+from blockscope.pages import _ncu as ncu_section
 from blockscope.pages._compile import background_compile, rerun_while_compiling
 from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import figures
@@ -114,6 +115,46 @@ else:
         )
     except ValueError as error:
         st.error(f"{entry['file']}: {error}")
+
+ncu_section.launches_section(ctx.df)
+
+st.subheader("Proton profile")
+from blockscope.profiling.measure.proton import proton_dir_for  # noqa: E402
+from blockscope.profiling.views.hatchet import HatchetError, hatchet_table  # noqa: E402
+
+proton_files = sorted(
+    {
+        path
+        for p in (st.session_state.get("typed_path"), st.session_state.get("sw_out"))
+        if p
+        for path in proton_dir_for(Path(p).expanduser()).glob("*.hatchet")
+    }
+)
+uploaded_tree = st.file_uploader("Or upload a Proton .hatchet file", type=["hatchet", "json"], key="ev_proton_upload")
+tree_source, tree_label = None, ""
+if uploaded_tree is not None:
+    tree_source, tree_label = uploaded_tree.getvalue(), uploaded_tree.name
+elif proton_files:
+    pick = st.selectbox("Profile", proton_files, format_func=lambda p: p.name, key="ev_proton")
+    tree_source, tree_label = pick, pick.name
+if tree_source is None:
+    st.caption(
+        "No Proton profile found (`<results stem>_proton/` beside a typed path or the live sweep's file). "
+        "`python -m profiling sweep --proton` writes one on a GPU."
+    )
+else:
+    try:
+        tree = hatchet_table(tree_source, tree_label)
+    except HatchetError as error:
+        st.error(f"Could not read {tree_label}: {error}")
+    else:
+        shown = tree.assign(name=["  " * d + n for d, n in zip(tree["depth"], tree["name"], strict=True)])
+        columns = [c for c in ("name", "count", "time_ns", "inclusive_time_ns", "avg_time_ns", "pct_of_root", "bytes")]
+        st.caption(
+            f"{tree_label}: Proton's tree (ROOT, one scope per config, its kernels); time_ns summed over the "
+            "profiled calls (count), avg_time_ns per call, pct_of_root of the whole session's kernel time."
+        )
+        st.dataframe(shown[[c for c in columns if c in shown.columns]], hide_index=True, key="ev_proton_tree")
 
 st.subheader("PTX / SASS of one config")
 c = st.columns(4)

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from blockscope.pages import _common as ui
+from blockscope.pages import _ncu as ncu_section
 from blockscope.pages._compile import background_compile, rerun_while_compiling
 from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import figures, typed_config
@@ -322,15 +323,7 @@ if driver is not None and "agrees" in driver.columns:
     with st.expander("Data: every validated config (data/occupancy_h200.csv)"):
         st.dataframe(ok[columns], hide_index=True, key="occ_driver")
 
-ncu = dd.load_ncu()
-if ncu is not None and {"theoretical_occupancy_pct", "achieved_occupancy_pct"} <= set(ncu.columns):
-    st.subheader("Nsight Compute validation")
-    ui.chart(
-        figures.ncu_figure(ncu),
-        ncu,
-        "occ_ncu",
-        "Theoretical vs achieved occupancy and DRAM throughput measured by ncu (data/ncu_validation.csv).",
-    )
+ncu_section.occupancy_section(ctx.df)
 
 offline_vs_live = dd.load_offline_vs_live()
 if offline_vs_live is not None:

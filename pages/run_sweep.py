@@ -93,6 +93,7 @@ if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs 
             cancel=lambda: bool(st.session_state.get("sw_cancelled")),
             compile_workers=default_workers(),
             timing_started=clock.start,
+            on_warning=lambda line: st.warning(f"Machine: {line}"),
         )
         bar.progress(1.0, text=f"done: {len(table)} rows")
         saved_to = table.attrs.get("sweep", {}).get("saved_to")

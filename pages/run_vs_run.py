@@ -65,6 +65,21 @@ if label_a == label_b:
 run_a = next(run for run in loaded if run.label == label_a)
 run_b = next(run for run in loaded if run.label == label_b)
 st.dataframe(compare.run_info([run_a, run_b]).dropna(axis=1, how="all"), hide_index=True, key="rvr_info")
+if compare.gpu_uuids(run_a.rows) and compare.gpu_uuids(run_b.rows):
+    force = False
+    if compare.gpu_uuids(run_a.rows) != compare.gpu_uuids(run_b.rows):
+        force = st.checkbox(
+            "Compare runs of different GPUs anyway",
+            key="rvr_force",
+            help="The two runs name different GPU UUIDs: differences include the boards, not only the code.",
+        )
+    try:
+        different = compare.check_same_gpu(run_a.rows, run_b.rows, force=force)
+    except compare.DifferentGPUError as error:
+        st.warning(f"Not compared: {error}.")
+        st.stop()
+    if different:
+        st.warning(f"Compared although {different}.")
 
 mode = (
     st.segmented_control(

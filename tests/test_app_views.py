@@ -142,3 +142,100 @@ def test_auto_page_shows_the_pick_for_a_typed_shape() -> None:
     assert backends.loc[backends["variant"] == "auto", "vs_auto"].item() == 1.0
     at.number_input(key="auto_n").set_value(5000).run()
     assert any("was not measured" in i.value and "4,097" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("page", ["pages/occupancy.py", "pages/kernel_evidence.py"])
+def test_ncu_section_shows_bundled_validation_beside_estimates(page: str) -> None:
+    """The bundled ncu validation, joined to the bundled sweep's estimates: ncu's values unchanged, estimates where
+    the sweep has the config."""
+    from blockscope.profiling.views import dashboard_data as dd
+
+    ncu = dd.load_ncu()
+    if ncu is None or not BUNDLED_PATH.exists():
+        pytest.skip("bundled data absent")
+    at = new_app()
+    at.switch_page(page).run(timeout=120)
+    assert not at.exception, at.exception
+    tables = [d.value for d in at.dataframe if {"ncu_registers", "n_regs"} <= set(d.value.columns)]
+    assert tables, f"{page}: no table of ncu beside estimates"
+    table = tables[-1]
+    assert len(table) == len(ncu)
+    assert table["ncu_registers"].tolist() == ncu["ncu_registers"].tolist()
+    if page == "pages/occupancy.py":
+        assert table["estimated_occupancy_pct"].notna().any()
+
+
+def test_sidebar_catalog_folder_picks_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catalog folder under the working directory lists its results files; picking two stacks them; a folder
+    outside the working directory is refused."""
+    pytest.importorskip("duckdb")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").mkdir()
+    save_results(synthetic_results(**SMALL), tmp_path / "results" / "a.parquet")
+    save_results(synthetic_results(**SMALL, seed=1, run_id="run-b"), tmp_path / "results" / "b.parquet")
+    pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "results" / "other.parquet")
+    at = new_app()
+    at.sidebar.radio(key="data_source").set_value("Catalog folder").run()
+    assert not at.exception, at.exception
+    runs = at.sidebar.multiselect(key="catalog_runs")
+    assert [o.split(" ")[0] for o in runs.options] == ["a.parquet", "b.parquet"]
+    assert any("1 other Parquet file" in c.value for c in at.sidebar.caption)
+    runs.set_value(list(runs.options)).run()
+    assert not at.exception, at.exception
+    assert not any("Could not load" in e.value for e in at.sidebar.error)
+    at.sidebar.text_input(key="catalog_dir").input("../").run()
+    assert any("outside the working directory" in e.value for e in at.sidebar.error)
+
+
+def test_kernel_evidence_shows_the_proton_tree_beside_a_typed_path(results_file: Path, tmp_path: Path) -> None:
+    from blockscope.profiling.measure.proton import proton_dir_for
+    from blockscope.profiling.views.hatchet import hatchet_table
+
+    copy = tmp_path / results_file.name
+    copy.write_bytes(results_file.read_bytes())
+    folder = proton_dir_for(copy)
+    folder.mkdir()
+    fixture = Path(__file__).parent / "fixtures" / "sweep.hatchet"
+    (folder / "run-1.hatchet").write_bytes(fixture.read_bytes())
+    at = load_path(new_app(), copy)
+    at.switch_page("pages/kernel_evidence.py").run()
+    assert not at.exception, at.exception
+    tree = next(d.value for d in at.dataframe if "inclusive_time_ns" in d.value.columns)
+    expected = hatchet_table(fixture)
+    assert tree["inclusive_time_ns"].tolist() == expected["inclusive_time_ns"].tolist()
+    assert tree["name"].iloc[2] == "    row_softmax_kernel"  # indented by depth
+
+
+def test_run_vs_run_refuses_different_gpu_uuids_until_forced() -> None:
+    a = synthetic_results(**SMALL)
+    b = synthetic_results(seed=5, run_id="synthetic-5", **SMALL)
+    a["gpu_uuid"], b["gpu_uuid"] = "GPU-aaaa", "GPU-bbbb"
+    at = new_app()
+    at.sidebar.radio(key="data_source").set_value("Upload results files").run()
+    at.sidebar.file_uploader(key="uploads").set_value(
+        [
+            ("a.csv", a.to_csv(index=False).encode(), "text/csv"),
+            ("b.csv", b.to_csv(index=False).encode(), "text/csv"),
+        ]
+    ).run()
+    at.switch_page("pages/run_vs_run.py").run()
+    assert not at.exception, at.exception
+    assert any("Not compared" in w.value and "GPU-aaaa" in w.value for w in at.warning)
+    assert not [d for d in at.dataframe if "ratio_high" in d.value.columns]
+    at.checkbox(key="rvr_force").check().run()
+    assert not at.exception, at.exception
+    assert any("Compared although" in w.value for w in at.warning)
+    assert len(ratio_table(at))
+
+
+def test_occupancy_page_reads_an_uploaded_ncu_csv() -> None:
+    raw = Path(__file__).parent / "fixtures" / "ncu_raw.csv"
+    at = new_app()
+    at.switch_page("pages/occupancy.py").run()
+    at.radio(key="occ_ncu_source").set_value("Upload an ncu-import table or ncu --csv output").run()
+    at.file_uploader(key="occ_ncu_upload").set_value([("ncu_raw.csv", raw.read_bytes(), "text/csv")]).run()
+    assert not at.exception, at.exception
+    beside = [d.value for d in at.dataframe if "ncu_blocks_per_sm" in d.value.columns][-1]
+    assert beside["ncu_blocks_per_sm"].tolist() == [32, 16, 3]
+    at.file_uploader(key="occ_ncu_upload").set_value([("bad.csv", b"a,b\n1,2\n", "text/csv")]).run()
+    assert any("not an Nsight Compute CSV" in e.value for e in at.error)

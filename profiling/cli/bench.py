@@ -48,6 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     bench.add_argument("--markdown", default="docs/benchmarks.md", help="where to write the table (markdown)")
     bench.add_argument("--csv", help="also write the table as CSV")
+    bench.add_argument(
+        "--proton",
+        action="store_true",
+        help="after timing, a Proton tree profile of torch and auto per forward shape in "
+        "<csv or markdown stem>_proton/<run id>.hatchet",
+    )
     bench.set_defaults(handler=run_bench_command)
 
     tune = subparsers.add_parser(
@@ -163,6 +169,16 @@ def run_bench_command(args: argparse.Namespace) -> int:
     command = "python -m profiling bench " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     write_outputs(table, env, command.strip(), Path(args.markdown), Path(args.csv) if args.csv else None)
     print(f"wrote {args.markdown}" + (f" and {args.csv}" if args.csv else ""))
+    if args.proton:
+        from blockscope.profiling.measure.bench import proton_calls
+        from blockscope.profiling.measure.proton import ProtonError, profile_configs, proton_dir_for
+
+        beside = Path(args.csv) if args.csv else Path(args.markdown)
+        try:
+            written = profile_configs(proton_calls(table), proton_dir_for(beside) / str(env.get("run_id") or "bench"))
+            print(f"Proton profile: {written}")
+        except ProtonError as error:
+            sys.stderr.write(f"Proton profile not written: {error}\n")
     return 0
 
 

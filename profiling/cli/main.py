@@ -1,6 +1,6 @@
 """The command line: `blockscope <command>` (installed) or `python -m profiling <command>` (in a checkout).
 
-Commands: occupancy, inspect, seed, sweep, drift, export, bench, tune, numerics, native.
+Commands: occupancy, inspect, seed, sweep, drift, export, bench, tune, numerics, native, ncu-import, merge, catalog.
 
 Each command lives in a profiling.cli module exposing `register(subparsers)`; a handler returns an exit
 status or raises CLIError (printed as one line, exit 2).
@@ -21,6 +21,8 @@ COMMAND_MODULES = (
     "blockscope.profiling.cli.export",
     "blockscope.profiling.cli.numerics",
     "blockscope.profiling.cli.native",
+    "blockscope.profiling.cli.ncu",
+    "blockscope.profiling.cli.catalog",
 )
 BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 
@@ -60,6 +62,7 @@ def _dispatch(argv: list[str] | None, prog: str) -> int:
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
     args = parser.parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # sweep --gpus/--ray hand them to workers
     if not getattr(args, "handler", None):
         parser.error(f"a command is required; allowed: {', '.join(sorted(subparsers.choices))}")
     try:

@@ -109,7 +109,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "against this earlier results file (configs over 20 us; goal within 3%%)",
     )
     sweep.add_argument("--out", required=True, metavar="FILE", help="results .parquet or .csv (resumed if present)")
+    sweep.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N: configs whose index mod N is I "
+        "(e.g. $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)",
+    )
+    sweep.add_argument(
+        "--gpus",
+        metavar="all|0,1",
+        help="one worker process per GPU (CUDA_VISIBLE_DEVICES, a shard each) writing <out stem>.shardIofN files, "
+        "merged into --out",
+    )
+    sweep.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="run the shards as Ray tasks (num_gpus=1 each) on an existing cluster (default address: auto); "
+        "part files must be on storage every node reaches",
+    )
+    sweep.add_argument("--ray-shards", type=positive_int, help="shards for --ray (default: the cluster's GPUs)")
+    sweep.add_argument(
+        "--proton",
+        action="store_true",
+        help="after timing, profile the configs that ran with Proton (triton.profiler) into "
+        "<out stem>_proton/<run id>.hatchet (shown on the Kernel evidence page)",
+    )
+    sweep.add_argument("--run-id", help=argparse.SUPPRESS)  # workers of --gpus/--ray share the parent's run id
     sweep.set_defaults(handler=run_sweep_command)
+
+    merge = subparsers.add_parser(
+        "merge",
+        help="merge the part files of a sharded sweep into one results file",
+        description="Stack results files of sweep --shard I/N (refusing a config measured in two parts) in the "
+        "canonical row order; the merge of all shards holds the same rows as the unsharded sweep.",
+    )
+    merge.add_argument("parts", nargs="+", metavar="PART", help="results files of the shards")
+    merge.add_argument("--out", required=True, metavar="FILE", help="merged results .parquet or .csv")
+    merge.set_defaults(handler=run_merge_command)
 
     drift = subparsers.add_parser(
         "drift",
@@ -131,7 +169,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     drift.add_argument(
         "--force",
         action="store_true",
-        help="compare runs from different GPUs or torch/Triton versions anyway (the output says FORCED)",
+        help="compare runs from different GPUs (name or UUID) or torch/Triton versions anyway (the output says FORCED)",
     )
     drift.set_defaults(handler=run_drift_command)
 
@@ -419,6 +457,22 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
     out = check_out_path(args.out)
     configs = sweep_configs_from_args(args)
+    if sum(x is not None for x in (args.shard, args.gpus, args.ray)) > 1:
+        raise CLIError("--shard, --gpus and --ray: choose one; allowed: one way to split the sweep")
+    if args.shard is not None:
+        from blockscope.profiling.measure.shard import parse_shard, shard
+
+        try:
+            index, count = parse_shard(args.shard)
+        except ValueError as error:
+            raise CLIError(f"--shard: {error}") from None
+        configs = shard(configs, index, count)
+        if not configs:
+            raise CLIError(f"--shard {args.shard}: no configs in this shard ({count} shards); allowed: fewer shards")
+    if args.gpus is not None:
+        return _sweep_on_gpus(args, out)
+    if args.ray is not None:
+        return _sweep_on_ray(args, out)
     if out.exists():
         try:
             load_results(out)
@@ -475,6 +529,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                 compile_workers=workers,
                 timing_started=callback.start,
                 trace_configs=trace_configs,
+                on_warning=lambda line: sys.stderr.write(f"warning: {line}\n"),
+                env=_worker_env(args.run_id),
+                proton=args.proton,
             )
     except Stopped as stop:
         close()
@@ -509,9 +566,77 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker_env(run_id: str | None) -> dict[str, Any] | None:
+    """The fingerprint with the parent's run id for a --gpus/--ray worker; None (run_sweep's own) otherwise."""
+    if not run_id:
+        return None
+    from blockscope.profiling.measure.env import fingerprint
+
+    return fingerprint(run_id=run_id)
+
+
+def _merge_into(parts: list[Path], out: Path) -> int:
+    from blockscope.profiling.measure.shard import merge_parts
+    from blockscope.profiling.results import ResultsError, save_results
+
+    try:
+        table = merge_parts(parts)
+    except (ValueError, ResultsError) as error:
+        raise CLIError(str(error).splitlines()[0]) from None
+    save_results(table, out)
+    gpus = table["gpu_uuid"].dropna().nunique() if "gpu_uuid" in table.columns else 0
+    print(f"merged {len(parts)} parts into {out}: {len(table)} rows, {gpus} GPU(s) by gpu_uuid")
+    return 0
+
+
+def _sweep_on_gpus(args: argparse.Namespace, out: Path) -> int:
+    """--gpus: one `sweep --shard j/N` worker per GPU, then the merge of their part files into `out`."""
+    import subprocess
+
+    require_cuda("sweep --gpus")
+    import torch
+
+    from blockscope.profiling.measure.env import new_run_id
+    from blockscope.profiling.measure.shard import gpu_worker_commands, parse_gpus
+
+    try:
+        gpus = parse_gpus(args.gpus, torch.cuda.device_count())
+    except ValueError as error:
+        raise CLIError(str(error)) from None
+    workers = gpu_worker_commands(args.argv, gpus, out, args.run_id or new_run_id())
+    sys.stderr.write(f"{len(workers)} workers on GPUs {','.join(map(str, gpus))}; parts beside {out}\n")
+    running = [subprocess.Popen(command, env=env) for command, env, _ in workers]
+    failed = [(gpu, p.wait()) for gpu, p in zip(gpus, running, strict=True)]
+    failed = [(gpu, status) for gpu, status in failed if status != 0]
+    if failed:
+        gpu, status = failed[0]
+        raise CLIError(f"the worker on GPU {gpu} exited {status} ({len(failed)} failed); parts kept, rerun to resume")
+    return _merge_into([part for _, _, part in workers], out)
+
+
+def _sweep_on_ray(args: argparse.Namespace, out: Path) -> int:
+    """--ray [ADDRESS]: the shards as Ray tasks with one GPU each, then the merge into `out`."""
+    from blockscope.profiling.measure.env import new_run_id
+    from blockscope.profiling.measure.shard import run_on_ray
+
+    try:
+        parts = run_on_ray(args.ray, args.argv, args.ray_shards, out, args.run_id or new_run_id())
+    except (ImportError, ConnectionError, ValueError, RuntimeError) as error:
+        raise CLIError(str(error).splitlines()[0]) from None
+    return _merge_into(parts, out)
+
+
+def run_merge_command(args: argparse.Namespace) -> int:
+    """`merge PART... --out FILE`."""
+    out = check_out_path(args.out)
+    return _merge_into([Path(p) for p in args.parts], out)
+
+
 def sweep_report_lines(info: dict[str, Any]) -> list[str]:
     """Where a sweep's wall time went (phase seconds), its compile warm-up and the traces it kept."""
     lines = []
+    if info.get("proton"):
+        lines.append(f"Proton profile: {info['proton']}")
     phases = info.get("phase_s") or {}
     if phases:
         lines.append("wall time by phase: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()))

@@ -317,6 +317,24 @@ def run_bench(
     return pd.DataFrame(rows), env
 
 
+def proton_calls(table: pd.DataFrame) -> list[tuple[str, Callable[[], Callable[[], Any]]]]:
+    """(label, make) per forward shape of a bench table for torch.softmax and auto (profiling.measure.proton);
+    each `make` allocates its input when called, so one shape's input lives at a time."""
+    calls = []
+    forward = table[table["direction"] == FORWARD] if "direction" in table.columns else table
+    for dtype_name, n_rows, n_cols in forward[["dtype", "n_rows", "n_cols"]].drop_duplicates().itertuples(index=False):
+        for backend in ("torch", "auto"):
+
+            def make(backend: str = backend, shape: tuple = (int(n_rows), int(n_cols)), name: str = dtype_name):
+                x = torch.randn(*shape, device="cuda", dtype=dtype_from_name(name))
+                if backend == "torch":
+                    return lambda: torch.softmax(x, dim=-1)
+                return lambda: kernels.softmax(x, "auto")
+
+            calls.append((f"{backend} {dtype_name} R={int(n_rows)} N={int(n_cols)}", make))
+    return calls
+
+
 def sections(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
     """(direction, method, rows) in table order; a table without a `direction` column is all forward."""
     ways = table["direction"].fillna(FORWARD) if "direction" in table.columns else pd.Series(FORWARD, table.index)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import datetime as _dt
+import os
 import subprocess
 import uuid
 from typing import Any
@@ -52,7 +53,8 @@ def fingerprint(
     device: Any = None, *, copy_gbps: float | None = None, measure_copy: bool = True, run_id: str | None = None
 ) -> dict[str, Any]:
     """gpu_name, compute_capability ('9.0'), sm_count, driver_version, torch_version, triton_version,
-    copy_gbps (GB/s, measured here unless given or `measure_copy` is False), measured_at (ISO UTC), run_id.
+    copy_gbps (GB/s, measured here unless given or `measure_copy` is False), measured_at (ISO UTC), run_id, and
+    the machine record (profiling.measure.machine: GPU UUID, host, clocks, power limit, ECC, MIG, other processes).
 
     Without CUDA the GPU fields are 'none' and the numbers None (NA in the table).
     """
@@ -75,11 +77,15 @@ def fingerprint(
         "copy_gbps": copy_gbps,
         "measured_at": utc_now_iso(),
     }
+    from blockscope.profiling.measure.machine import empty_record, machine_record, torch_device_uuid
+
     if not torch.cuda.is_available():
-        return info
+        return {**info, **empty_record("no CUDA device")}
     device = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
     if device.type != "cuda":
-        return info
+        return {**info, **empty_record("not a CUDA device")}
+    uuid = torch_device_uuid(device)
+    info.update(machine_record(uuid=uuid) if uuid else machine_record(index=_nvml_index(device.index or 0)))
     props = torch.cuda.get_device_properties(device)
     info.update(
         gpu_name=props.name,
@@ -92,6 +98,14 @@ def fingerprint(
 
         info["copy_gbps"] = measure_copy_gbps(device)
     return info
+
+
+def _nvml_index(torch_index: int) -> int:
+    """NVML's index of torch's CUDA device `torch_index` when CUDA_VISIBLE_DEVICES lists integers; else the same."""
+    visible = [part.strip() for part in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if part.strip()]
+    if torch_index < len(visible) and visible[torch_index].isdigit():
+        return int(visible[torch_index])
+    return torch_index
 
 
 def arch_of(info: dict[str, Any]) -> str | None:

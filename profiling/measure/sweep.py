@@ -40,7 +40,7 @@ import torch
 from blockscope import kernels
 from blockscope.kernels import DTYPE_NAMES, LaunchPlan, dtype_from_name, get_variant
 from blockscope.kernels._common import NUM_WARPS_ALLOWED
-from blockscope.profiling.measure import timing
+from blockscope.profiling.measure import machine, timing
 from blockscope.profiling.measure.backends import PEERS, get_backend, is_peer, unsupported_reason
 from blockscope.profiling.measure.directions import (
     BACKWARD,
@@ -643,6 +643,7 @@ class SweepState:
     precompile: dict[str, Any] = field(default_factory=dict)  # compiled / failed counts, workers, why it broke
     traces: list[str] = field(default_factory=list)  # Chrome trace files kept
     saved_to: str | None = None  # where the rows went when the output's disk was full
+    proton: str = ""  # the Proton .hatchet file written, or why none
 
     def add_phase(self, name: str, seconds: float) -> None:
         self.phase_s[name] = self.phase_s.get(name, 0.0) + seconds
@@ -680,6 +681,9 @@ def run_sweep(
     trace_configs: Sequence[Config] = (),
     trace_dir: str | Path | None = None,
     chrome_tracer: ChromeTracer | None = None,
+    on_warning: Callable[[str], None] | None = None,
+    proton: bool = False,
+    proton_profiler: Callable[..., Path] | None = None,
 ) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
@@ -698,6 +702,11 @@ def run_sweep(
     `phase_s` (wall seconds per phase) and the precompile report. `trace_configs`: configs whose Chrome trace
     (torch.profiler, one call) is kept in `trace_dir` (default: '<out stem>_traces' beside `out`) with an
     index.json naming each file's config (profiling.trace.read_trace_index); after all timing, on CUDA.
+    `on_warning(line)` gets each machine warning before timing starts (clocks not locked, other processes on the
+    GPU: profiling.measure.machine.warnings); `df.attrs['sweep']['machine_warnings']` keeps them.
+    `proton`: after all timing, profile every config that ran in this run with Proton (profiling.measure.proton,
+    `proton_profiler` replaces profile_configs in tests) into '<out stem>_proton/<run_id>.hatchet';
+    `df.attrs['sweep']['proton']` names the file, or why there is none.
     """
     started = time.perf_counter()
     methods = list(dict.fromkeys(methods))
@@ -716,6 +725,10 @@ def run_sweep(
         tracer = kernel_names
     env = dict(env) if env is not None else fingerprint(device)
     env_row = {name: env.get(name) for name in ENV_COLUMNS}
+    machine_warnings = machine.warnings(env_row)
+    for line in machine_warnings:
+        if on_warning is not None:
+            on_warning(line)
     gpu_name = env_row["gpu_name"] if env_row.get("gpu_name") not in (None, "none") else None
     arch = None if device.type == "cuda" else arch_of(env_row)
     compile_facts = compile_facts or default_compile_facts
@@ -849,12 +862,17 @@ def run_sweep(
                 if folder is not None:
                     state.traces = _keep_traces(trace_configs, new_rows, folder, chrome_tracer, device, env_row, seed)
                 state.add_phase("chrome_traces", time.perf_counter() - tic)
+            if proton and not state.cancelled and out_path is not None:
+                tic = time.perf_counter()
+                state.proton = _keep_proton(configs, new_rows, out_path, device, env_row, seed, proton_profiler)
+                state.add_phase("proton", time.perf_counter() - tic)
         finally:
             shape.x = shape.reference = shape.gradients = None
             save()
         table = _table(existing.drop(index=replaced), new_rows)
         state.seconds = time.perf_counter() - started
         table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
+        table.attrs["sweep"]["machine_warnings"] = machine_warnings
         return table
 
 
@@ -868,6 +886,43 @@ def _default_chrome_tracer(fn: Callable[[], Any], path: Path) -> list[str]:
     from blockscope.profiling.measure.trace import trace_kernels
 
     return [record.name for record in trace_kernels(fn, export_path=path)]
+
+
+def _keep_proton(
+    configs: Sequence[Config],
+    new_rows: list[dict[str, Any]],
+    out_path: Path,
+    device: torch.device,
+    env_row: Mapping[str, Any],
+    seed: int,
+    profiler: Callable[..., Path] | None,
+) -> str:
+    """One Proton session over the configs that ran without error in this run (a scope per config label);
+    the .hatchet path written, or 'not written: why' (evidence, not results: a failure does not stop the sweep)."""
+    from blockscope.profiling.measure.proton import ProtonError, profile_configs, proton_dir_for
+
+    ran = {(r["variant"], r["dtype"], r["n_rows"], r["n_cols"], r["tunables"], r.get("direction", FORWARD))
+           for r in new_rows if not r["error"]}  # fmt: skip
+    calls = []
+    for config in dict.fromkeys(configs):
+        resolved = [k for k in ran if k[:4] == (config.variant, config.dtype, config.n_rows, config.n_cols)]
+        if not resolved or config.direction != FORWARD:
+            continue
+
+        def make(config: Config = config) -> Callable[[], Any]:
+            generator = torch.Generator(device=device).manual_seed(seed)
+            dtype = dtype_from_name(config.dtype)
+            x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
+            return backend_callable(config, x)
+
+        calls.append((config.label(), make))
+    if not calls:
+        return "not written: no forward config ran in this run"
+    target = proton_dir_for(out_path) / str(env_row.get("run_id") or "run")
+    try:
+        return str((profiler or profile_configs)(calls, target))
+    except (ProtonError, ValueError) as error:
+        return f"not written: {error}"
 
 
 def _keep_traces(

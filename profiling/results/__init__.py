@@ -145,6 +145,24 @@ NUMERICS_COLUMNS: dict[str, str] = {
     "rowsum_err_max": "Float64",
     "numerics_input": "string",
 }
+# the machine record (profiling/measure/machine.py, NVML), part of ENV_COLUMNS; files without it load them as NA
+MACHINE_COLUMNS: dict[str, str] = {
+    "gpu_uuid": "string",  # 'GPU-9a89...'
+    "host_name": "string",
+    "sm_clock_mhz": "Int64",  # current SM clock when the run started, MHz
+    "sm_clock_max_mhz": "Int64",
+    "mem_clock_mhz": "Int64",
+    "mem_clock_max_mhz": "Int64",
+    "sm_app_clock_mhz": "Int64",  # applications-clock SM target, MHz
+    "clock_event_reasons": "Int64",  # nvmlDeviceGetCurrentClocksEventReasons bitmask
+    "clocks_locked": "boolean",
+    "power_limit_w": "Float64",  # enforced power limit, W
+    "ecc_enabled": "boolean",
+    "persistence_mode": "boolean",
+    "mig_enabled": "boolean",
+    "other_gpu_processes": "Int64",  # compute processes on the GPU other than this one
+    "nvml_status": "string",  # 'ok' or why NVML fields are missing
+}
 ENV_COLUMNS: dict[str, str] = {
     "run_id": "string",
     "gpu_name": "string",
@@ -155,6 +173,7 @@ ENV_COLUMNS: dict[str, str] = {
     "triton_version": "string",
     "copy_gbps": "Float64",
     "measured_at": "string",
+    **MACHINE_COLUMNS,
 }
 REVISION_COLUMNS: dict[str, str] = {"kernel_source_hash": "string", "kernel_revision": "string"}
 COLUMNS: dict[str, str] = {
@@ -199,6 +218,14 @@ def _cast(series: pd.Series, name: str, dtype: str) -> pd.Series:
             if name == "direction":
                 return out.mask(out == "").fillna(DEFAULT_DIRECTION)
             return out.fillna("") if name == "error" else out.mask(out == "")
+        if dtype == "boolean":
+            if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
+                text = series.astype("string").str.strip().str.lower()
+                words = {"true": True, "1": True, "false": False, "0": False}
+                if not text.dropna().isin([*words, ""]).all():
+                    raise ValueError("not a boolean")
+                return text.map(words, na_action="ignore").astype("boolean")
+            return series.astype("boolean")
         if dtype == "Int64":
             if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
                 series = pd.to_numeric(series.mask(series.astype("string") == ""), errors="raise")
@@ -215,7 +242,7 @@ def _cast(series: pd.Series, name: str, dtype: str) -> pd.Series:
         bad = _first_bad_value(series, dtype)
         raise ResultsError(
             f"column {name!r} cannot be read as {dtype}{bad}: expected "
-            f"{'integers' if dtype == 'Int64' else 'numbers' if dtype == 'Float64' else 'text'} "
+            f"{ {'Int64': 'integers', 'Float64': 'numbers', 'boolean': 'true/false'}.get(dtype, 'text') } "
             f"({type(error).__name__})"
         ) from None
 

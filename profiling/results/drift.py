@@ -18,7 +18,7 @@ import pandas as pd
 KEY = ["variant", "dtype", "n_rows", "n_cols", "tunables", "method"]
 DEFAULT_MIN_US = 20.0
 DEFAULT_LIMIT = 0.03
-ENVIRONMENT = ("gpu_name", "compute_capability", "torch_version", "triton_version")
+ENVIRONMENT = ("gpu_name", "gpu_uuid", "compute_capability", "torch_version", "triton_version")
 
 
 class DriftMismatch(ValueError):
@@ -37,6 +37,31 @@ def environment_differences(first: pd.DataFrame, second: pd.DataFrame) -> list[s
         if left and right and left != right:
             differences.append(f"{column}: {' / '.join(map(repr, left))} vs {' / '.join(map(repr, right))}")
     return differences
+
+
+class DifferentGPUError(DriftMismatch):
+    """Two runs measured on different physical GPUs (their gpu_uuid sets differ); pass force to compare anyway."""
+
+
+def gpu_uuids(table: pd.DataFrame) -> set[str]:
+    """The GPU UUIDs ('GPU-...') a results table was measured on; empty when the rows have none (older files)."""
+    if "gpu_uuid" not in table.columns:
+        return set()
+    return {str(v) for v in table["gpu_uuid"].dropna().unique() if str(v)}
+
+
+def check_same_gpu(first: pd.DataFrame, second: pd.DataFrame, *, force: bool = False) -> str | None:
+    """None when both runs name the same GPU UUIDs or either names none (files without the machine record).
+
+    Different UUIDs raise DifferentGPUError (one line naming both) unless `force`, which returns that line instead
+    so a caller can print it beside the comparison."""
+    a, b = gpu_uuids(first), gpu_uuids(second)
+    if not a or not b or a == b:
+        return None
+    line = f"the runs were measured on different GPUs ({', '.join(sorted(a))} vs {', '.join(sorted(b))})"
+    if force:
+        return line
+    raise DifferentGPUError(f"{line}; allowed: runs of one GPU, or force the comparison (--force / the checkbox)")
 
 
 def _timed(table: pd.DataFrame) -> pd.DataFrame:
@@ -61,6 +86,7 @@ def repeat_drift(
     runs' environments differ (environment_differences) unless `force`, which labels the table instead."""
     if min_us < 0:
         raise ValueError(f"min_us={min_us}; allowed: a number >= 0 (microseconds)")
+    check_same_gpu(first, second, force=force)  # DifferentGPUError (a DriftMismatch) names the two UUIDs
     differences = environment_differences(first, second)
     if differences and not force:
         raise DriftMismatch(

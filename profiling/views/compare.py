@@ -13,13 +13,23 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from blockscope.profiling.results.drift import DifferentGPUError, check_same_gpu, gpu_uuids  # noqa: F401 - shared
 from blockscope.profiling.views import dashboard_data as dd
 
 CONFIG_KEYS = ("variant", "dtype", "n_rows", "n_cols", "tunables", "method")
 SHAPE_KEYS = ("variant", "dtype", "n_rows", "n_cols", "method")
 MODES = ("same config", "fastest config per variant")
 FASTER, SLOWER, WITHIN, NO_SPREAD = "B faster", "B slower", "within spread", "no spread"
-VERSION_COLUMNS = ("gpu_name", "run_id", "torch_version", "triton_version", "driver_version", "measured_at")
+VERSION_COLUMNS = (
+    "gpu_name",
+    "gpu_uuid",
+    "host_name",
+    "run_id",
+    "torch_version",
+    "triton_version",
+    "driver_version",
+    "measured_at",
+)
 
 
 @dataclass(frozen=True)

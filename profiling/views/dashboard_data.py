@@ -764,7 +764,7 @@ def load_ncu(path: str | Path = NCU_PATH) -> pd.DataFrame | None:
     """data/ncu_validation.csv with readable column names (percent columns 0..100), or None if absent.
 
     Adds theoretical_occupancy_pct, achieved_occupancy_pct, dram_pct, gpu_time_ns (gpu__time_duration.sum,
-    ns) when ncu's metrics are there.
+    ns), ncu_registers and ncu_blocks_per_sm (the smallest of ncu's four block limits) when ncu's metrics are there.
     """
     path = Path(path)
     if not path.exists():
@@ -780,9 +780,113 @@ def load_ncu(path: str | Path = NCU_PATH) -> pd.DataFrame | None:
     for column in ("theoretical_occupancy_pct", "achieved_occupancy_pct", "dram_pct", "gpu_time_ns"):
         if column in table.columns:
             table[column] = pd.to_numeric(table[column].astype(str).str.replace(",", ""), errors="coerce")
+    if "launch__registers_per_thread" in table.columns:
+        table["ncu_registers"] = _ncu_numbers(table["launch__registers_per_thread"]).round().astype("Int64")
+    limits = [f"launch__occupancy_limit_{k}" for k in ("registers", "shared_mem", "warps", "blocks")]
+    if set(limits) <= set(table.columns):
+        values = pd.concat([_ncu_numbers(table[c]) for c in limits], axis=1)
+        table["ncu_blocks_per_sm"] = values.min(axis=1, skipna=True).round().astype("Int64")
     if "error" in table.columns:
         table["error"] = table["error"].astype("string").fillna("")
     return table
+
+
+def _ncu_numbers(series: pd.Series) -> pd.Series:
+    """ncu's numbers as printed ('1,024') -> Float64."""
+    return pd.to_numeric(series.astype(str).str.replace(",", ""), errors="coerce").astype("Float64")
+
+
+NCU_ESTIMATE_COLUMNS = (
+    "variant",
+    "dtype",
+    "n_cols",
+    "tunables",
+    "theoretical_occupancy_pct",
+    "estimated_occupancy_pct",
+    "achieved_occupancy_pct",
+    "ncu_blocks_per_sm",
+    "blocks_per_sm",
+    "ncu_registers",
+    "n_regs",
+    "dram_pct",
+    "gpu_time_ns",
+)
+
+
+def load_ncu_import(source: str | Path | bytes, name: str | None = None) -> pd.DataFrame:
+    """An `ncu-import` table (or raw `ncu --csv` text) with load_ncu's column names: theoretical_occupancy_pct,
+    achieved_occupancy_pct, dram_pct (% of peak), gpu_time_ns (ns), num_warps, ncu_registers, ncu_blocks_per_sm
+    (the smallest of ncu's four block limits). Raises profiling.results.ncu.NcuError (a ValueError) when bad."""
+    from blockscope.profiling.results.ncu import load_ncu_table
+
+    table = load_ncu_table(source, name)
+    frame = table.rename(
+        columns={
+            "dram_throughput_pct": "dram_pct",
+            "duration_ns": "gpu_time_ns",
+            "registers_per_thread": "ncu_registers",
+        }
+    )
+    frame["num_warps"] = (frame["block_threads"] // 32).astype("Int64")
+    limits = frame[["block_limit_registers", "block_limit_shared_mem", "block_limit_warps", "block_limit_sm"]]
+    frame["ncu_blocks_per_sm"] = limits.astype("Float64").min(axis=1, skipna=True).round().astype("Int64")
+    if "variant" in frame.columns:  # an ncu-import table: kernels that are not Blockscope's have no variant
+        frame["variant"] = frame["variant"].astype("string").fillna("").replace("", "(not ours)")
+    else:  # raw ncu CSV, not matched (that takes `ncu-import`): label rows by kernel name
+        frame["variant"] = frame["kernel_name"].astype("string")
+    for column in ("dtype", "n_cols", "n_rows", "tunables"):
+        if column not in frame.columns:
+            frame[column] = pd.NA
+    return frame
+
+
+def _tunables_key(text: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(json.loads(text), sort_keys=True) if isinstance(text, str) and text else ""
+    except ValueError:
+        return str(text)
+
+
+def ncu_beside_estimates(ncu: pd.DataFrame, df: pd.DataFrame | None) -> pd.DataFrame:
+    """ncu's rows (load_ncu or load_ncu_import) beside Blockscope's estimates for the same config from results
+    `df`: estimated_occupancy_pct (occupancy calculator, 0..100), blocks_per_sm and n_regs (compiled). Rows
+    are joined on config variant, dtype, n_rows, n_cols and tunables; ones without a config keep NA estimates."""
+    out = ncu.copy()
+    if "config_variant" in out.columns:
+        out["config_variant"] = out["config_variant"].astype("string").fillna(out["variant"].astype("string"))
+    else:
+        out["config_variant"] = out["variant"].astype("string")
+    for column in ("ncu_registers", "ncu_blocks_per_sm", "estimated_occupancy_pct"):
+        if column not in out.columns:
+            out[column] = pd.NA
+    if "ncu_registers" in out.columns and "n_regs" in ncu.columns and out["ncu_registers"].isna().all():
+        out["ncu_registers"] = ncu["n_regs"]  # data/ncu_validation.csv: launch__registers_per_thread is there too
+    if "launch__registers_per_thread" in ncu.columns:
+        out["ncu_registers"] = pd.to_numeric(ncu["launch__registers_per_thread"], errors="coerce")
+    out = out.drop(columns=[c for c in ("n_regs", "blocks_per_sm") if c in out.columns])
+    needed = {"variant", "dtype", "n_rows", "n_cols", "tunables", "occupancy", "blocks_per_sm", "n_regs"}
+    if df is None or df.empty or not needed <= set(df.columns):
+        out["estimated_occupancy_pct"] = pd.array([pd.NA] * len(out), dtype="Float64")
+        out["blocks_per_sm"] = pd.array([pd.NA] * len(out), dtype="Int64")
+        out["n_regs"] = pd.array([pd.NA] * len(out), dtype="Int64")
+        return out
+    estimates = df[list(needed)].copy()
+    estimates["key"] = [_tunables_key(t) for t in estimates["tunables"]]
+    estimates = estimates.drop_duplicates(["variant", "dtype", "n_rows", "n_cols", "key"])
+    estimates["estimated_occupancy_pct"] = estimates["occupancy"].astype("Float64") * 100
+    estimates = estimates.rename(columns={"variant": "config_variant"}).drop(columns=["tunables", "occupancy"])
+    out = out.drop(columns=["estimated_occupancy_pct"])
+    out["key"] = [_tunables_key(t) for t in out["tunables"]]
+    for column in ("n_rows", "n_cols"):
+        out[column] = pd.to_numeric(out[column], errors="coerce").astype("Int64")
+        estimates[column] = pd.to_numeric(estimates[column], errors="coerce").astype("Int64")
+    for column in ("config_variant", "dtype"):
+        out[column] = out[column].astype("string")
+        estimates[column] = estimates[column].astype("string")
+    merged = out.merge(estimates, on=["config_variant", "dtype", "n_rows", "n_cols", "key"], how="left")
+    return merged.drop(columns=["key"])
 
 
 def load_driver_occupancy(path: str | Path = DRIVER_OCCUPANCY_PATH) -> pd.DataFrame | None:

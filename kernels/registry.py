@@ -237,7 +237,8 @@ def softmax(
     `dim` other than the last is moved last (a copy when the moved last dim is not unit-stride); the result is
     then a view of a buffer with `dim` innermost. `out`: a preallocated output of x's shape, dtype and device,
     not overlapping x (written in place when viewable as rows, else copied into); returned. `inplace=True`
-    writes into x and returns x. Neither takes autograd (as torch's out= ops). The old positional form
+    writes into x and returns x. Neither takes autograd (as torch's out= ops), and both refuse (RuntimeError, as
+    torch's in-place ops) a written-to tensor whose elements share memory (an expand, overlapping as_strided rows). The old positional form
     softmax(x, "online", tile=2048) still works: a str second argument is the variant.
     """
     # auto's repeated input: its whole call in C++ (kernels/native.py), or None (autograd, subclasses, a new shape).

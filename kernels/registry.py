@@ -238,8 +238,8 @@ def softmax(
     then a view of a buffer with `dim` innermost. `out`: a preallocated output of x's shape, dtype and device,
     not overlapping x (written in place when viewable as rows, else copied into); returned. `inplace=True`
     writes into x and returns x. Neither takes autograd (as torch's out= ops), and both refuse (RuntimeError, as
-    torch's in-place ops) a written-to tensor whose elements share memory (an expand, overlapping as_strided rows). The old positional form
-    softmax(x, "online", tile=2048) still works: a str second argument is the variant.
+    torch's in-place ops) a written-to tensor whose elements share memory (an expand, overlapping as_strided rows).
+    The old positional form softmax(x, "online", tile=2048) still works: a str second argument is the variant.
     """
     # auto's repeated input: its whole call in C++ (kernels/native.py), or None (autograd, subclasses, a new shape).
     # Never while tracing: traced calls take the blockscope::softmax op below without reading _NATIVE_RUN (a guard on

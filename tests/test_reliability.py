@@ -4,6 +4,7 @@ the ptxas that reads Triton's PTX."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pandas as pd
@@ -554,8 +555,6 @@ def test_quack_backward_sweep_leaves_the_process_usable() -> None:
 def test_live_inspection_knows_spill_bytes_in_process_and_in_a_worker(recwarn) -> None:
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    import importlib
-
     importlib.import_module("torch._inductor.codecache")  # Inductor may point TRITON_PTXAS_PATH at torch's ptxas
 
     from blockscope.profiling.inspect.compiled import inspect
@@ -578,3 +577,27 @@ def test_chrome_trace_is_written_whole_and_a_dead_writers_partial_is_reclaimed(t
     trace.trace_kernels(lambda: torch.softmax(torch.randn(4, 8), -1), export_path=path)
     assert "traceEvents" in json.loads(path.read_text())
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_backward_bench_does_not_capture_a_capture_unsafe_peer(monkeypatch) -> None:
+    from blockscope.profiling.measure import backends, bench, timing
+
+    monkeypatch.setattr(backends, "unsupported_reason", lambda *a, **k: None)
+    monkeypatch.setattr(
+        bench,
+        "direction_callable",
+        lambda direction, backend, tunables, x, inputs: lambda: torch.softmax(x.float(), -1).to(x.dtype),
+    )
+    monkeypatch.setattr(bench, "check_direction", lambda *a: (None, 0.0))
+    seen: dict[str, bool] = {}
+    order = iter(["quack", "torch", "auto"])
+
+    def fake_benchmark(fn, method, capture=True):
+        seen[next(order)] = capture
+        return timing.summarize(method, [5.0, 5.0, 5.0], 0.0, 3)
+
+    row = bench.bench_backward_shape(
+        "offgrid", 4, 8, torch.float32, 100.0, "cuda_graph", "backward", fake_benchmark, "cpu", ("quack",)
+    )
+    assert seen == {"quack": False, "torch": True, "auto": True}
+    assert "quack not captured" in row["timing_note"] and row["quack_us"] == 5.0 and not row["quack_error"]

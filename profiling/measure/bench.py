@@ -38,7 +38,7 @@ from blockscope.profiling.measure.directions import (
     gradient_inputs,
     parse_directions,
 )
-from blockscope.profiling.measure.sweep import check_result, default_n_values
+from blockscope.profiling.measure.sweep import capture_unsafe_for, check_result, default_n_values
 from blockscope.profiling.results import NOT_RUN_PREFIXES, WRONG_RESULT, bytes_moved
 
 LARGE_N: tuple[int, ...] = tuple(2**k for k in range(10, 21))
@@ -236,6 +236,7 @@ def bench_backward_shape(
         "error": "",
     }
     moved = bytes_moved(n_rows, n_cols, name, direction)
+    notes: list[str] = []
 
     def timed(backend: str) -> tuple[timing.TimingStats | None, str]:
         reason = unsupported_reason(backend, n_rows, n_cols, dtype, direction)
@@ -244,7 +245,13 @@ def bench_backward_shape(
         try:
             fn = direction_callable(direction, backend, {}, x, inputs)
             wrong, _ = check_direction(direction, fn(), inputs, reference, name)  # first call (compiles) untimed
-            return (None, wrong) if wrong else (benchmark(fn, method), "")
+            if wrong:
+                return None, wrong
+            unsafe = capture_unsafe_for(backend, direction) if method == "cuda_graph" else None
+            if unsafe:  # a capture would poison the process: eager calls between events instead of a graph
+                notes.append(f"{backend} not captured ({unsafe})")
+                return benchmark(fn, method, capture=False), ""
+            return benchmark(fn, method), ""
         except Exception as error:  # a backend failing on a shape is a finding, not a crash
             text = str(error).strip().splitlines()
             return None, f"{type(error).__name__}: {text[0][:200] if text else ''}"
@@ -270,6 +277,7 @@ def bench_backward_shape(
         auto_copy_fraction=row["auto_gbps"] / copy_gbps,
         torch_copy_fraction=row["torch_gbps"] / copy_gbps,
         copy_target=None,
+        timing_note="; ".join(notes),
     )
     return row
 

@@ -359,15 +359,20 @@ def check_result(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> tuple[
     return "", worst
 
 
-def capture_unsafe_reason(config: Config) -> str | None:
-    """Why `config`'s calls must not be captured in a CUDA graph (its backend marks the direction capture-unsafe:
-    a failed capture poisons the process), or None when they may be."""
-    if not is_peer(config.variant):
+def capture_unsafe_for(variant: str, direction: str) -> str | None:
+    """Why `variant`'s `direction` calls must not be captured in a CUDA graph (its backend marks the direction
+    capture-unsafe: a failed capture poisons the process), or None when they may be."""
+    if not is_peer(variant):
         return None
-    backend = get_backend(config.variant)
-    if config.direction in backend.capture_unsafe_directions:
-        return f"{config.variant} {config.direction}: {backend.capture_unsafe_reason or 'capture-unsafe'}"
+    backend = get_backend(variant)
+    if direction in backend.capture_unsafe_directions:
+        return f"{variant} {direction}: {backend.capture_unsafe_reason or 'capture-unsafe'}"
     return None
+
+
+def capture_unsafe_reason(config: Config) -> str | None:
+    """capture_unsafe_for(config.variant, config.direction)."""
+    return capture_unsafe_for(config.variant, config.direction)
 
 
 def backend_callable(config: Config, x: torch.Tensor) -> Callable[[], torch.Tensor]:

@@ -8,7 +8,7 @@ blockscope.profiling.measure.backends) are checked against float64 before timing
 or gets wrong, keeps its reason in `<peer>_error` and no time. Targets: auto no slower than torch everywhere; on
 the large set >= 85% of copy bandwidth for N <= 32768 and >= 75% up to N = 262144.
 
-Directions (profiling.directions, default forward only): 'backward' times dx from a saved y and dy (torch:
+Directions (profiling.measure.directions, default forward only): 'backward' times dx from a saved y and dy (torch:
 torch._softmax_backward_data; auto: Blockscope's Triton backward, the path choose_backward picks; peers: their
 backward), 'forward_backward' one training step through autograd (auto: kernels.softmax(x, variant="auto")).
 Each row carries its `direction`; dx is checked against float64 before timing; bytes moved are 3 (backward) and 5

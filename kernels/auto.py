@@ -1,6 +1,6 @@
 """`auto`: picks a variant and tunables per (GPU, dtype, N, R) from a tuning table made on that GPU.
 
-Tables are JSON files written by `python -m profiling tune` (profiling/autotune.py): the shipped ones in
+Tables are JSON files written by `python -m profiling tune` (profiling/measure/autotune.py): the shipped ones in
 kernels/tuned/, then the user's own in $BLOCKSCOPE_CACHE_DIR/autotune (default ~/.cache/blockscope/autotune),
 which take precedence. An entry may name 'torch': the tuner found torch.softmax faster than every Triton
 config there (launch-bound shapes, where Triton's host launch path costs more than torch's).

@@ -8,7 +8,7 @@ is one program per chunk (R x CLUSTER programs, no row loop) and the exchange is
 chunk to (m, s = sum exp(x - m)), stores the pair into the same slot of every program of its cluster
 (`st.async.shared::cluster`, completing a transaction count on the receiver's mbarrier), waits on its own mbarrier
 and combines the CLUSTER pairs (M = max m_i, S = sum s_i exp(m_i - M)). This is the design of Quack's CuTe-DSL
-softmax (a 2-CTA cluster per row at fp16 4096 x 32768, issue 13's ncu).
+softmax (a 2-CTA cluster per row at fp16 4096 x 32768, measured with ncu, docs/kernel-changes.md).
 
 Triton 3.6/3.7 cannot lower a cross-CTA reduction (`scripts/gluon_cluster_probe.py`), so the exchange is inline
 PTX: the exchange buffer is the last EXCHANGE_BYTES of the dynamic shared memory (`global_smem` +

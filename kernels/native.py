@@ -1,7 +1,7 @@
 """Native replay of recorded launches: `auto`'s repeated call in one C call (kernels/native_launch.cpp).
 
 kernels/replay.py replays a recorded launch from Python: torch.empty_like plus Triton's C launch function, which
-together cost as much host time as torch.softmax's whole call (kernel-changes section 12). The native module does
+together cost as much host time as torch.softmax's whole call (docs/kernel-changes.md). The native module does
 the same work in C++: look up the launch recorded for the input's (device, dtype, sizes), allocate the output with
 at::empty, patch the two pointers into the packed kernel parameters, cuLaunchKernelEx on the current stream, and
 return the tensor; None wherever it cannot (the caller then takes its Python path).

@@ -1,8 +1,8 @@
 """Rows over groups of threads, staged in shared memory by cp.async (a Gluon kernel): mid N (1000-16384) at as many
 rows per SM as shared memory holds.
 
-`warprows` gives a row THREADS_PER_ROW threads but holds it in registers as fp32: 63 registers per thread at
-N=1536 fp16, 8 programs of 4 rows per SM, 1.2 waves at 5000 rows on the H200 (docs/kernel-changes.md, section 10).
+`warprows` gives a row THREADS_PER_ROW threads but holds it in registers as fp32, so registers bound its rows per
+SM (docs/kernel-changes.md has the measured case).
 Here each row's threads copy it into shared memory in its own dtype (16-byte cp.async, one commit group per slice
 of VEC x THREADS_PER_ROW columns) and read it back a slice at a time (max as slices land, sum of exp, exp times
 1/sum stored), as `staged` does for one row per program: registers hold one slice, so shared memory and the

@@ -352,7 +352,7 @@ def data_key(ctx: Context, *extra: object) -> str:
 
 
 def kernel_revision_notice(df: pd.DataFrame) -> None:
-    """Say which loaded rows were measured with a kernel that has changed since (profiling.revision)."""
+    """Say which loaded rows were measured with a kernel that has changed since (profiling.results.revision)."""
     from blockscope.profiling.results.revision import revision_notice
 
     notice = revision_notice(df)
@@ -397,7 +397,7 @@ def _display(data: pd.DataFrame) -> pd.DataFrame:
     """Drop all-NA columns so tables stay readable."""
     if data is None:
         return pd.DataFrame()
-    if "kernel_source_hash" in data.columns:  # raw rows: say whose kernel changed since (profiling.revision)
+    if "kernel_source_hash" in data.columns:  # raw rows: say whose kernel changed since (profiling.results.revision)
         from blockscope.profiling.results.revision import with_revision_columns
 
         data = with_revision_columns(data)

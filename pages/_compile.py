@@ -1,5 +1,5 @@
 """The background offline compile shared by the Occupancy and Kernel evidence pages: the sweep's prediction
-first (no compile of a config predicted to take minutes unless forced), then profiling.compiled.inspect_async,
+first (no compile of a config predicted to take minutes unless forced), then profiling.inspect.compiled.inspect_async,
 waited on for a few seconds at most; the page reruns itself until the job is done."""
 
 from __future__ import annotations

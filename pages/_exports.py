@@ -1,5 +1,5 @@
 """Per-chart download buttons: PNG (2x), SVG and CSV of one figure. Rendering only; images come from
-profiling.images (kaleido + Debian Chromium), computed when a button is clicked and cached."""
+blockscope.profiling.views.images (kaleido + Debian Chromium), computed when a button is clicked and cached."""
 
 from __future__ import annotations
 

@@ -235,7 +235,7 @@ sm_count = int(
         typed_config.default_sm_count(arch, data_arch, data_sms),
         key=f"occ_sms_{arch}",
         help="Editable. Default: the loaded data's SM count when its GPU is this arch, else "
-        "the arch's reference GPU (profiling.occupancy.ARCHS).",
+        "the arch's reference GPU (blockscope.profiling.inspect.occupancy.ARCHS).",
     )
 )
 grid = None
@@ -302,7 +302,7 @@ if driver is not None and "agrees" in driver.columns:
     st.metric(
         "Configs where blocks/SM agree",
         f"{int(ok['agrees'].sum())} of {len(ok)}",
-        help="cuOccupancyMaxActiveBlocksPerMultiprocessor on the compiled kernel vs profiling.occupancy",
+        help="cuOccupancyMaxActiveBlocksPerMultiprocessor on the compiled kernel vs profiling.inspect.occupancy",
     )
     columns = [
         c

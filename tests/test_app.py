@@ -244,7 +244,7 @@ def test_occupancy_page_compiles_and_highlights_the_binding_limit(results_file: 
     titles = [spec["layout"]["title"]["text"] for spec in charts(at)]
     assert any("registers, spills and occupancy" in t or "compiled resources" in t for t in titles)
     limits = [spec for spec in charts(at) if "blocks per SM each resource allows" in spec["layout"]["title"]["text"]]
-    if limits:  # profiling.compiled + occupancy present: one bar per limit, the binding one in its own colour
+    if limits:  # profiling.inspect.compiled + occupancy present: one bar per limit, the binding one in its own colour
         bar = limits[0]["data"][0]
         assert len(bar["y"]) == 4 and len(set(bar["marker"]["color"])) == 2
         at.selectbox(key="occ_warps").set_value(8).run()

@@ -150,6 +150,11 @@ def test_every_page_renders_without_console_errors(server: str, tmp_path: Path) 
         page.goto(server, wait_until="domcontentloaded")
         page.wait_for_selector("[data-testid='stSidebarNav']", timeout=60000)
         _wait_idle(page)
+        # one navigation (st.navigation's), not a second one from a pages/ folder beside the main script
+        assert page.locator("[data-testid='stSidebarNav']").count() == 1, "the sidebar shows more than one navigation"
+        links = page.locator("[data-testid='stSidebarNav'] a").all_inner_texts()
+        repeated = sorted({t for t in links if links.count(t) > 1})
+        assert not repeated, f"pages listed twice in the sidebar navigation, first: {repeated[0]!r}"
         if not BUNDLED_PATH.exists():
             page.get_by_test_id("stRadioGroup").get_by_text("Demo data (synthetic)").click()
             _wait_idle(page)

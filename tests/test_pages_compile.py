@@ -1,5 +1,6 @@
-"""Occupancy and Kernel evidence pages: the offline compile runs in the background (profiling.compiled.inspect_async)
-and never blocks a rerun for more than a few seconds; predicted-pathological configs are refused unless forced.
+"""Occupancy and Kernel evidence pages: the offline compile runs in the background
+(profiling.inspect.compiled.inspect_async) and never blocks a rerun for more than a few seconds; predicted-pathological
+configs are refused unless forced.
 
 The compile itself is faked here (a CompileJob the test finishes); the real worker is tested in test_compiled.py.
 """

@@ -2,7 +2,7 @@
 
 python3 -m tools.backends_report [--results data/h200_sweep.parquet] [--doc docs/benchmarks-backends.md]
 
-Per timing method: `auto` against each backend (profiling.backends.views.versus) and the fastest backend per
+Per timing method: `auto` against each backend (blockscope.profiling.views.backends.versus) and the fastest backend per
 (dtype, N); then the median us of every backend per (dtype, N) under cuda_graph, '-' with the reason class where
 a backend has no time. Rewrites the section between its markers, leaving the rest of the document.
 """

@@ -2,7 +2,7 @@
 
 python3 -m tools.bench_backward --out experiments/2026-12-01-bench-backward [--variant auto] [--shapes 4096x1024 ...]
 
-Per shape and dtype (fp16, bf16, fp32), median us per call under two methods of profiling.timing.benchmark:
+Per shape and dtype (fp16, bf16, fp32), median us per call under two methods of profiling.measure.timing.benchmark:
 cuda_graph (10 calls captured, replayed) and back_to_back_flushed (L2 flushed before each call). Ops:
   bwd      kernels.softmax_backward(y, dy) vs torch._softmax_backward_data (the kernel torch's autograd runs);
            3 x R x N elements moved (read y, dy; write dx)

@@ -8,7 +8,7 @@
 
 Each part writes $OUT/part<k>.parquet (resumable: rerunning a part skips what is there) and $OUT/part<k>.log,
 stops cleanly before --max-minutes (default 7.5) and prints its estimated wall time up front. All three
-timing methods (per_call_events, back_to_back_flushed, cuda_graph) at R=4096 through profiling.sweep.run_sweep.
+timing methods (per_call_events, back_to_back_flushed, cuda_graph) at R=4096 through profiling.measure.sweep.run_sweep.
 """
 
 from __future__ import annotations

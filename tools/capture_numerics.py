@@ -7,7 +7,7 @@ x fp16/bf16/fp32 x the sweep's default N x every input distribution, R=64; then 
   python3 -m tools.capture_numerics --dry-run                              # job count, no GPU needed
 
 Rows follow the results schema (method 'none', numerics columns filled) through
-profiling.numerics.run_numerics, the function behind `python -m profiling numerics`. N over a variant's
+profiling.inspect.numerics.run_numerics, the function behind `python -m profiling numerics`. N over a variant's
 limit is left out; a failing config is an error row. The file is rewritten after each (dtype, N) block and
 at the end, and a rerun skips what it holds, so a call cut at --max-minutes resumes where it stopped. The
 summary compares each variant config-by-config with torch.softmax on the same GPU and inputs.

@@ -8,8 +8,9 @@ Per shape, three passes; in each, torch.softmax, `kernels.softmax(x, variant="au
 the end), and each keeps its best round (the host's speed drifts: only ratios within a pass compare). Passes: as
 shipped (native module on, eager check on), the eager check off (BLOCKSCOPE_AUTO_EAGER=0), the native module off
 (BLOCKSCOPE_NATIVE=0: the Python replay). The native module is built first unless --no-native. Then the GPU time
-of `auto` with launches queued behind a busy stream (profiling.timing back_to_back_flushed): the check must leave
-it on the tuned Triton kernel. Issue 13's goal: eager wall per call within 1.1x of torch.softmax on every shape.
+of `auto` with launches queued behind a busy stream (profiling.measure.timing back_to_back_flushed): the check
+must leave it on the tuned Triton kernel. Issue 13's goal: eager wall per call within 1.1x of torch.softmax on every
+shape.
 """
 
 from __future__ import annotations

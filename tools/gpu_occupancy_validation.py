@@ -2,7 +2,7 @@
 
 python3 -m tools.gpu_occupancy_validation --out data/occupancy_h200.csv
 
-For each config: compile live (profiling.compiled.inspect_live: n_regs, shared bytes and the CUfunction),
+For each config: compile live (profiling.inspect.compiled.inspect_live: n_regs, shared bytes and the CUfunction),
 ask the driver cuOccupancyMaxActiveBlocksPerMultiprocessor(function, 32 * num_warps, shared) and the
 calculator for the same numbers. The configs cover register-, warp-, block- and shared-memory-limited kernels
 of every variant. A failing config is recorded with its error; the rest still run. About a minute on an H200.

@@ -3,7 +3,7 @@
 python -m tools.offline_vs_live [--out data/offline_vs_live.csv]
 
 Live facts come from data/occupancy_h200.csv (46 configs) and data/ncu_validation.csv (27 configs), both
-captured on the H200; offline facts are compiled here with profiling.compiled.inspect_many (cached on disk).
+captured on the H200; offline facts are compiled here with profiling.inspect.compiled.inspect_many (cached on disk).
 """
 
 from __future__ import annotations

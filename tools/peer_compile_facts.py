@@ -21,7 +21,7 @@ FACT_COLUMNS = ("n_regs", "spill_store_bytes", "shared_bytes", "num_warps", "blo
 
 
 def read_facts(backends: list[str], dtypes: list[str], n_values: list[int], rows: int) -> pd.DataFrame:
-    """One row per (backend, dtype, N): the facts profiling.sweep records for a peer's first call of that shape."""
+    """One row per (backend, dtype, N): the facts profiling.measure.sweep records for a peer's first call."""
     import torch
 
     from blockscope.kernels import dtype_from_name

@@ -8,10 +8,10 @@ Each config is `name` (a backend: torch, inductor, liger, quack, auto, or a vari
 `variant:k=v,k=v`; `ALT/variant...` runs the `kernels` package found in the directory given as `--alt ALT=DIR`
 (another revision's, e.g. `git archive REV kernels | tar -x -C DIR`), so a change and what it replaced are timed
 side by side in one run. Per shape every config is checked against the float64 softmax (max abs error) and timed
-with CUDA-graph replay and with L2-flushed back-to-back launches (profiling.timing, median of adaptive reps); the
-copy bandwidth of the same run gives each time's fraction of copy. `--ulp INPUTS` adds each config's largest ULP
-error on those seeded inputs (profiling.numerics; min(R, 64) rows of the shape, float64 reference). Printed: one
-markdown table per method with each config's time, its ratio to the fastest config of the shape and its fraction of
+with CUDA-graph replay and with L2-flushed back-to-back launches (profiling.measure.timing, median of adaptive
+reps); the copy bandwidth of the same run gives each time's fraction of copy. `--ulp INPUTS` adds each config's largest
+ULP error on those seeded inputs (profiling.inspect.numerics; min(R, 64) rows of the shape, float64 reference). Printed:
+one markdown table per method with each config's time, its ratio to the fastest config of the shape and its fraction of
 copy.
 """
 

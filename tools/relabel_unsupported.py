@@ -3,7 +3,7 @@ to the text `python -m profiling sweep` writes for them now: 'unsupported: <vari
 
 python3 -m tools.relabel_unsupported data/h200_sweep.parquet [more.parquet ...]
 
-The H200 capture of 2026-12-01 07:33 ran before the sweep checked `profiling.backends.unsupported_reason` ahead
+The H200 capture of 2026-12-01 07:33 ran before the sweep checked `profiling.measure.backends.unsupported_reason` ahead
 of planning a Blockscope variant's forward config, so odd-N fp16/bf16 configs of the staged variants (cp.async
 copies whole 4-byte words) are ValueError rows from the variants' plans. Only rows with an error, no median and
 a reason from that same function are touched; every other cell is kept. Prints how many rows changed per variant.

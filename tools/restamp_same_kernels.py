@@ -53,8 +53,8 @@ def fingerprints(configs: list[dict]) -> dict:
         revision = importlib.import_module("blockscope.profiling.results.revision")
     except ImportError:
         kernels = importlib.import_module("kernels")
-        compiled = importlib.import_module("profiling.compiled")
-        revision = importlib.import_module("profiling.revision")
+        compiled = importlib.import_module("blockscope.profiling.inspect.compiled")
+        revision = importlib.import_module("blockscope.profiling.results.revision")
     auto = importlib.import_module(kernels.__name__ + ".auto")
 
     found: dict[str, str] = {}

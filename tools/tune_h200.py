@@ -9,7 +9,7 @@ autotune.GRID_MID_N, the ~512 MB large set);
 --mid-tier extends a table with the mid-tier shapes it has no entry for, --extend with every grid shape it has no
 entry for (merged, provenance under "retuned");
 with --powers-of-two, N = min-n..max-n
-in powers of two at R=4096 (N <= 262144) and ~512 MB. Timing: profiling.timing back_to_back_flushed median
+in powers of two at R=4096 (N <= 262144) and ~512 MB. Timing: profiling.measure.timing back_to_back_flushed median
 (L2 flushed before each rep, launches back to back), the timer the bench uses; the fastest three and torch are
 timed again interleaved (autotune.recheck), and configs still within 3% of the fastest are told apart by CUDA-graph
 replay (autotune.break_ties; --no-tiebreak: the fastest flushed median alone, as every table up to 2026-12-02's).

@@ -131,8 +131,8 @@ def _limits_table(result) -> str:
 
 
 def predicted_problem(variant: str, n_cols: int, dtype: str, n_rows: int, tunables: dict[str, int]) -> str | None:
-    """The sweep's prediction for this config (profiling.sweep.predicted_compile_problem): why compiling it would
-    take minutes, or None. ValueError for an invalid config (the variant's own message)."""
+    """The sweep's prediction for this config (profiling.measure.sweep.predicted_compile_problem): why compiling
+    it would take minutes, or None. ValueError for an invalid config (the variant's own message)."""
     from blockscope import kernels
     from blockscope.profiling.measure.sweep import DEFAULT_MAX_LANES_PER_THREAD, predicted_compile_problem
 

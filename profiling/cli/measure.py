@@ -205,7 +205,7 @@ def require_cuda(command: str) -> None:
 
 
 def run_seed(args: argparse.Namespace) -> int:
-    """The seed text's script, lines in its format, timed by profiling.timing (+ the other two methods)."""
+    """The seed text's script, lines in its format, timed by profiling.measure.timing (+ the other two methods)."""
     require_cuda("seed")
     import torch
 

@@ -14,7 +14,7 @@ killed when it is over; `inspect_async` starts such a compile in the background 
 Offline compiles specialize arguments as a live launch would: pointers 16-byte aligned, integer arguments
 divisible by 16 marked so, integers equal to 1 turned into constants. Under TRITON_INTERPRET=1 Triton's own
 helpers (tl.max, ...) are interpreter functions and cannot be compiled in that process, so the compile runs
-in a worker process without it (`python -m profiling.compiled --worker`).
+in a worker process without it (`python -m blockscope.profiling.inspect.compiled --worker`).
 """
 
 from __future__ import annotations
@@ -993,4 +993,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--worker"]:
         _worker_main()
     else:
-        sys.exit("usage: python -m profiling.compiled --worker  (reads JSON requests on stdin)")
+        sys.exit("usage: python -m blockscope.profiling.inspect.compiled --worker  (reads JSON requests on stdin)")

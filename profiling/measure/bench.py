@@ -4,11 +4,11 @@ in the same run.
 Three shape sets: `default` (R=4096, the sweep's N set: powers of two 128..262144, their +-1 neighbours
 and mid points), `large` (about 512 MB of input per shape, N = 1024..1048576) and `offgrid` (R and N off the
 tuning grid: odd N, N not a multiple of 8, R not a power of two). Peers (`inductor`, `liger`, `quack`, see
-profiling/backends) are checked against float64 before timing; a shape a peer does not run, or gets wrong, keeps
-its reason in `<peer>_error` and no time. Targets (issue 8): auto no slower than torch everywhere; on the large
-set >= 85% of copy bandwidth for N <= 32768 and >= 75% up to N = 262144.
+blockscope.profiling.measure.backends) are checked against float64 before timing; a shape a peer does not run,
+or gets wrong, keeps its reason in `<peer>_error` and no time. Targets: auto no slower than torch everywhere; on
+the large set >= 85% of copy bandwidth for N <= 32768 and >= 75% up to N = 262144.
 
-Directions (profiling.directions, default forward only): 'backward' times dx from a saved y and dy (torch:
+Directions (profiling.measure.directions, default forward only): 'backward' times dx from a saved y and dy (torch:
 torch._softmax_backward_data; auto: Blockscope's Triton backward, the path choose_backward picks; peers: their
 backward), 'forward_backward' one training step through autograd (auto: kernels.softmax(x, variant="auto")).
 Each row carries its `direction`; dx is checked against float64 before timing; bytes moved are 3 (backward) and 5

@@ -3,7 +3,7 @@
 One results row per (config, timing method) in the schema of profiling/results/__init__.py. Per config: resolve the
 launch plan, skip configs with a pathological predicted compile cost, make the input (shared by configs of
 the same shape), time the cold first call, check it once against kernels.reference_softmax (float64),
-gather compile facts (profiling.compiled / occupancy / lanes, imported lazily; NA when unavailable), then
+gather compile facts (profiling.inspect.compiled / occupancy / lanes, imported lazily; NA when unavailable), then
 time each method. A failing config becomes error rows and the sweep goes on. Kernel names come from a
 trace pass after all timing (one torch.profiler call per config, also filling rows of earlier runs that
 lack them): CUPTI, once initialised, can stay attached and slow later launches, so no trace precedes a
@@ -134,7 +134,7 @@ class Config:
     n_rows: int
     n_cols: int
     tunables: tuple[tuple[str, int], ...] = ()
-    direction: str = FORWARD  # 'forward' | 'backward' | 'forward_backward' (profiling.directions)
+    direction: str = FORWARD  # 'forward' | 'backward' | 'forward_backward' (blockscope.profiling.measure.directions)
 
     @property
     def tunables_dict(self) -> dict[str, int]:
@@ -277,7 +277,7 @@ def _live_arch() -> str | None:
 
 
 def compile_facts_key(config: Config, plan: kernels.LaunchPlan, arch: str | None) -> tuple:
-    """The in-process compile-facts cache key of a config's kernel (profiling.precompile seeds it)."""
+    """The in-process compile-facts cache key of a config's kernel (profiling.measure.precompile seeds it)."""
     return (
         plan.variant,
         config.dtype,
@@ -290,7 +290,7 @@ def compile_facts_key(config: Config, plan: kernels.LaunchPlan, arch: str | None
 
 
 def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch: str | None) -> dict[str, Any]:
-    """Compile columns from profiling.compiled / occupancy / lanes; a missing or failing module leaves NA.
+    """Compile columns from profiling.inspect.compiled / occupancy / lanes; a missing or failing module leaves NA.
 
     `arch` None means the live GPU (inspect compiles or reads the kernel for this device; occupancy gets its
     'sm_XY'). Compile facts are cached per kernel (variant, dtype, warps, stages, constexprs)."""
@@ -700,13 +700,13 @@ def run_sweep(
     config. `compile_cap_s`: after a first call slower than this, later configs of the same variant with at
     least as many lanes per thread are skipped (a running compile cannot be interrupted). Defaults: CUDA
     clock, torch.profiler tracer, live environment fingerprint with copy bandwidth. `rel_ci` / `budget_ms`: the
-    adaptive reps' stopping rule (profiling.timing.benchmark). `compile_workers` > 0 compiles the configs still
-    to run ahead of timing in that many worker processes (profiling.precompile; on a CPU device: offline for the
+    adaptive reps' stopping rule (profiling.measure.timing.benchmark). `compile_workers` > 0 compiles the configs still
+    to run ahead of timing in that many worker processes (profiling.measure.precompile; on a CPU device: offline for the
     env's arch); a worker failure only means those kernels JIT in-process. `timing_started()` is called once the
     warm-up is over and the first config starts (ProgressClock.start). `df.attrs['sweep']` holds the counts,
     `phase_s` (wall seconds per phase) and the precompile report. `trace_configs`: configs whose Chrome trace
     (torch.profiler, one call) is kept in `trace_dir` (default: '<out stem>_traces' beside `out`) with an
-    index.json naming each file's config (profiling.trace.read_trace_index); after all timing, on CUDA.
+    index.json naming each file's config (profiling.measure.trace.read_trace_index); after all timing, on CUDA.
     `on_warning(line)` gets each machine warning before timing starts (clocks not locked, other processes on the
     GPU: profiling.measure.machine.warnings); `df.attrs['sweep']['machine_warnings']` keeps them.
     `proton`: after all timing, profile every config that ran in this run with Proton (profiling.measure.proton,
@@ -1121,7 +1121,7 @@ def _table(existing: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def _source_hash_or_none(variant: str) -> str | None:
-    """This tree's kernel_source_hash of `variant` (profiling.revision); None when it cannot be read."""
+    """This tree's kernel_source_hash of `variant` (profiling.results.revision); None when it cannot be read."""
     try:
         return kernel_source_hash(variant)
     except Exception:
@@ -1327,7 +1327,7 @@ def _precompile(
     max_lanes: float | None,
     timeout_s: float,
 ) -> None:
-    """Compile the pending configs' kernels in worker processes (profiling.precompile) and seed the in-process
+    """Compile the pending configs' kernels in worker processes (profiling.measure.precompile) and seed the in-process
     compile-facts cache with what they found; whatever fails is compiled in-process later, as without it."""
     from blockscope.profiling.measure import precompile
 

@@ -4,7 +4,7 @@ Schema (column: pandas dtype - meaning; units in the name):
 
 Config
   variant: string - the backend: 'torch' (eager torch.softmax), a peer ('inductor', 'liger', 'quack'; see
-    profiling/backends) or a registered Triton variant name; other names load as data
+    blockscope.profiling.measure.backends) or a registered Triton variant name; other names load as data
   dtype: string - 'fp16' | 'bf16' | 'fp32'
   n_rows: Int64 - R, rows
   n_cols: Int64 - N, softmax width
@@ -44,8 +44,8 @@ Evidence
   max_abs_error: Float64 - max |y - float64 softmax| of the checked first call (inf when NaN appears wrongly);
     backward directions: max |dx - float64 dx|
   kernel_source: string - generated kernel code where a backend generates it (Inductor's output module)
-Numerics (profiling.numerics; <NA> where not measured): each output element's distance from the float64
-softmax rounded to the output dtype, in ULPs of that dtype (NaN vs number = +inf)
+Numerics (blockscope.profiling.inspect.numerics; <NA> where not measured): each output element's distance from the
+float64 softmax rounded to the output dtype, in ULPs of that dtype (NaN vs number = +inf)
   ulp_max, ulp_mean: Float64 - largest / mean ULP distance (mean over elements without a NaN mismatch)
   ulp_frac_0, ulp_frac_1, ulp_frac_gt1: Float64 - fraction of elements at 0, 1, > 1 ULP, 0..1
   rowsum_err_max: Float64 - largest |sum of a row's outputs - 1| (float64 sum; rows with a NaN reference skipped)

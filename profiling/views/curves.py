@@ -1,6 +1,6 @@
 """How a line chart over N is drawn: which N are power-of-two edge points and where a line must break.
 
-The default sweep (profiling.sweep.default_n_values) times each power of two p with its neighbours p-1 and
+The default sweep (profiling.measure.sweep.default_n_values) times each power of two p with its neighbours p-1 and
 p+1, where BLOCK_SIZE = next_pow2(N) doubles: p+1 pays for twice the lanes of p. Drawn through one curve
 those points zig-zag, so an edge point (p-1 or p+1 next to a measured p) is a separate marker and the curve
 goes through the other N. A series is laid on the chart's N grid (every N the chart's table holds) with a gap

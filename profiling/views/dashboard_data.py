@@ -373,7 +373,7 @@ def lane_curve(variants: list[str], n_values: list[int], n_rows: int = 4096) -> 
     """variant, n_cols, tile_width, masked_lane_fraction (0..1) for each variant's default plan.
 
     Names that are not registered Triton variants (torch, peer backends, renamed or older variants in a
-    results file) have no plan and are left out; they are data, not errors. Uses profiling.lanes.
+    results file) have no plan and are left out; they are data, not errors. Uses blockscope.profiling.inspect.lanes.
     """
     from blockscope.profiling.inspect import lanes
 
@@ -726,7 +726,7 @@ FALLBACK_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 
 
 def arch_names() -> tuple[str, ...]:
-    """GPU architectures the occupancy calculator knows (profiling.occupancy.ARCHS when present)."""
+    """GPU architectures the occupancy calculator knows (blockscope.profiling.inspect.occupancy.ARCHS when present)."""
     try:
         from blockscope.profiling.inspect import occupancy
 
@@ -745,7 +745,7 @@ def data_arch(df: pd.DataFrame, default: str = "sm_90") -> str:
 def waves(grid_programs: int, sm_count: int, blocks_per_sm: int) -> tuple[float, float]:
     """(waves, tail_wave_fill): grid / (SMs x blocks per SM) and how full the last wave is (0..1].
 
-    Uses profiling.occupancy.waves when present.
+    Uses blockscope.profiling.inspect.occupancy.waves when present.
     """
     try:
         from blockscope.profiling.inspect import occupancy

@@ -2,7 +2,7 @@
 
 `export_all` takes results tables or files (several are stacked with a `source` column), draws
 `figures.standard_figures` once, renders all images through ONE kaleido Chromium session
-(profiling.images) and writes into `out_dir`:
+(blockscope.profiling.views.images) and writes into `out_dir`:
 
   <name>.png   2x figure_size pixels      <name>.svg   figure_size CSS pixels
   <name>.csv   the FigureSpec's data       report.html  self-contained, interactive, offline

@@ -80,7 +80,7 @@ def launch_grid(
 
 def shared_memory_note(occupancy: dict, arch: str) -> str:
     """Why the shared-memory limit allows `occupancy['limits']['shared_memory']` blocks: the bytes one block takes
-    and the L1/shared carveout the driver configures (profiling.occupancy's model). `occupancy` is an
+    and the L1/shared carveout the driver configures (blockscope.profiling.inspect.occupancy's model). `occupancy` is an
     OccupancyResult as a dict."""
     from blockscope.profiling.inspect import occupancy as occ
 
@@ -124,7 +124,7 @@ def shared_memory_note(occupancy: dict, arch: str) -> str:
 
 def default_sm_count(arch: str, data_arch: str | None = None, data_sm_count: int | None = None) -> int:
     """SMs to assume for `arch`: the loaded data's SM count when its GPU is that arch, else the arch's reference
-    GPU from profiling.occupancy.ARCHS (e.g. sm_90 -> 132, sm_120 -> 170)."""
+    GPU from blockscope.profiling.inspect.occupancy.ARCHS (e.g. sm_90 -> 132, sm_120 -> 170)."""
     from blockscope.profiling.inspect import occupancy as occ
 
     spec = occ.arch_from_name(arch)

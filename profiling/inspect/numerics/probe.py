@@ -143,7 +143,7 @@ def exp_instructions(arch: str = "sm_90", timeout_s: float = 120.0) -> dict[str,
     return json.loads(lines[-1])
 
 
-if __name__ == "__main__":  # worker: python -m profiling.numerics.probe 90
+if __name__ == "__main__":  # worker: python -m blockscope.profiling.inspect.numerics.probe 90
     found = {name: _ptx_instructions(use, int(sys.argv[1])) for name, use in PROBES.items()}
     found["bf16 store"] = [i for i in _ptx_instructions(EXP, int(sys.argv[1]), "bf16") if i.startswith("cvt")]
     print(json.dumps(found))

@@ -37,7 +37,7 @@ def _backend_callable(name: str, backend: object) -> Softmax:
 def softmax_callable(name: str) -> Softmax:
     """x -> softmax(x) over the last dim for `name`; ValueError for unknown or unavailable names.
 
-    'probe_exp' / 'probe_exp2' are the numerics probe kernel; every other name is a profiling.backends backend
+    'probe_exp' / 'probe_exp2' are the numerics probe kernel; every other name is a profiling.measure.backends backend
     ('torch', 'inductor', 'liger', 'quack', a kernels.VARIANTS name): its `.available()` reason raises here,
     its `.supports()` reason per input at call time."""
     from blockscope.profiling.inspect.numerics.probe import PROBES, probe_softmax

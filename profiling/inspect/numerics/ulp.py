@@ -7,7 +7,7 @@ subnormals count like any other step, and the largest finite value is 1 from inf
 
 NaN handling (`ulp_distance`): NaN vs NaN is 0 (both say "undefined"); NaN vs a number (or infinity) is
 `NAN_MISMATCH` (+inf), so it never hides inside a finite maximum and is counted separately by
-`profiling.numerics.measure`. Infinity vs infinity of the same sign is 0.
+`blockscope.profiling.inspect.numerics.measure`. Infinity vs infinity of the same sign is 0.
 """
 
 from __future__ import annotations

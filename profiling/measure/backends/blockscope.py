@@ -55,7 +55,7 @@ class BlockscopeBackend(Backend):
         return lambda: kernels.softmax(x, variant=name, **tunables)  # SoftmaxFunction: launcher + Triton backward
 
     def evidence(self, x: torch.Tensor) -> Evidence:
-        """The compile facts of this shape's kernel through profiling.compiled (live on a GPU, else an offline
+        """The compile facts of this shape's kernel through profiling.inspect.compiled (live on a GPU, else an offline
         sm_90 compile): the same source as the sweep's compile columns. 'auto' reports the variant it picks."""
         from blockscope.profiling.inspect.compiled import inspect
 

@@ -1,6 +1,6 @@
 """Plotly figures of the numerics columns (ULP error): pure DataFrame -> Figure functions, no streamlit.
 
-Same conventions as profiling.figures (whose colours and power-of-two lines are reused): the platform the
+Same conventions as profiling.views.figures (whose colours and power-of-two lines are reused): the platform the
 numbers come from is in every title, ULPs are of the output dtype, NaN mismatches (ulp_max = inf) are
 drawn as 'x' markers at the top of their panel instead of an infinite line.
 """

@@ -119,7 +119,7 @@ else:
 ncu_section.launches_section(ctx.df)
 
 st.subheader("Proton profile")
-from blockscope.profiling.measure.proton import proton_dir_for  # noqa: E402
+from blockscope.profiling.results.beside import proton_dir_for  # noqa: E402
 from blockscope.profiling.views.hatchet import HatchetError, hatchet_table  # noqa: E402
 
 proton_files = sorted(

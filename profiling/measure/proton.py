@@ -13,17 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from blockscope.profiling.results.beside import proton_dir_for  # noqa: F401 - where sweep/bench write profiles
+
 PROTON_REPEATS = 10
 
 
 class ProtonError(RuntimeError):
     """Proton could not profile here (no GPU, profiler unavailable); the message is one line."""
-
-
-def proton_dir_for(results_path: str | Path) -> Path:
-    """The Proton profiles' folder beside a results file: 'run.parquet' -> 'run_proton/'."""
-    results_path = Path(results_path)
-    return results_path.with_name(f"{results_path.stem}_proton")
 
 
 def profile_configs(

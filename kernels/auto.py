@@ -53,7 +53,7 @@ EAGER_MAX_BYTES = 64 * 2**20  # read x + write y above this (~16 us at 4 TB/s) i
 EAGER_CALLS, EAGER_ROUNDS = 8, 3
 TORCH_REACH = 4  # a 'torch' entry stands for inputs up to this many times its elements; beyond, the bucket's nearest
 # Triton entry (torch wins where the launch is the cost: bf16 4096x255 took it, and at 30000x200 torch.softmax took
-# 12.5 us where fp16's multirow pick took 6.6, data/bench_offgrid_h200.md)
+# 12.5 us where fp16's multirow pick took 6.6, experiments/2026-12-01-bench-offgrid/bench_offgrid_h200.md)
 
 
 def user_table_dir() -> Path:
@@ -119,7 +119,7 @@ def entry_group(n_cols: int) -> int:
     """The group of table entries that stand for rows of N: its BLOCK_SIZE bucket up to WIDEST_BLOCK; past it one group
     of all wider rows (no kernel there tiles by next_pow2(N), so a bucket boundary means nothing: 300000 columns are
     nearer 262144 than 524288, and fp32 300x300000 measured staged over 16 programs at 85% of copy where the 524288
-    entry's splitrow took 75%, data/probe_staged_cluster_h200.csv). 0 stands for that wide group."""
+    entry's splitrow took 75%, experiments/2026-12-01-staged-cluster). 0 stands for that wide group."""
     block = next_power_of_2(n_cols)
     return block if block <= WIDEST_BLOCK else 0
 

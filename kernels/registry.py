@@ -298,6 +298,8 @@ def _softmax_into(
         if out is not None and out is not x:
             raise ValueError("softmax: inplace=True writes into x; allowed: out=None or out=x")
         out = x
+        if not torch.compiler.is_compiling() and _self_overlap(x):
+            raise RuntimeError(OVERLAP_MESSAGE)
     else:
         if not isinstance(out, torch.Tensor):
             raise TypeError(f"softmax: out must be a torch.Tensor, got {type(out).__name__}")
@@ -308,8 +310,8 @@ def _softmax_into(
             )
         if out.requires_grad and torch.is_grad_enabled():
             raise RuntimeError("softmax: out requires grad; out= does not support autograd")
-        if any(stride == 0 and size > 1 for size, stride in zip(out.shape, out.stride(), strict=True)):
-            raise ValueError("softmax: out has elements sharing memory (a zero stride); allowed: distinct elements")
+        if not torch.compiler.is_compiling() and _self_overlap(out):
+            raise RuntimeError(OVERLAP_MESSAGE)
         if not torch.compiler.is_compiling() and _overlap(x, out):
             raise ValueError(
                 "softmax: out overlaps x's memory; allowed: a separate tensor, or inplace=True to write into x"
@@ -327,6 +329,39 @@ def _softmax_into(
         y = entry.launcher(moved_x, **tunables)
     moved_out.copy_(y)  # out not viewable as rows, or auto's torch route
     return out
+
+
+OVERLAP_MESSAGE = (
+    "softmax: unsupported operation: more than one element of the written-to tensor refers to a single memory "
+    "location (an expanded or self-overlapping view); allowed: a tensor whose elements are distinct, e.g. .clone()"
+)
+_EXACT_OVERLAP_LIMIT = 1 << 22  # elements: above it an unprovable layout counts as overlapping
+
+
+def _self_overlap(t: torch.Tensor) -> bool:
+    """True when two elements of `t` share a memory location (an expand, a zero stride, overlapping as_strided rows),
+    as torch refuses for in-place ops. Dense layouts answer at once; others by sorting strides (sufficient), then
+    by the exact set of element offsets (up to 4 Mi elements; larger unprovable layouts count as overlapping)."""
+    if t.numel() <= 1 or t.is_meta:
+        return False
+    if t.is_contiguous() or torch._debug_has_internal_overlap(t) == 0:  # 0: no overlap (non-overlapping and dense)
+        return False
+    dims = sorted((abs(s), n) for n, s in zip(t.shape, t.stride(), strict=True) if n > 1)
+    if any(stride == 0 for stride, _ in dims):
+        return True
+    reach = 0  # the largest offset the smaller-stride dims reach
+    for stride, size in dims:
+        if stride <= reach:
+            break
+        reach += (size - 1) * stride
+    else:
+        return False
+    if t.numel() > _EXACT_OVERLAP_LIMIT:
+        return True
+    offsets = torch.zeros((), dtype=torch.int64)
+    for stride, size in dims:
+        offsets = (offsets.unsqueeze(-1) + torch.arange(size, dtype=torch.int64) * stride).reshape(-1)
+    return bool(offsets.unique().numel() < offsets.numel())
 
 
 def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -454,7 +454,7 @@ def slice_parts(slices: int) -> tuple[int, int, int]:
 
 def default_cluster(n_cols: int, itemsize: int) -> int:
     """Programs per row by default: chunks of CLUSTER_CHUNK_BYTES or less, at most MAX_CLUSTER (H200,
-    data/probe_staged_cluster_h200.csv: one 128 KB program per row of 65536 fp16 reaches 81% of copy, two of 64 KB
+    experiments/2026-12-01-staged-cluster: one 128 KB program per row of 65536 fp16 reaches 81% of copy, two of 64 KB
     96%; 100000 fp16: 71% in one program, 87% in four)."""
     return max(1, min(clusters.MAX_CLUSTER, -(-n_cols * itemsize // CLUSTER_CHUNK_BYTES)))
 
@@ -465,7 +465,7 @@ def register_cap(chunk_bytes: int, num_warps: int) -> int:
     (up to 80, prefetching shared loads) can cost a resident program (bf16 at 25000 columns per program: 74
     registers, 3 programs per SM where shared memory holds 4); below 64 a cap makes it serialize the loads instead
     (H200, fp16 777x100000 over 7 programs against 4, one run each: capped at 32 registers 94.2 vs 79.8 us,
-    data/logs/probe_lean_wide_capped_h200.csv; uncapped 78.0 vs 80.9 us, data/probe_lean_wide_h200.csv), and at
+    experiments/2026-12-02-fp32-range; uncapped 78.0 vs 80.9 us, experiments/2026-12-02-fp32-range), and at
     128 or more registers bind nothing."""
     threads = 32 * num_warps
     programs = max(1, min(SM_THREADS // threads, SM_SHARED_BYTES // (chunk_bytes + SHARED_OVERHEAD_BYTES)))

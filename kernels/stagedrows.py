@@ -141,7 +141,7 @@ def row_softmax_stagedrows_kernel(
         values = _slice(part0, part1, part2, i, PART0, PART1, ROWS).load(layout).to(gl.float32)
         y = (warprows.exp_rows(values, row_max, EXP) * inverse).to(output_ptr.dtype.element_ty)
         # streaming stores (st.global.cs, evict-first): the output does not push the input out of L2, which a
-        # repeated call reads again (H200, data/probe_store_hint_h200.csv, CUDA-graph replay: fp16 3000x5000 18.1
+        # repeated call reads again (H200, experiments/2026-12-02-store-hint CUDA-graph replay: fp16 3000x5000 18.1
         # -> 16.1 us, fp32 5000x1536 17.5 -> 15.7 us; L2-flushed within 1%)
         if (i + 1) * SLICE <= n_cols:
             gl.store(target + cols, y, mask=row_mask & (lanes >= 0), cache_modifier=".cs")

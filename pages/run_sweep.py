@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import tempfile
 from pathlib import Path
@@ -28,6 +29,7 @@ if not ui.cuda_available():
 
 import torch  # noqa: E402
 
+from blockscope.profiling.cli import int_list  # noqa: E402 - the CLI's validator of N lists
 from blockscope.profiling.measure.backends import backend_names  # noqa: E402
 
 VARIANTS = backend_names()  # the peers, then every registered variant; peers not installed get "unavailable" rows
@@ -49,17 +51,21 @@ n_text = c[0].text_input("N values", "256, 1000, 1024, 1025, 4096, 16384", key="
 n_rows = c[1].number_input("R (rows)", 1, 2**20, 4096, key="sw_rows")
 warps = c[2].multiselect("num_warps", (1, 2, 4, 8, 16, 32), default=[4, 8], key="sw_warps")
 
-try:
-    n_values = [int(t) for t in n_text.replace(",", " ").split()]
-except ValueError:
-    st.error("N values: type integers separated by commas")
+try:  # the CLI's own parser: positive integers, one message naming what is allowed
+    n_values = int_list(n_text.replace(" ", ","))
+except argparse.ArgumentTypeError as error:
+    st.error(f"N values: {error}")
     st.stop()
 
 from blockscope.profiling.measure import sweep  # noqa: E402
 
-configs = sweep.build_configs(
-    variants=variants, dtypes=dtypes, n_values=n_values, n_rows=int(n_rows), num_warps=warps or None
-)
+try:
+    configs = sweep.build_configs(
+        variants=variants, dtypes=dtypes, n_values=n_values, n_rows=int(n_rows), num_warps=warps or None
+    )
+except ValueError as error:
+    st.error(f"Not a valid sweep: {error}")
+    st.stop()
 st.markdown(f"**{len(configs)} configs** x {len(methods)} method(s).")
 start, stop = st.columns(2)
 # Cancel: the click reruns this script, which interrupts the running sweep at its next progress update;
@@ -90,6 +96,10 @@ if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs 
             on_warning=lambda line: st.warning(f"Machine: {line}"),
         )
         bar.progress(1.0, text=f"done: {len(table)} rows")
+        saved_to = table.attrs.get("sweep", {}).get("saved_to")
+        if saved_to:  # the output's disk was full: the rows went elsewhere
+            st.session_state["sw_out"] = saved_to
+            st.warning(f"No space left for {out}: the {len(table)} rows are saved in {saved_to}")
     except sweep.ResultsLockError as error:  # another sweep (another tab, the CLI) writes this file
         bar.progress(0.0, text="not started")
         st.error(f"Not started: {error}")

@@ -380,7 +380,9 @@ def test_cli_exports_foreign_variants_inside_out(tmp_path: Path, cli, capsys: py
     out = tmp_path / "deep" / "out"
     assert cli(["export", "--results", str(_foreign(tmp_path)), "--out", str(out), "--format", "csv,html"]) == 0
     assert "wrote" in capsys.readouterr().out
-    written = sorted(p for p in tmp_path.rglob("*") if p.is_file() and p.name != "foreign.csv")
+    written = sorted(
+        p for p in tmp_path.rglob("*") if p.is_file() and p.name != "foreign.csv" and not p.name.startswith(".")
+    )
     assert written and all(p.parent == out for p in written), written
     assert all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", p.name) for p in written), written
     names = {p.name for p in written}

@@ -1,6 +1,6 @@
 """Softmax backward on a GPU: the Triton backward vs torch's, alone and as forward + backward through autograd.
 
-python3 -m tools.bench_backward --out data/bench_backward_h200.csv [--variant auto] [--shapes 4096x1024 ...]
+python3 -m tools.bench_backward --out experiments/2026-12-01-bench-backward [--variant auto] [--shapes 4096x1024 ...]
 
 Per shape and dtype (fp16, bf16, fp32), median us per call under two methods of profiling.timing.benchmark:
 cuda_graph (10 calls captured, replayed) and back_to_back_flushed (L2 flushed before each call). Ops:

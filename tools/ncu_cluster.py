@@ -38,7 +38,7 @@ CONFIGS = [  # (label, variant, dtype, R, N, tunables)
     ("warprows", "warprows", "fp16", 5000, 1536, {}),
     ("teaching", "teaching", "fp16", 3000, 5000, {"num_warps": 4}),
 ]
-SMALLN_CONFIGS = [  # mid N, where Quack leads under CUDA-graph replay (data/probe_stagedrows_h200.csv)
+SMALLN_CONFIGS = [  # mid N, where Quack leads under CUDA-graph replay (experiments/2026-12-02-stagedrows)
     ("quack", "quack", "fp16", 5000, 1536, {}),
     ("warprows", "warprows", "fp16", 5000, 1536, {}),
     ("stagedrows", "stagedrows", "fp16", 5000, 1536, {}),

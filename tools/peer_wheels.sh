@@ -7,12 +7,25 @@
 # There, next call:      source tools/peer_wheels.sh more        (carry .peers/b: keeps part b)
 # There, last call:      source tools/peer_wheels.sh finish      (carry .peers/c: joins the cu13 wheel, checks its
 #                                                                   sha256, unpacks it)
-# Each `source` leaves PYTHONPATH pointing at the unpacked packages (liger works after `stage`, quack after `finish`).
+# Each `source` leaves PYTHONPATH pointing at the unpacked packages (liger works after `stage`, quack after `finish`)
+# and exports PEERS_DIR: a private folder (mktemp -d, mode 700, owned by you) holding site/ and parts/. Its path is
+# remembered in ${XDG_CACHE_HOME:-~/.cache}/blockscope/peers-dir, so the later calls find it; a remembered folder
+# that is missing, a symlink, not yours or not mode 700 is replaced by a new one (never a fixed /tmp path).
 # The parts exist because one call carries at most 64 MiB with the working tree (~16 MB); make the calls back to
 # back while the machine is warm.
 set -u
-PEERS_SITE=${PEERS_SITE:-/tmp/blockscope-peers/site}
-PEERS_PARTS=${PEERS_PARTS:-/tmp/blockscope-peers/parts}
+
+peers_dir() {
+  local pointer="${XDG_CACHE_HOME:-$HOME/.cache}/blockscope/peers-dir" dir=""
+  dir=$(head -n 1 "$pointer" 2>/dev/null || true)
+  if [ -z "$dir" ] || [ -L "$dir" ] || [ ! -d "$dir" ] || [ ! -O "$dir" ] || [ "$(stat -c %a "$dir")" != 700 ]; then
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/blockscope-peers.XXXXXXXXXX") || return 1
+    chmod 700 "$dir" && mkdir -p "$(dirname "$pointer")" && printf '%s\n' "$dir" > "$pointer"
+  fi
+  export PEERS_DIR="$dir"
+  PEERS_SITE="$PEERS_DIR/site"
+  PEERS_PARTS="$PEERS_DIR/parts"
+}
 CU13=nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl
 WHEELS="liger-kernel==0.8.5 quack-kernels==0.6.5 nvidia-cutlass-dsl==4.8.1 nvidia-cutlass-dsl-libs-base==4.8.1
 nvidia-cutlass-dsl-libs-core==4.8.1 nvidia-cutlass-dsl-libs-cu13==4.8.1 apache-tvm-ffi==0.1.15.post2
@@ -21,6 +34,10 @@ torch-c-dlpack-ext==0.1.5 einops==0.8.2"
 peers_path() {
   export PYTHONPATH="$PEERS_SITE:$PEERS_SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
 }
+
+case "${1:-}" in
+  stage|more|finish|path) peers_dir || { echo "peer_wheels: cannot make a private folder (mktemp -d)" >&2; return 1 2>/dev/null || exit 1; } ;;
+esac
 
 case "${1:-}" in
   download)

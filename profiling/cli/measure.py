@@ -166,7 +166,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     drift.add_argument("--limit", type=_positive_float, default=0.03, help="drift counted as within (default 0.03)")
     drift.add_argument("--methods", type=str_list, help="comma list of timing methods (default all)")
     drift.add_argument("--out", metavar="FILE", help="also write the per-config table (.csv or .parquet)")
-    drift.add_argument("--force", action="store_true", help="compare runs measured on different GPUs (gpu_uuid) anyway")
+    drift.add_argument(
+        "--force",
+        action="store_true",
+        help="compare runs from different GPUs (name or UUID) or torch/Triton versions anyway (the output says FORCED)",
+    )
     drift.set_defaults(handler=run_drift_command)
 
 
@@ -533,8 +537,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         close()
         sys.stderr.write(f"stopped by {stop}: the rows measured so far are saved in {out} (rerun to resume)\n")
         return 128 + stop.signum
-    except ResultsLockError as error:
-        raise CLIError(str(error)) from None
+    except (ResultsLockError, sweep_module.SweepSaveError) as error:
+        raise CLIError(" ".join(str(error).split())) from None
     finally:
         close()
     if signalled() is not None:  # the handler's Stopped was dropped; the sweep stopped at the next config
@@ -547,16 +551,18 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         f"{state}: {info.get('done', 0)} configs run, {info.get('skipped_existing', 0)} already in {out}, "
         f"{info.get('errors', 0)} error rows; {len(table)} rows in {out} ({info.get('seconds', 0):.0f} s)"
     )
+    if info.get("saved_to"):
+        print(f"{out}'s disk was full: the rows are in {info['saved_to']} (move it to {out} and rerun to resume)")
     for line in sweep_report_lines(info):
         print(line)
     if old_table is not None:
-        from blockscope.profiling.results.drift import DifferentGPUError, drift_lines, repeat_drift
+        from blockscope.profiling.results.drift import DriftMismatch, drift_lines, repeat_drift
 
         try:
             for line in drift_lines(repeat_drift(old_table, table)):
                 print(line)
-        except DifferentGPUError as error:  # the sweep is saved; only the comparison is refused
-            sys.stderr.write(f"--compare-with: drift not computed: {error}\n")
+        except DriftMismatch as error:  # the sweep is saved; only the comparison is refused
+            sys.stderr.write(f"--compare-with: {error}\n")
     return 0
 
 
@@ -649,7 +655,7 @@ def sweep_report_lines(info: dict[str, Any]) -> list[str]:
 def run_drift_command(args: argparse.Namespace) -> int:
     """`drift FIRST SECOND`: the per-config median drift table's summary (and the table with --out)."""
     from blockscope.profiling.results import ResultsError, load_results
-    from blockscope.profiling.results.drift import drift_lines, repeat_drift
+    from blockscope.profiling.results.drift import DriftMismatch, drift_lines, repeat_drift
 
     tables = []
     for label, path in (("FIRST", args.first), ("SECOND", args.second)):
@@ -657,16 +663,12 @@ def run_drift_command(args: argparse.Namespace) -> int:
             tables.append(load_results(path))
         except ResultsError as error:
             raise CLIError(f"{label}: {error}") from None
-    from blockscope.profiling.results.drift import DifferentGPUError, check_same_gpu
-
     try:
-        note = check_same_gpu(*tables, force=args.force)
-    except DifferentGPUError as error:
+        result = repeat_drift(
+            *tables, min_us=args.min_us, methods=tuple(args.methods) if args.methods else None, force=args.force
+        )
+    except DriftMismatch as error:
         raise CLIError(str(error)) from None
-    if note:
-        sys.stderr.write(f"warning: {note} (--force)\n")
-    methods = tuple(args.methods) if args.methods else None
-    result = repeat_drift(*tables, min_us=args.min_us, methods=methods, force=True)
     for line in drift_lines(result, args.limit, args.min_us):
         print(line)
     if args.out:

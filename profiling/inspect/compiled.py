@@ -20,6 +20,7 @@ in a worker process without it (`python -m profiling.compiled --worker`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import inspect as pyinspect
 import io
@@ -30,7 +31,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from blockscope import kernels, paths
+from blockscope import kernels, paths, scratch
 from blockscope.kernels import DTYPE_NAMES, dtype_from_name, interpreting
 from blockscope.profiling.inspect import occupancy as occ
 
@@ -190,22 +190,61 @@ def _nvidia_bin(tool: str) -> str:
     return str(path)
 
 
-def _ptxas_for(capability: int) -> str:
-    """The ptxas Triton itself compiles with (its knobs honour TRITON_PTXAS_PATH: a GPU box may point it at a newer
-    CUDA whose PTX version the wheel's ptxas rejects), else the wheel's own."""
+def _ptxas_candidates(capability: int) -> list[str]:
+    """ptxas binaries in the order tried: the Triton wheel's own (ptxas; ptxas-blackwell first from sm_100), its
+    other one (often a newer CUDA), then the one Triton's knobs name (TRITON_PTXAS_PATH: a GPU box may point it at a
+    newer CUDA whose PTX the wheel's ptxas rejects). Never one found on PATH."""
+    found: list[str] = []
+    for tool in ("ptxas-blackwell", "ptxas") if capability >= 100 else ("ptxas", "ptxas-blackwell"):
+        with contextlib.suppress(RuntimeError):
+            found.append(_nvidia_bin(tool))
     try:
         from triton.backends.nvidia.compiler import get_ptxas
 
         path = get_ptxas(capability).path
         if path and Path(path).exists():
-            return str(path)
-    except Exception:  # older Triton layouts: the wheel's binaries below
+            found.append(str(path))
+    except Exception:  # older Triton layouts, or the knob's path unusable: the wheel's binaries above
         pass
-    return _nvidia_bin(
-        "ptxas-blackwell"
-        if capability >= 100 and (Path(_nvidia_bin("ptxas")).parent / "ptxas-blackwell").exists()
-        else "ptxas"
-    )
+    return list(dict.fromkeys(found))
+
+
+_PTX_VERSION = re.compile(r"^\s*\.version\s+(\d+)\.(\d+)", re.MULTILINE)
+_PTX_8_CUDA = {6: (12, 7), 7: (12, 8), 8: (12, 9)}  # PTX ISA 8.x -> CUDA 12.x, except these
+
+
+def ptx_needs_cuda(ptx: str) -> tuple[int, int] | None:
+    """The oldest CUDA release (major, minor) whose ptxas reads `ptx`'s `.version` (ISA 7.x: 11.x, 8.0-8.5:
+    12.0-12.5, 8.6: 12.7, 8.7: 12.8, 8.8: 12.9, 9.x: 13.x); None without a `.version` line."""
+    match = _PTX_VERSION.search(ptx)
+    if not match:
+        return None
+    major, minor = int(match.group(1)), int(match.group(2))
+    if major == 8:
+        return _PTX_8_CUDA.get(minor, (12, minor))
+    return (major + 4, minor)
+
+
+@functools.lru_cache(maxsize=16)
+def _ptxas_release(path: str) -> tuple[int, int] | None:
+    """(major, minor) of `ptxas --version`'s 'release X.Y', or None when it cannot be run or read."""
+    try:
+        text = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"release (\d+)\.(\d+)", text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def ptxas_for_ptx(ptx: str, capability: int) -> str:
+    """The first of _ptxas_candidates whose CUDA release reads `ptx`'s PTX ISA version (else the first one)."""
+    candidates = _ptxas_candidates(capability)
+    needed = ptx_needs_cuda(ptx)
+    for path in candidates:
+        release = _ptxas_release(path)
+        if needed is None or (release is not None and release >= needed):
+            return path
+    return candidates[0]
 
 
 def _gpu_name(capability: int) -> str:
@@ -240,24 +279,35 @@ def parse_ptxas_log(log: str) -> dict[str, int] | None:
 
 
 def ptxas_usage(ptx: str, capability: int) -> dict[str, int]:
-    """Registers/thread, stack, spill store/load bytes per thread from the wheel's `ptxas -v` on `ptx`."""
-    with tempfile.TemporaryDirectory(prefix="blockscope-ptxas-") as tmp:
+    """Registers/thread, stack, spill store/load bytes per thread from `ptxas -v` on `ptx`, run by a ptxas of
+    Triton's that reads the PTX's ISA version (ptxas_for_ptx; on "Unsupported .version" the next one is tried)."""
+    first = ptxas_for_ptx(ptx, capability)
+    order = [first, *(p for p in _ptxas_candidates(capability) if p != first)]
+    failures: list[str] = []
+    with scratch.temporary_dir("blockscope-ptxas-") as tmp:
         source = Path(tmp) / "kernel.ptx"
         source.write_text(ptx)
-        done = subprocess.run(
-            [
-                _ptxas_for(capability),
-                *_ptxas_flags(),
-                f"--gpu-name={_gpu_name(capability)}",
-                str(source),
-                "-o",
-                str(Path(tmp) / "kernel.cubin"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    log = done.stdout + done.stderr
+        for ptxas in order:
+            done = subprocess.run(
+                [
+                    ptxas,
+                    *_ptxas_flags(),
+                    f"--gpu-name={_gpu_name(capability)}",
+                    str(source),
+                    "-o",
+                    str(Path(tmp) / "kernel.cubin"),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            log = done.stdout + done.stderr
+            if done.returncode != 0 and "Unsupported .version" in log:
+                failures.append(f"{ptxas}: {' '.join(log.split())[:160]}")
+                continue
+            break
+        else:
+            raise RuntimeError(f"no ptxas reads this PTX ({'; '.join(failures)}); tried {', '.join(order)}")
     if done.returncode != 0:
         raise RuntimeError(f"ptxas failed ({done.returncode}): {log.strip()[-500:]}")
     usage = parse_ptxas_log(log)
@@ -286,7 +336,7 @@ def triton_ptxas_log() -> Iterator[io.StringIO]:
 
 def cubin_registers(cubin: bytes) -> int | None:
     """REG of the cubin's (single) kernel from `cuobjdump -res-usage`, or None if unreadable."""
-    with tempfile.TemporaryDirectory(prefix="blockscope-cubin-") as tmp:
+    with scratch.temporary_dir("blockscope-cubin-") as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
         done = subprocess.run(
@@ -298,7 +348,7 @@ def cubin_registers(cubin: bytes) -> int | None:
 
 def cubin_sass(cubin: bytes) -> str:
     """SASS of a cubin (`cuobjdump -sass`) without the encoding-only comment lines."""
-    with tempfile.TemporaryDirectory(prefix="blockscope-cubin-") as tmp:
+    with scratch.temporary_dir("blockscope-cubin-") as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
         done = subprocess.run(
@@ -385,7 +435,7 @@ def _read_cache(path: Path) -> dict | None:
 def _write_cache(path: Path, facts: dict) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp = scratch.temp_path(path)
         tmp.write_text(json.dumps({"format": CACHE_FORMAT, **facts}))
         os.replace(tmp, path)
     except OSError:

@@ -92,7 +92,7 @@ def candidates(
 
 def _warprows_threads(n_cols: int, dtype: torch.dtype) -> tuple[int, ...]:
     """threads_per_row worth timing: the default (Quack's rule) and half and twice it (the H200 probe,
-    data/probe_warprows_h200.csv: 8 won at N=96 and 200 where the default is 16 and 32; 256 at N=5000, not 128)."""
+    experiments/2026-12-01-warprows: 8 won at N=96 and 200 where the default is 16 and 32; 256 at N=5000, not 128)."""
     from blockscope.kernels import warprows
 
     return _threads_around(warprows.default_threads_per_row(n_cols, warprows.vector_width(dtype.itemsize, n_cols)))
@@ -225,7 +225,7 @@ def break_ties(
     docs/kernel-changes.md section 16): two configs the tuner's timer cannot tell apart are told apart
     by another GPU-time method (CUDA-graph replay: where the input stays in L2, a kernel's issue rate shows; H200,
     data/tuning/h200_challenge_lean16.jsonl: fp16 4096x2048 teaching 12.74 us vs warprows 12.88 us flushed, and at
-    5000x1536 teaching takes 1.25x warprows' time under replay, data/bench_offgrid_h200.md)."""
+    5000x1536 teaching takes 1.25x warprows' time under replay, experiments/2026-12-01-bench-offgrid)."""
     rechecked = [i for i, r in enumerate(records) if "recheck_us" in r and i in calls]
     if not rechecked:
         return

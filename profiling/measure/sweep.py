@@ -20,11 +20,14 @@ are kept unless `retry_errors`. Timer, tracer, compile facts and environment are
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import math
 import os
 import socket
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +39,7 @@ import torch
 
 from blockscope import kernels
 from blockscope.kernels import DTYPE_NAMES, LaunchPlan, dtype_from_name, get_variant
+from blockscope.kernels._common import NUM_WARPS_ALLOWED
 from blockscope.profiling.measure import machine, timing
 from blockscope.profiling.measure.backends import PEERS, get_backend, is_peer, unsupported_reason
 from blockscope.profiling.measure.directions import (
@@ -169,7 +173,7 @@ def build_configs(
     the variants that take that tunable ('torch' and 'auto' take none: one config each). `directions`
     (default forward only): each config once per direction, except that 'backward' configs of Blockscope variants
     take no tunables (their backward is one Triton kernel whatever the forward's tunables). ValueError for
-    unknown variants/dtypes/directions."""
+    unknown variants/dtypes/directions, N or R below 1 and num_warps outside NUM_WARPS_ALLOWED."""
     ways = parse_directions(directions)
     variants = list(variants) if variants else list(all_variants())
     for variant in variants:
@@ -178,6 +182,13 @@ def build_configs(
     dtypes = [DTYPE_NAMES[dtype_from_name(d)] for d in (dtypes or DEFAULT_DTYPES)]
     n_values = list(n_values) if n_values else default_n_values()
     rows = [n_rows] if isinstance(n_rows, int) else list(n_rows)
+    for name, values in (("n_values", n_values), ("n_rows", rows)):
+        bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or v < 1]
+        if bad:
+            raise ValueError(f"{name} {', '.join(map(repr, bad))}; allowed: integers >= 1")
+    bad = [w for w in num_warps or () if w not in NUM_WARPS_ALLOWED]
+    if bad:
+        raise ValueError(f"num_warps {', '.join(map(repr, bad))}; allowed: {', '.join(map(str, NUM_WARPS_ALLOWED))}")
     grid: dict[str, list[int]] = {}
     if num_warps:
         grid["num_warps"] = list(num_warps)
@@ -346,6 +357,17 @@ def check_result(y: torch.Tensor, reference: torch.Tensor, dtype: str) -> tuple[
             f"{worst:.3g}; rtol {rtol:g}, atol {atol:g})"
         ), worst
     return "", worst
+
+
+def capture_unsafe_reason(config: Config) -> str | None:
+    """Why `config`'s calls must not be captured in a CUDA graph (its backend marks the direction capture-unsafe:
+    a failed capture poisons the process), or None when they may be."""
+    if not is_peer(config.variant):
+        return None
+    backend = get_backend(config.variant)
+    if config.direction in backend.capture_unsafe_directions:
+        return f"{config.variant} {config.direction}: {backend.capture_unsafe_reason or 'capture-unsafe'}"
+    return None
 
 
 def backend_callable(config: Config, x: torch.Tensor) -> Callable[[], torch.Tensor]:
@@ -518,6 +540,35 @@ class ResultsLockError(RuntimeError):
     """Another sweep holds the output file's lock; the message names its pid, host and start time."""
 
 
+class SweepSaveError(OSError):
+    """Neither the output file nor any rescue folder had room for the sweep's rows; names every place tried."""
+
+
+def RESCUE_DIRS() -> list[Path]:  # noqa: N802 - a constant's role, computed late (tests point it elsewhere)
+    """Folders tried, in order, when the output's disk is full: the system temp folder, then the home folder."""
+    return [Path(tempfile.gettempdir()), Path.home()]
+
+
+def save_or_rescue(table: pd.DataFrame, out: Path) -> Path:
+    """save_results(table, out); when that disk is full (ENOSPC, EDQUOT) the same table goes to
+    `<stem>.rescued-<pid><suffix>` in the first RESCUE_DIRS folder with room. The path written; SweepSaveError
+    when none had room. Other errors propagate."""
+    try:
+        return save_results(table, out)
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        first = error
+    tried = [f"{out} ({first.strerror or first})"]
+    for folder in RESCUE_DIRS():
+        rescue = Path(folder) / f"{out.stem}.rescued-{os.getpid()}{out.suffix}"
+        try:
+            return save_results(table, rescue)
+        except OSError as error:
+            tried.append(f"{rescue} ({error.strerror or error})")
+    raise SweepSaveError(first.errno, f"no room to save the sweep's {len(table)} rows: tried {'; '.join(tried)}")
+
+
 def lock_path(out: str | Path) -> Path:
     """The sidecar lock file of a results file: 'run.parquet' -> 'run.parquet.lock'."""
     out = Path(out)
@@ -591,6 +642,7 @@ class SweepState:
     phase_s: dict[str, float] = field(default_factory=dict)  # wall seconds per phase (precompile, first_call, ...)
     precompile: dict[str, Any] = field(default_factory=dict)  # compiled / failed counts, workers, why it broke
     traces: list[str] = field(default_factory=list)  # Chrome trace files kept
+    saved_to: str | None = None  # where the rows went when the output's disk was full
     proton: str = ""  # the Proton .hatchet file written, or why none
 
     def add_phase(self, name: str, seconds: float) -> None:
@@ -698,7 +750,16 @@ def run_sweep(
         def save() -> None:
             nonlocal last_save
             if out_path is not None and (new_rows or filled):
-                save_results(_table(existing.drop(index=replaced), new_rows), out_path)
+                table = _table(existing.drop(index=replaced), new_rows)
+                written = save_or_rescue(table, out_path)
+                if written != out_path and str(written) != state.saved_to:
+                    state.saved_to = str(written)
+                    sys.stderr.write(
+                        f"sweep: {out_path}: No space left on device; its {len(table)} rows are saved in {written} "
+                        f"instead (move it to {out_path} and rerun to resume)\n"
+                    )
+                elif written == out_path:
+                    state.saved_to = None
             last_save = time.perf_counter()
 
         pending: list[tuple[Config, kernels.LaunchPlan | None, str, str, list[str]]] = []
@@ -1214,7 +1275,9 @@ def _run_config(
     state.add_phase("compile_facts", time.perf_counter() - tic)
     tic = time.perf_counter()
     rows = []
+    unsafe = capture_unsafe_reason(config) if "cuda_graph" in methods else None
     for method in methods:
+        capture = not (method == "cuda_graph" and unsafe)
         try:
             stats = timing.benchmark(
                 fn,
@@ -1229,6 +1292,7 @@ def _run_config(
                 graph_calls=graph_calls,
                 rel_ci=rel_ci,
                 budget_ms=budget_ms,
+                capture=capture,
             )
         except Exception as error:
             if device.type == "cuda":
@@ -1236,6 +1300,11 @@ def _run_config(
             rows.append({**base, "method": method, "error": _error_text(error)})
             continue
         row = {**base, **stats.as_dict()}
+        if not capture:
+            row["timing_note"] = (
+                f"not captured ({unsafe}): each cuda_graph sample is {graph_calls} eager calls between two "
+                "events, no graph"
+            )
         row["gbps"] = gbps(base["bytes_moved"], stats.median_us)
         rows.append(row)
     state.add_phase("timing", time.perf_counter() - tic)

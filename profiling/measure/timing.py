@@ -272,8 +272,22 @@ def _queued_batch(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]
     return [start.elapsed_ms(end) * 1000.0 for start, end in zip(starts, ends, strict=True)]
 
 
-def _graph(fn: Callable[[], Any], clock: Clock, reps: int, graph_calls: int) -> tuple[list[float], int]:
-    replay = clock.capture_graph(fn, graph_calls)
+def _replay(fn: Callable[[], Any], clock: Clock, calls: int, capture: bool) -> Callable[[], None]:
+    """A CUDA graph of `calls` calls of fn, or with capture=False the same calls run eagerly (no graph)."""
+    if capture:
+        return clock.capture_graph(fn, calls)
+
+    def eager() -> None:
+        for _ in range(calls):
+            fn()
+
+    return eager
+
+
+def _graph(
+    fn: Callable[[], Any], clock: Clock, reps: int, graph_calls: int, capture: bool = True
+) -> tuple[list[float], int]:
+    replay = _replay(fn, clock, graph_calls, capture)
     replay()  # first replay uploads the graph
     clock.synchronize()
     replays = max(1, math.ceil(reps / graph_calls))
@@ -296,6 +310,7 @@ def benchmark(
     rel_ci: float | None = DEFAULT_REL_CI,
     budget_ms: float = DEFAULT_BUDGET_MS,
     warmup_ms: float | None = DEFAULT_WARMUP_MS,
+    capture: bool = True,
 ) -> TimingStats:
     """Time `fn` (a zero-arg closure) under `method`; microseconds per call.
 
@@ -304,7 +319,9 @@ def benchmark(
     with rel_ci=None reps come from 5 estimate calls (target_ms of timed work, min_reps..max_reps). Warmup is
     `warmup` calls, cut short (whole chunks of WARMUP_CHUNK) after `warmup_ms` of wall time (None: no cut).
     `first_call_s=None` times this function's first call of `fn` as the cold call (seconds); pass it in when
-    `fn` has already run. For cuda_graph, `reps` is rounded up to whole replays of `graph_calls` calls.
+    `fn` has already run. For cuda_graph, `reps` is rounded up to whole replays of `graph_calls` calls;
+    `capture=False` (a callable that cannot be captured) times each sample as `graph_calls` eager calls between
+    two events instead of a graph replay.
     """
     if method not in TIMING_METHODS:
         raise ValueError(f"unknown timing method {method!r}; allowed: {', '.join(TIMING_METHODS)}")
@@ -325,6 +342,7 @@ def benchmark(
             rel_ci=rel_ci,
             budget_ms=budget_ms,
             graph_calls=graph_calls,
+            capture=capture,
         )
     if reps is None:
         estimate = _back_to_back(fn, clock, 5) if method == "back_to_back_flushed" else _per_call(fn, clock, 5)
@@ -338,7 +356,7 @@ def benchmark(
         samples = _back_to_back(fn, clock, reps)
         total = reps
     else:
-        samples, total = _graph(fn, clock, reps, graph_calls)
+        samples, total = _graph(fn, clock, reps, graph_calls, capture)
     return summarize(method, samples, first_call_s, total)
 
 
@@ -368,10 +386,11 @@ def _adaptive(
     rel_ci: float,
     budget_ms: float,
     graph_calls: int,
+    capture: bool = True,
 ) -> TimingStats:
     """Samples under `method` until the median is stable (sample_until_stable); reps = calls timed."""
     if method == "cuda_graph":
-        replay = clock.capture_graph(fn, graph_calls)
+        replay = _replay(fn, clock, graph_calls, capture)
         replay()  # first replay uploads the graph
         clock.synchronize()
 

@@ -11,10 +11,13 @@ k + 1 tiny marker kernels (torch.cuda._sleep, 'spin_kernel'), which are left out
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from blockscope import scratch
 
 MARKER = "spin_kernel"
 MAX_MARKERS = 4096
@@ -70,7 +73,12 @@ def trace_kernels(
     _sessions += 1
     if export_path is not None:
         Path(export_path).parent.mkdir(parents=True, exist_ok=True)
-        prof.export_chrome_trace(str(export_path))
+        partial = scratch.temp_path(export_path)  # a kill mid-write leaves no half trace; the next writer reclaims
+        try:
+            prof.export_chrome_trace(str(partial))
+            os.replace(partial, export_path)
+        finally:
+            partial.unlink(missing_ok=True)
     totals: dict[str, list[float]] = {}
     for event in prof.events():
         if not _is_device_event(event):
@@ -176,7 +184,7 @@ def write_trace_index(directory: str | Path, entries: list[dict[str, Any]]) -> P
     for entry in entries:
         current[entry["file"]] = entry
     path = directory / TRACE_INDEX
-    tmp = directory / f".{TRACE_INDEX}.{os.getpid()}.tmp"
+    tmp = scratch.temp_path(path)
     tmp.write_text(json.dumps(sorted(current.values(), key=lambda e: e["file"]), indent=1), encoding="utf-8")
     os.replace(tmp, path)
     return path

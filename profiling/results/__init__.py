@@ -25,6 +25,8 @@ Timing (one row per method)
     = 3 * R * N * element size; forward_backward: 5 * R * N * element size (the two added), bytes
   gbps: Float64 - bytes_moved / median time, GB/s (1e9 bytes/s)
   copy_fraction: Float64 - gbps / copy_gbps (same GPU, same run)
+  timing_note: string - how the method deviated, NA otherwise (a capture-unsafe backend's cuda_graph row: "not
+    captured (...)", each sample the graph's calls run eagerly between two events)
 Compile facts (Triton variants; <NA> for torch)
   n_regs: Int64 - registers per thread
   spill_store_bytes, spill_load_bytes: Int64 - local-memory spill traffic per thread, bytes
@@ -73,6 +75,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from blockscope import scratch
+
 SCHEMA_VERSION = 1
 # prefixes of `error` for rows a backend does not run: its support rules ("unsupported: <backend>: ..."), or it cannot
 # run here at all ("unavailable: <backend>: ...": package missing, no GPU); neither is a failure
@@ -113,6 +117,7 @@ TIMING_COLUMNS: dict[str, str] = {
     "bytes_moved": "Int64",
     "gbps": "Float64",
     "copy_fraction": "Float64",
+    "timing_note": "string",
 }
 COMPILE_COLUMNS: dict[str, str] = {
     "n_regs": "Int64",
@@ -355,7 +360,7 @@ def save_results(df: pd.DataFrame, path: str | Path) -> Path:
         raise ResultsError(f"{path.name}: unsupported results file suffix {path.suffix!r}; allowed: .parquet, .csv")
     table = validate(normalize(df), path.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # one per writer and call
+    tmp = scratch.temp_path(path)  # one per writer and call; a killed writer's is reclaimed here
     try:
         if suffix == ".parquet":
             import pyarrow as pa

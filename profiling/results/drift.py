@@ -3,7 +3,10 @@
 `repeat_drift(first, second)` pairs rows by (variant, dtype, n_rows, n_cols, tunables, method), keeps configs
 that ran in both with a first median of at least `min_us` (20 us: shorter kernels are launch-bound and noisy by
 nature) and gives `drift` = second / first - 1. `drift_summary` counts how many are within `limit` (3 %), and
-`drift_lines` prints it. Imports neither streamlit nor plotly.
+`drift_lines` prints it. Runs from different environments (GPU, compute capability, torch or Triton version) are
+refused with DriftMismatch naming the difference unless `force=True`; a forced table carries the difference in
+`attrs["mismatch"]` and a `compared_across` column, and its printed summary starts with "FORCED". Imports neither
+streamlit nor plotly.
 """
 
 from __future__ import annotations
@@ -15,9 +18,28 @@ import pandas as pd
 KEY = ["variant", "dtype", "n_rows", "n_cols", "tunables", "method"]
 DEFAULT_MIN_US = 20.0
 DEFAULT_LIMIT = 0.03
+ENVIRONMENT = ("gpu_name", "gpu_uuid", "compute_capability", "torch_version", "triton_version")
 
 
-class DifferentGPUError(ValueError):
+class DriftMismatch(ValueError):
+    """The two runs come from different environments; the message names each difference and --force."""
+
+
+def environment_differences(first: pd.DataFrame, second: pd.DataFrame) -> list[str]:
+    """'column: a vs b' for each ENVIRONMENT column whose values (over the timed rows) differ between the runs."""
+    a, b = _timed(first), _timed(second)
+    differences = []
+    for column in ENVIRONMENT:
+        if column not in a.columns or column not in b.columns:
+            continue
+        left = sorted({str(v) for v in a[column].dropna()})
+        right = sorted({str(v) for v in b[column].dropna()})
+        if left and right and left != right:
+            differences.append(f"{column}: {' / '.join(map(repr, left))} vs {' / '.join(map(repr, right))}")
+    return differences
+
+
+class DifferentGPUError(DriftMismatch):
     """Two runs measured on different physical GPUs (their gpu_uuid sets differ); pass force to compare anyway."""
 
 
@@ -60,11 +82,17 @@ def repeat_drift(
     force: bool = False,
 ) -> pd.DataFrame:
     """Per config and method: first_us, second_us (medians, us), drift (second / first - 1) and abs_drift, for
-    configs timed in both runs with first_us >= min_us; sorted by abs_drift, largest first. Runs on different
-    GPU UUIDs raise DifferentGPUError unless `force` (check_same_gpu)."""
+    configs timed in both runs with first_us >= min_us; sorted by abs_drift, largest first. DriftMismatch when the
+    runs' environments differ (environment_differences) unless `force`, which labels the table instead."""
     if min_us < 0:
         raise ValueError(f"min_us={min_us}; allowed: a number >= 0 (microseconds)")
-    check_same_gpu(first, second, force=force)
+    check_same_gpu(first, second, force=force)  # DifferentGPUError (a DriftMismatch) names the two UUIDs
+    differences = environment_differences(first, second)
+    if differences and not force:
+        raise DriftMismatch(
+            f"the runs differ in {'; '.join(differences)}: drift between environments is not repeat drift; "
+            "allowed: two runs of one GPU and software stack, or --force (force=True) to compare anyway"
+        )
     a, b = _timed(first), _timed(second)
     if methods:
         a, b = a[a["method"].isin(methods)], b[b["method"].isin(methods)]
@@ -73,7 +101,11 @@ def repeat_drift(
     merged = merged[merged["first_us"] >= min_us].copy()
     merged["drift"] = (merged["second_us"] / merged["first_us"] - 1.0).astype("Float64")
     merged["abs_drift"] = merged["drift"].abs()
-    return merged.sort_values("abs_drift", ascending=False, kind="stable").reset_index(drop=True)
+    result = merged.sort_values("abs_drift", ascending=False, kind="stable").reset_index(drop=True)
+    if differences:
+        result["compared_across"] = "; ".join(differences)
+    result.attrs["mismatch"] = "; ".join(differences)
+    return result
 
 
 def drift_summary(drift: pd.DataFrame, limit: float = DEFAULT_LIMIT) -> dict[str, Any]:
@@ -116,12 +148,15 @@ def drift_lines(
 ) -> list[str]:
     """Printable summary: one line overall, one per method, then the `worst` configs."""
     summary = drift_summary(drift, limit)
+    mismatch = drift.attrs.get("mismatch")
+    forced = [f"FORCED across different environments ({mismatch}): not a repeat run"] if mismatch else []
     if not summary["configs"]:
-        return [f"repeat drift: no config over {min_us:g} us was timed in both runs"]
+        return [*forced, f"repeat drift: no config over {min_us:g} us was timed in both runs"]
     lines = [
+        *forced,
         f"repeat drift (configs >= {min_us:g} us): {summary['within']}/{summary['configs']} within "
         f"{limit:.0%} ({summary['share_within']:.1%}); |drift| median {summary['median_abs']:.2%}, p95 "
-        f"{summary['p95_abs']:.2%}, max {summary['max_abs']:.2%}"
+        f"{summary['p95_abs']:.2%}, max {summary['max_abs']:.2%}",
     ]
     for method, info in summary["by_method"].items():
         lines.append(

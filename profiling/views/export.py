@@ -7,6 +7,11 @@
   <name>.png   2x figure_size pixels      <name>.svg   figure_size CSS pixels
   <name>.csv   the FigureSpec's data       report.html  self-contained, interactive, offline
 
+The files are written into a private folder beside `out_dir`, which then replaces `out_dir` whole (the old one is
+renamed away, the new one in, the old deleted): a kill at any point leaves the previous report or the new one
+whole, and the next export puts a report moved aside back. One export per folder at a time (an fcntl lock
+`.<name>.export.lock` beside it); `out_dir` must be new, empty or an earlier export's folder.
+
 Problems raise ExportError (a ValueError) with a one-line message. Without Chromium the HTML report and
 CSVs are still written, then ChromiumMissing (an ExportError, `.written` = those files) says PNG/SVG were
 skipped, why, and how to install Chromium. No streamlit here.
@@ -17,13 +22,14 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import tempfile
+import shutil
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from blockscope import scratch
 from blockscope.profiling.results import ResultsError, concat_results, load_results
 from blockscope.profiling.views.images import (
     ChromiumMissing,
@@ -118,18 +124,107 @@ def _check_formats(formats: Sequence[str]) -> tuple[str, ...]:
     return formats
 
 
-def _writable_dir(out_dir: str | os.PathLike) -> Path:
-    out = Path(out_dir)
+MARKER = ".blockscope-export"  # in every export folder: marks it as one the next export may replace
+EXPORT_SUFFIXES = {".png", ".svg", ".csv", ".html"}
+
+
+def _out_folder(out_dir: str | os.PathLike) -> Path:
+    """`out_dir` as an absolute path whose parent exists and is writable: new, empty or an earlier export."""
+    out = Path(os.path.abspath(out_dir))
+    if out.is_symlink():
+        out = out.resolve()
+    if out.parent == out:
+        raise ExportError(f"cannot export into {out}; choose a folder below it with --out")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
-            pass
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.exists() and not out.is_dir():
+            raise NotADirectoryError(20, "not a directory")
+        if not os.access(out.parent, os.W_OK | os.X_OK):
+            raise PermissionError(13, "its parent folder is not writable")
     except OSError as error:
         raise ExportError(
             f"cannot write to output directory {out} ({error.strerror or error}); "
             "choose a writable directory with --out"
         ) from None
+    if out.is_dir():
+        entries = list(out.iterdir())
+        others = [
+            p.name for p in entries if not (p.is_file() and not p.is_symlink() and p.suffix.lower() in EXPORT_SUFFIXES)
+        ]
+        if others and not (out / MARKER).is_file():
+            raise ExportError(
+                f"--out {out} holds files that are not an export ({', '.join(sorted(others)[:3])}); allowed: a new "
+                "or empty folder, or an earlier export's (the export replaces that folder whole)"
+            )
     return out
+
+
+@contextlib.contextmanager
+def _export_lock(out: Path):
+    """Hold `.<name>.export.lock` beside `out` for the block; ExportError at once when another export holds it."""
+    try:
+        import fcntl
+    except ImportError:  # no fcntl (Windows): exports are not serialized
+        yield
+        return
+    lock = out.parent / f".{out.name}.export.lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as error:
+        raise ExportError(f"cannot create the export lock {lock} ({error.strerror or error})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ExportError(
+                f"another export is writing {out} (lock {lock}); wait for it to finish or choose another --out"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _recover(out: Path) -> None:
+    """Under the lock: put back a report a killed export moved aside (when `out` is missing), then delete the
+    staging and moved-aside folders of earlier exports (no other export runs now)."""
+    aside = sorted(out.parent.glob(f".{out.name}.old-*"), key=lambda p: p.stat().st_mtime)
+    if not out.exists() and aside:
+        os.rename(aside.pop(), out)
+    for stale in [*aside, *out.parent.glob(f".{out.name}.new-*")]:
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+
+
+def _staging(out: Path) -> Path:
+    """A private folder beside `out` for the new report (made readable as a normal folder when swapped in)."""
+    try:
+        stage = scratch.make_dir(out.parent, f".{out.name}.new-")
+        umask = os.umask(0)
+        os.umask(umask)
+        stage.chmod(0o777 & ~umask)
+        (stage / MARKER).write_text("Blockscope export: `blockscope export` replaces this folder whole\n")
+    except OSError as error:
+        raise ExportError(f"cannot write next to output directory {out} ({error.strerror or error})") from None
+    return stage
+
+
+def _swap_in(stage: Path, out: Path) -> None:
+    """Replace `out` by `stage`: rename the old folder aside, rename the new one in, delete the old."""
+    old = out.parent / f".{out.name}.old-{os.getpid()}-{os.urandom(4).hex()}"
+    had_old = out.exists()
+    if had_old:
+        os.rename(out, old)
+    os.rename(stage, out)
+    with contextlib.suppress(OSError):
+        fd = os.open(out.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    if had_old:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def output_path(out: Path, stem: str, suffix: str) -> Path:
@@ -167,17 +262,44 @@ def export_all(
     ChromiumMissing (after writing HTML/CSV) when PNG/SVG were asked for but cannot be rendered.
     """
     from blockscope.profiling.views import dashboard_data as dd
-    from blockscope.profiling.views.figures import standard_figures
 
     formats = _check_formats(formats)
     df, sources = load_inputs(frames_or_paths)
-    out = _writable_dir(out_dir)
+    final = _out_folder(out_dir)
     if dd.ran(df[df["method"] != "none"]).empty:
         raise ExportError("nothing to export: the results have no timed rows (all rows errored or compile-only)")
     methods = dd.options(df)["methods"]
     if method is not None and method not in methods:
         raise ExportError(f"timing method {method!r} is not in the results; allowed: {', '.join(methods)}")
     method = method or (dd.DEFAULT_METHOD if dd.DEFAULT_METHOD in methods else methods[0])
+    with _export_lock(final):
+        _recover(final)
+        out = _staging(final)
+        try:
+            written, problem = _export_into(out, df, sources, formats, method, progress, dtypes)
+            _swap_in(out, final)
+        except BaseException:
+            shutil.rmtree(out, ignore_errors=True)
+            raise
+    written = [final / path.name for path in written]
+    if problem:
+        kept = ", ".join(f for f in formats if f not in IMAGE_FORMATS) or "nothing else"
+        raise ChromiumMissing(f"PNG/SVG skipped: {problem}; {kept} written to {final} ({len(written)} files)", written)
+    return written
+
+
+def _export_into(
+    out: Path,
+    df: pd.DataFrame,
+    sources: list,
+    formats: tuple[str, ...],
+    method: str,
+    progress: Progress | None,
+    dtypes: list[str] | None,
+) -> tuple[list[Path], str | None]:
+    """Write the export's files into the folder `out`; (files written, why PNG/SVG were skipped or None)."""
+    from blockscope.profiling.views.figures import standard_figures
+
     images = [f for f in IMAGE_FORMATS if f in formats]
     problem = chromium_problem() if images else None
     session_or_none = ImageSession(tabs=IMAGE_TABS) if images and not problem else None
@@ -209,10 +331,7 @@ def export_all(
             )
         if session is not None:
             problem = _render_images(session, specs, images, out, done, footer(df))
-    if problem:
-        kept = ", ".join(f for f in formats if f not in IMAGE_FORMATS) or "nothing else"
-        raise ChromiumMissing(f"PNG/SVG skipped: {problem}; {kept} written to {out} ({len(written)} files)", written)
-    return written
+    return written, problem
 
 
 def _render_images(

@@ -6,7 +6,7 @@ numerics page and `python -m profiling numerics --variants probe_exp,probe_exp2`
 implementation alone changes. Both probes are the teaching kernel as written (one program per row,
 BLOCK_SIZE = next_pow2(N), -inf masked lanes, fp32 max/sum, store in the input dtype); only the
 exponential differs; `probe_fp64` is the exact end of the scale (libdevice's double exp, IEEE division) and,
-timed beside `probe_exp` (`tools/exact_softmax_cost.py`), what exactness costs.
+timed beside `probe_exp` (`experiments/2026-12-01-exact-softmax-cost/exact_softmax_cost.py`), what exactness costs.
 
 Where they run matters. On the CPU interpreter `tl.exp` is numpy's float32 exp (close to correctly
 rounded) and `tl.exp2(x * log2e)` adds the rounding of the product. On NVIDIA GPUs Triton already lowers an

@@ -47,6 +47,10 @@ class Backend:
     summary: str = ""
     package: str | None = None
     max_n: int = 2**31 - 1
+    # directions (forward, backward, forward_backward) whose calls must not be captured in a CUDA graph, and why:
+    # the sweep times their cuda_graph method as eager calls instead (timing.benchmark(capture=False)).
+    capture_unsafe_directions: frozenset[str] = frozenset()
+    capture_unsafe_reason: str = ""
 
     def available(self) -> str | None:
         """None when this backend can run here; otherwise why not (missing package, no GPU, ...)."""

@@ -27,6 +27,11 @@ class QuackBackend(Backend):
     kind = "CuTe DSL (Quack)"
     summary = "Quack's CuTe-DSL softmax: cluster-split rows, partials in distributed shared memory"
     package = PEER_PACKAGES["quack"]
+    capture_unsafe_directions = frozenset({"backward", "forward_backward"})
+    capture_unsafe_reason = (
+        "quack's softmax_bwd under CUDA-graph capture raises cudaErrorStreamCaptureImplicit and leaves the process's "
+        "CUDA context unusable (Quack 0.6.5, H200)"
+    )
 
     def _module(self):
         return importlib.import_module("quack.softmax")

@@ -655,7 +655,7 @@ def sweep_report_lines(info: dict[str, Any]) -> list[str]:
 def run_drift_command(args: argparse.Namespace) -> int:
     """`drift FIRST SECOND`: the per-config median drift table's summary (and the table with --out)."""
     from blockscope.profiling.results import ResultsError, load_results
-    from blockscope.profiling.results.drift import DriftMismatch, drift_lines, repeat_drift
+    from blockscope.profiling.results.drift import DriftMismatch, check_same_gpu, drift_lines, repeat_drift
 
     tables = []
     for label, path in (("FIRST", args.first), ("SECOND", args.second)):
@@ -669,6 +669,9 @@ def run_drift_command(args: argparse.Namespace) -> int:
         )
     except DriftMismatch as error:
         raise CLIError(str(error)) from None
+    note = check_same_gpu(*tables, force=True) if args.force else None
+    if note:
+        sys.stderr.write(f"warning: {note} (--force)\n")
     for line in drift_lines(result, args.limit, args.min_us):
         print(line)
     if args.out:

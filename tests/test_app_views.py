@@ -188,7 +188,7 @@ def test_sidebar_catalog_folder_picks_runs(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_kernel_evidence_shows_the_proton_tree_beside_a_typed_path(results_file: Path, tmp_path: Path) -> None:
-    from blockscope.profiling.measure.proton import proton_dir_for
+    from blockscope.profiling.results.sidecars import proton_dir_for
     from blockscope.profiling.views.hatchet import hatchet_table
 
     copy = tmp_path / results_file.name

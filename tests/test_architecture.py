@@ -32,7 +32,6 @@ PAGE_EXCEPTIONS: set[tuple[str, str]] = {
     ("blockscope.pages.backends", "blockscope.profiling.measure.backends"),  # which peers are installed here
     ("blockscope.pages.numerics", "blockscope.profiling.measure.env"),  # stamps its live (CPU) numerics rows
     ("blockscope.pages.kernel_evidence", "blockscope.profiling.measure.trace"),  # reads a run's stored traces
-    ("blockscope.pages.kernel_evidence", "blockscope.profiling.measure.proton"),  # and where its Proton profiles are
     ("blockscope.pages._compile", "blockscope.profiling.cli.compile"),  # the CLI's compile-time prediction
 }
 UI_PACKAGES = ("streamlit", "plotly")

@@ -242,3 +242,14 @@ def test_bundled_validation_gets_blocks_and_registers() -> None:
     limits = ok[[f"launch__occupancy_limit_{k}" for k in ("registers", "shared_mem", "warps", "blocks")]]
     assert ok["ncu_blocks_per_sm"].tolist() == limits.min(axis=1).tolist()
     assert (ok["ncu_registers"] == ok["launch__registers_per_thread"]).all()
+
+
+@pytest.mark.parametrize("name", ["ncu_details_h200.csv", "ncu_raw_h200.csv"])
+def test_real_ncu_output_from_the_h200_imports(name: str) -> None:
+    """ncu's own output on the H200 (tools/ecosystem_gpu_check.py, 2026-12-04: teaching fp16 N=1000 and 8192, two
+    launches): the details page leaves its rule columns off rows no rule fired for, and still imports."""
+    from blockscope.profiling.results.ncu import read_ncu_csv
+
+    table = read_ncu_csv(Path(__file__).parent / "fixtures" / name)
+    assert len(table) == 2
+    assert set(table["kernel_name"]) == {"row_softmax_kernel"}

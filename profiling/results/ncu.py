@@ -106,13 +106,16 @@ def read_ncu_csv(source: str | Path | bytes, name: str | None = None) -> pd.Data
         raise NcuError(
             f"{label}: not an Nsight Compute CSV: header lacks {', '.join(missing)}; allowed: ncu --csv output"
         )
+    # The details page's trailing rule columns (Rule Name ... Estimated Speedup) are left out, after one empty field,
+    # on rows no rule fired for (ncu 2025): such a row must still reach Metric Value; anything shorter is cut off.
+    needed = header.index("Metric Value") + 1 if all(c in header for c in LONG_COLUMNS) else len(header)
     for number, row in enumerate(rows[1:], start=start + 2):
-        if row and len(row) != len(header):
+        if row and not needed <= len(row) <= len(header):
             raise NcuError(
                 f"{label}: truncated or malformed: CSV line {number} has {len(row)} of {len(header)} fields; "
                 "allowed: a complete ncu --csv file"
             )
-    records = [dict(zip(header, row, strict=True)) for row in rows[1:] if row]
+    records = [dict(zip(header, [*row, *[""] * (len(header) - len(row))], strict=True)) for row in rows[1:] if row]
     if all(c in header for c in LONG_COLUMNS):
         table = _from_details(records, label)
     else:

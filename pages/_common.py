@@ -143,7 +143,7 @@ def _catalog_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
     try:
         table = _catalog(str(folder))
     except ValueError as error:  # CatalogError: not a directory, too many files, duckdb missing
-        st.sidebar.error(f"Catalog: {error}")
+        st.sidebar.error(dd.md(f"Catalog: {error}"))
         return None, "", False
     results = table[table["status"] == "results"]
     foreign = len(table) - len(results)
@@ -163,7 +163,7 @@ def _catalog_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
         try:
             loaded[labels[label]] = load_path(folder / labels[label])
         except dd.ResultsError as error:
-            st.sidebar.error(f"Skipped {labels[label]}: {error}")
+            st.sidebar.error(dd.md(f"Skipped {labels[label]}: {error}"))
     if not loaded:
         return None, "", False
     return dd.load_many(loaded), " + ".join(loaded), False
@@ -173,7 +173,7 @@ def _guard(load, label: str) -> tuple[pd.DataFrame | None, str, bool]:
     try:
         return load(), label, False
     except dd.ResultsError as error:
-        st.sidebar.error(f"Could not load results: {error}")
+        st.sidebar.error(dd.md(f"Could not load results: {error}"))
         return None, "", False
 
 
@@ -184,7 +184,7 @@ def _load_uploads(files: list[tuple[str, bytes]]) -> tuple[pd.DataFrame | None, 
         try:
             loaded[name] = _load_bytes(data, name)
         except dd.ResultsError as error:
-            st.sidebar.error(f"Skipped an upload: {error}")
+            st.sidebar.error(dd.md(f"Skipped an upload: {error}"))
     if not loaded:
         return None, "", False
     return dd.load_many(loaded), " + ".join(loaded), False
@@ -300,7 +300,7 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
     )
     hidden = dd.hidden_by_filters(df, filters)
     if hidden:
-        sidebar.info(hidden, icon=":material/filter_alt:")
+        sidebar.info(dd.md(hidden), icon=":material/filter_alt:")
     _keep_filters()
     return filters
 
@@ -358,7 +358,7 @@ def kernel_revision_notice(df: pd.DataFrame) -> None:
     notice = revision_notice(df)
     if notice is not None:
         (st.warning if notice.stale else st.caption)(
-            notice.text, **({"icon": ":material/history:"} if notice.stale else {})
+            dd.md(notice.text), **({"icon": ":material/history:"} if notice.stale else {})
         )
 
 

@@ -22,7 +22,9 @@ def _image(fig_json: str, fmt: str) -> bytes:
 
 
 def _csv(data: pd.DataFrame) -> bytes:
-    return data.to_csv(index=False).encode("utf-8")
+    from blockscope.profiling.views.export import safe_csv
+
+    return safe_csv(data).encode("utf-8")
 
 
 def export_buttons(

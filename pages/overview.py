@@ -31,11 +31,12 @@ ctx = ui.context()
 df = ctx.df
 info = dd.summary(df)
 
-st.subheader(f"Loaded: {ctx.label}")
+st.subheader(f"Loaded: {dd.md(ctx.label)}")
 st.markdown(
-    f"**GPU:** {', '.join(info['gpus']) or 'unknown'} · **SMs:** "
-    f"{', '.join(map(str, info['sm_counts'])) or '?'} · **driver:** {', '.join(info['drivers']) or '?'} · "
-    f"**torch:** {', '.join(info['torch_versions'])} · **Triton:** {', '.join(info['triton_versions'])}"
+    f"**GPU:** {dd.md(', '.join(info['gpus']) or 'unknown')} · **SMs:** "
+    f"{dd.md(', '.join(map(str, info['sm_counts'])) or '?')} · **driver:** {dd.md(', '.join(info['drivers']) or '?')}"
+    f" · **torch:** {dd.md(', '.join(info['torch_versions']))}"
+    f" · **Triton:** {dd.md(', '.join(info['triton_versions']))}"
 )
 cols = st.columns(6)
 copies = info["copy_gbps"]
@@ -100,7 +101,7 @@ if len(speedups):
     )
 for finding in dd.findings(scope, ctx.method):
     with st.container(border=True):
-        st.markdown(f"**{finding.title}** — {finding.text}")
+        st.markdown(f"**{dd.md(finding.title)}** — {dd.md(finding.text)}")
         if len(finding.data):
             with st.expander("Rows behind this finding"):
                 st.dataframe(finding.data, hide_index=True)

@@ -12,6 +12,7 @@ from blockscope.demo import synthetic_results
 from blockscope.profiling.results import save_results
 from blockscope.profiling.views import typed_config
 from blockscope.profiling.views.dashboard_data import BUNDLED_PATH
+from tests.texts import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = (
@@ -73,14 +74,14 @@ def assert_page_ok(at: AppTest, page: str) -> None:
 
 def test_every_page_runs_on_a_synthetic_results_file(results_file: Path) -> None:
     at = load_path(new_app(), results_file)
-    assert not at.sidebar.error, [e.value for e in at.sidebar.error]
+    assert not at.sidebar.error, [plain(e.value) for e in at.sidebar.error]
     for page in PAGES:
         at.switch_page(page).run()
         assert_page_ok(at, page)
         if page not in ("pages/overview.py", "pages/run_sweep.py", "pages/export.py"):
             assert charts(at), f"{page}: no chart"
     at.switch_page("pages/overview.py").run()
-    assert any("Where Triton beats torch" in m.value for m in at.markdown)
+    assert any("Where Triton beats torch" in plain(m.value) for m in at.markdown)
 
 
 @pytest.mark.skipif(not BUNDLED_PATH.exists(), reason=f"{BUNDLED_PATH.name} is not bundled yet")
@@ -96,10 +97,10 @@ def test_default_source_without_bundled_data_explains_and_offers_demo() -> None:
     at = new_app()
     if BUNDLED_PATH.exists():
         pytest.skip("bundled dataset present")
-    assert any("Demo data (synthetic)" in w.value for w in at.sidebar.warning)
+    assert any("Demo data (synthetic)" in plain(w.value) for w in at.sidebar.warning)
     at.sidebar.radio(key="data_source").set_value("Demo data (synthetic)").run()
     assert not at.exception
-    assert any("synthetic" in c.value for c in at.caption)
+    assert any("synthetic" in plain(c.value) for c in at.caption)
 
 
 def test_latency_marks_powers_of_two_and_filters_variants(results_file: Path) -> None:
@@ -139,7 +140,7 @@ def test_masked_lanes_worked_example_matches_the_seed() -> None:
     assert pow2_lines(charts(at)[0])
 
     at.text_input(key="lanes_row").input("1, 2, x").run()
-    assert any("not a number" in e.value for e in at.error)
+    assert any("not a number" in plain(e.value) for e in at.error)
     at.text_input(key="lanes_row").input("1 2 3 4 5 6 7 8 9").run()
     worked = {m.label: m.value for m in at.metric}
     assert (worked["N"], worked["BLOCK_SIZE"]) == ("9", "16")
@@ -150,9 +151,9 @@ def test_bad_typed_file_shows_an_error_and_the_app_keeps_working(tmp_path: Path,
     bad.write_bytes(b"PAR1 this is not parquet")
     at = load_path(new_app(), bad)
     assert not at.exception
-    assert any("broken.parquet" in e.value for e in at.sidebar.error)
+    assert any("broken.parquet" in plain(e.value) for e in at.sidebar.error)
     at.sidebar.text_input(key="typed_path").input(str(tmp_path / "missing.csv")).run()
-    assert any("no such file" in e.value for e in at.sidebar.error)
+    assert any("no such file" in plain(e.value) for e in at.sidebar.error)
     at.sidebar.text_input(key="typed_path").input(str(results_file)).run()
     assert not at.sidebar.error and not at.exception
     at.switch_page("pages/latency.py").run()
@@ -175,13 +176,13 @@ def test_uploads_compare_files_and_skip_bad_ones(results_file: Path) -> None:
         ]
     ).run()
     assert not at.exception
-    assert any("notes.csv" in e.value and "not a Blockscope results file" in e.value for e in at.sidebar.error)
+    assert any("notes.csv" in plain(e.value) and "not a Blockscope results file" in plain(e.value) for e in at.sidebar.error)
     assert at.sidebar.multiselect(key="f_sources").value == ["a100.csv", "h200.parquet"]
     at.switch_page("pages/latency.py").run()
     latency = charts(at)[0]
     assert "NVIDIA A100 (synthetic) vs NVIDIA H200 (synthetic)" in latency["layout"]["title"]["text"]
     assert {"torch · a100.csv", "torch · h200.parquet"} <= trace_names(latency)
-    assert any("compared side by side, never mixed" in i.value for i in at.info)
+    assert any("compared side by side, never mixed" in plain(i.value) for i in at.info)
 
 
 def test_one_file_with_two_gpus_is_compared_per_gpu(tmp_path: Path) -> None:
@@ -196,18 +197,18 @@ def test_one_file_with_two_gpus_is_compared_per_gpu(tmp_path: Path) -> None:
         ignore_index=True,
     )
     at = load_path(new_app(), save_results(table, tmp_path / "two_gpus.parquet"))
-    notices = [i.value for i in at.info]
+    notices = [plain(i.value) for i in at.info]
     assert any("2 GPUs / runs / files loaded" in n and "NVIDIA A100 (synthetic)" in n for n in notices), notices
     at.switch_page("pages/latency.py").run()
     assert_page_ok(at, "latency")
     assert {"teaching · NVIDIA A100 (synthetic)", "teaching · NVIDIA H200 (synthetic)"} <= trace_names(charts(at)[0])
-    assert any("Regime shading is off" in c.value for c in at.caption)
+    assert any("Regime shading is off" in plain(c.value) for c in at.caption)
     at.switch_page("pages/tradeoffs.py").run()
     assert_page_ok(at, "tradeoffs")
     assert at.segmented_control(key="trade_setup").options == ["NVIDIA A100 (synthetic)", "NVIDIA H200 (synthetic)"]
     at.switch_page("pages/overview.py").run()
     assert_page_ok(at, "overview")
-    assert any("compared with its own torch.softmax" in m.value for m in at.markdown)
+    assert any("compared with its own torch.softmax" in plain(m.value) for m in at.markdown)
 
 
 def test_tradeoffs_heatmaps_follow_the_variant(results_file: Path) -> None:
@@ -227,7 +228,7 @@ def test_run_sweep_page_explains_without_a_gpu() -> None:
         pytest.skip("has a GPU")
     at = new_app()
     at.switch_page("pages/run_sweep.py").run()
-    assert any("disabled" in w.value for w in at.warning)
+    assert any("disabled" in plain(w.value) for w in at.warning)
     assert "Live sweep results" not in at.sidebar.radio(key="data_source").options
 
 
@@ -250,7 +251,7 @@ def test_occupancy_page_compiles_and_highlights_the_binding_limit(results_file: 
         at.selectbox(key="occ_warps").set_value(8).run()
         assert not at.exception
         assert any("8 warps" in spec["layout"]["title"]["text"] for spec in charts(at))
-    assert any("waves" in m.value for m in at.markdown)
+    assert any("waves" in plain(m.value) for m in at.markdown)
 
 
 def test_pages_survive_partial_data(tmp_path: Path) -> None:
@@ -277,7 +278,7 @@ def test_pages_survive_partial_data(tmp_path: Path) -> None:
     path = tmp_path / "partial.csv"
     save_results(table, path)
     at = load_path(new_app(), path)
-    assert not at.sidebar.error, [e.value for e in at.sidebar.error]
+    assert not at.sidebar.error, [plain(e.value) for e in at.sidebar.error]
     for page in PAGES:
         at.switch_page(page).run()
         assert_page_ok(at, page)
@@ -292,7 +293,7 @@ def test_pages_survive_filters_that_leave_nothing(results_file: Path) -> None:
         at.switch_page(page).run()
         assert_page_ok(at, page)
         if page in ("pages/latency.py", "pages/tradeoffs.py"):
-            assert any("Nothing to show" in w.value for w in at.warning), page
+            assert any("Nothing to show" in plain(w.value) for w in at.warning), page
             assert not charts(at)
 
 
@@ -306,7 +307,7 @@ def test_kernel_evidence_shows_names_first_calls_and_ptx(results_file: Path) -> 
     at.number_input(key="ev_n").set_value(256)
     at.toggle(key="ev_show").set_value(True).run()
     assert not at.exception, [e.message for e in at.exception]
-    if not any("not available" in i.value for i in at.info):
+    if not any("not available" in plain(i.value) for i in at.info):
         assert any(".entry" in c.value or ".version" in c.value for c in at.code), "no PTX shown"
 
 
@@ -326,7 +327,7 @@ def test_filters_follow_the_data_source() -> None:
     assert not at.exception
     assert at.sidebar.multiselect(key="f_variants").value == bundled_variants
     assert [str(w) for w in at.sidebar.multiselect(key="f_warps").value] == bundled_warps  # options are shown as text
-    assert not [i.value for i in at.sidebar.info if "Filters hide" in i.value]
+    assert not [plain(i.value) for i in at.sidebar.info if "Filters hide" in i.value]
 
 
 def test_deselected_values_stay_hidden_new_ones_are_selected_and_the_sidebar_says_so(tmp_path: Path) -> None:
@@ -339,14 +340,14 @@ def test_deselected_values_stay_hidden_new_ones_are_selected_and_the_sidebar_say
     )
     at = load_path(new_app(), first)
     at.sidebar.multiselect(key="f_variants").unselect("online").run()
-    hidden = [i.value for i in at.sidebar.info if "Filters hide" in i.value]
+    hidden = [plain(i.value) for i in at.sidebar.info if "Filters hide" in i.value]
     assert hidden and "1 of 3 variants (online)" in hidden[0] and "rows" in hidden[0], hidden
     at.sidebar.text_input(key="typed_path").input(str(second)).run()
     assert not at.exception
     assert at.sidebar.multiselect(key="f_variants").value == ["torch", "multirow", "teaching"]  # new: selected
-    assert any("1 of 4 variants (online)" in i.value for i in at.sidebar.info)
+    assert any("1 of 4 variants (online)" in plain(i.value) for i in at.sidebar.info)
     at.sidebar.multiselect(key="f_warps").set_value([4]).run()
-    assert any("1 of 2 num_warps (8)" in i.value for i in at.sidebar.info)
+    assert any("1 of 2 num_warps (8)" in plain(i.value) for i in at.sidebar.info)
     third = save_results(synthetic_results(n_values=(128, 512, 2048), dtypes=("bf16",)), tmp_path / "third.parquet")
     at.sidebar.select_slider(key="f_n_range").set_value((256, 256)).run()
     at.sidebar.text_input(key="typed_path").input(str(third)).run()
@@ -368,4 +369,4 @@ def test_upload_over_the_row_cap_is_an_error_not_a_crash(results_file: Path, mon
         [("big.parquet", results_file.read_bytes(), "application/octet-stream")]
     ).run()
     assert not at.exception, [e.message for e in at.exception]
-    assert any("big.parquet" in e.value and "over the 10-row limit" in e.value for e in at.sidebar.error)
+    assert any("big.parquet" in plain(e.value) and "over the 10-row limit" in plain(e.value) for e in at.sidebar.error)

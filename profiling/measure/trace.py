@@ -12,6 +12,7 @@ k + 1 tiny marker kernels (torch.cuda._sleep, 'spin_kernel'), which are left out
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,13 +161,33 @@ def read_trace_index(directory: str | Path) -> list[dict[str, Any]]:
         except ValueError:
             listed = []
         for entry in listed if isinstance(listed, list) else []:
-            if isinstance(entry, dict) and (directory / str(entry.get("file", ""))).is_file():
-                entries.append({**entry, "path": str(directory / entry["file"])})
+            inside = _inside(directory, str(entry.get("file", ""))) if isinstance(entry, dict) else None
+            if inside is not None:
+                entries.append({**entry, "file": inside.name, "path": str(inside)})
     named = {entry["file"] for entry in entries}
     for path in sorted(directory.glob("*.json")):
-        if path.name != TRACE_INDEX and path.name not in named:
+        if path.name != TRACE_INDEX and path.name not in named and _inside(directory, path.name) is not None:
             entries.append({"file": path.name, "path": str(path)})
     return entries
+
+
+MAX_TRACE_MB = 256  # a Chrome trace the dashboard offers or parses
+
+
+def _inside(directory: Path, name: str) -> Path | None:
+    """`directory`/`name` when it is a regular file of at most MAX_TRACE_MB whose resolved path stays inside the
+    resolved directory (no '..', no absolute path, no symlink out); None otherwise (an index entry is untrusted)."""
+    if not name or "/" in name or "\\" in name or name in (".", ".."):
+        return None
+    path = directory / name
+    try:
+        resolved, root = path.resolve(strict=True), directory.resolve(strict=True)
+        info = resolved.stat()
+    except OSError:
+        return None
+    if resolved.parent != root or not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TRACE_MB * 2**20:
+        return None
+    return resolved
 
 
 def write_trace_index(directory: str | Path, entries: list[dict[str, Any]]) -> Path:

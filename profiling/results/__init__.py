@@ -68,6 +68,7 @@ import csv
 import io
 import math
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,9 @@ PARQUET_VERSION_KEY = b"blockscope_schema_version"
 TIME_COLUMNS: tuple[str, ...] = ("median_us", "p20_us", "p80_us", "min_us", "max_us")  # must be > 0 and finite
 MAX_ROWS = 2_000_000  # rows per results file; checked from parquet metadata / CSV line count before parsing
 MAX_FILE_MB = 200  # size of one results file, MiB; .streamlit/config.toml server.maxUploadSize is the same
+MAX_EXPANDED_MB = 1024  # what one file may expand to once decoded (parquet pages, dictionary strings), MiB
+MAX_TEXT_CHARS = 1_000_000  # longest text value one results cell may hold (Inductor's generated source: ~10 kB)
+MAX_CSV_CELLS = 60_000_000  # rows x columns of one CSV, checked before pandas parses it
 _NAN_TOKENS = ("nan", "+nan", "-nan")
 _PICKLE_PREFIXES = (b"\x80", b"(dp", b"(lp", b"ccopy_reg")
 
@@ -401,8 +405,16 @@ def _read_source(source: Any, name: str | None) -> tuple[bytes, str]:
         try:
             if path.is_dir():
                 raise ResultsError(f"{name or path}: is a directory; expected a results .parquet or .csv file")
-            _check_size(path.stat().st_size, name or path.name)
-            return path.read_bytes(), name or path.name
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode):  # a FIFO would block the read, /dev/zero would never end
+                raise ResultsError(
+                    f"{name or path}: not a regular file (a pipe, device or socket); expected a results .parquet or "
+                    ".csv file"
+                )
+            _check_size(info.st_size, name or path.name)
+            with path.open("rb") as handle:  # read no more than the limit allows, whatever the size said
+                data = handle.read(MAX_FILE_MB * 2**20 + 1)
+            return data, name or path.name
         except OSError as error:
             raise ResultsError(f"{name or path}: cannot read ({error.strerror or error})") from None
     if hasattr(source, "getvalue"):
@@ -485,9 +497,13 @@ def _read_parquet(data: bytes, name: str, expected: str) -> pd.DataFrame:
     except Exception as error:  # pyarrow raises ArrowInvalid, OSError, ... for corrupt data
         raise ResultsError(f"{name}: corrupt parquet ({str(error).splitlines()[0][:200]}); {expected}") from None
     _check_rows(rows, name)
+    _check_expansion(data, name)
     try:
-        table = pq.read_table(pa.BufferReader(data))
-    except MemoryError:
+        parquet = pq.ParquetFile(pa.BufferReader(data))
+        text = [f.name for f in parquet.schema_arrow if _is_text(f.type)]
+        table = pq.read_table(pa.BufferReader(data), read_dictionary=text)  # text stays dictionary-encoded
+        _check_text(table, rows, name)
+    except (MemoryError, ResultsError):
         raise
     except Exception as error:
         raise ResultsError(f"{name}: corrupt parquet ({str(error).splitlines()[0][:200]}); {expected}") from None
@@ -509,6 +525,63 @@ def _read_parquet(data: bytes, name: str, expected: str) -> pd.DataFrame:
     except Exception as error:
         raise ResultsError(f"{name}: parquet columns cannot be read ({error}); {expected}") from None
     return _keep_nan(table, frame)
+
+
+def _is_text(arrow_type: Any) -> bool:
+    import pyarrow.types as pat
+
+    if pat.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return pat.is_string(arrow_type) or pat.is_large_string(arrow_type) or pat.is_binary(arrow_type)
+
+
+def _check_expansion(data: bytes, name: str) -> None:
+    """ResultsError when the parquet's pages decode to more than MAX_EXPANDED_MB (from its footer, before reading:
+    a well-compressed page of repeated long strings is small on disk and huge in memory)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(pa.BufferReader(data)).metadata
+    if meta.num_columns > 4 * len(COLUMNS):
+        raise ResultsError(f"{name}: {meta.num_columns} columns; allowed: a results file (at most {4 * len(COLUMNS)})")
+    total = sum(
+        meta.row_group(g).column(c).total_uncompressed_size
+        for g in range(meta.num_row_groups)
+        for c in range(meta.num_columns)
+    )
+    if total > MAX_EXPANDED_MB * 2**20:
+        raise ResultsError(
+            f"{name}: its pages decode to {total / 2**20:,.0f} MB, over the {MAX_EXPANDED_MB:,} MB a results file may "
+            f"expand to; allowed: at most {MAX_ROWS:,} rows, {MAX_FILE_MB} MB on disk, {MAX_EXPANDED_MB:,} MB decoded"
+        )
+
+
+def _check_text(table: Any, rows: int, name: str) -> None:
+    """ResultsError when a text value is longer than MAX_TEXT_CHARS or the text columns would expand past
+    MAX_EXPANDED_MB once every row holds its own copy (dictionary strings: rows x the longest value)."""
+    import pyarrow.compute as pc
+    import pyarrow.types as pat
+
+    expanded = 0
+    for column in table.column_names:
+        chunked = table.column(column)
+        if not pat.is_dictionary(chunked.type):
+            continue
+        longest = 0
+        for chunk in chunked.chunks:
+            if len(chunk.dictionary):
+                longest = max(longest, int(pc.max(pc.binary_length(chunk.dictionary)).as_py() or 0))
+        if longest > MAX_TEXT_CHARS:
+            raise ResultsError(
+                f"{name}: column {column!r} holds a value of {longest:,} bytes; allowed: text values of at most "
+                f"{MAX_TEXT_CHARS:,} characters in a results file"
+            )
+        expanded += rows * longest
+    if expanded > MAX_EXPANDED_MB * 2**20:
+        raise ResultsError(
+            f"{name}: its text columns would expand to {expanded / 2**20:,.0f} MB, over the {MAX_EXPANDED_MB:,} MB a "
+            f"results file may expand to; allowed: at most {MAX_ROWS:,} rows, {MAX_EXPANDED_MB:,} MB decoded"
+        )
 
 
 def _keep_nan(table: Any, frame: pd.DataFrame) -> pd.DataFrame:
@@ -545,6 +618,18 @@ def _read_csv(data: bytes, name: str, expected: str) -> pd.DataFrame:
     if missing:
         raise ResultsError(
             f"{name}: not a Blockscope results file: CSV header lacks column(s) {', '.join(missing)}; {expected}"
+        )
+    cells = max(0, text.count("\n") - 1) * len(header)
+    if cells > MAX_CSV_CELLS:
+        raise ResultsError(
+            f"{name}: {cells:,} cells is over the {MAX_CSV_CELLS:,}-cell limit for a results CSV; allowed: at most "
+            f"{MAX_ROWS:,} rows, {MAX_FILE_MB} MB"
+        )
+    longest = max((len(line) for line in text.split("\n")), default=0)
+    if longest > MAX_TEXT_CHARS * 4:
+        raise ResultsError(
+            f"{name}: a CSV line of {longest:,} characters; allowed: text values of at most {MAX_TEXT_CHARS:,} "
+            "characters in a results file"
         )
     try:
         frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -293,6 +294,15 @@ def best_per_n(df: pd.DataFrame, group: tuple[str, ...] = ("variant", "dtype", "
         return timed
     best = timed.loc[timed.groupby(keys, dropna=False)["median_us"].idxmin()]
     return best.sort_values(keys).reset_index(drop=True)
+
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def md(value: object) -> str:
+    """`value` as text that Streamlit's markdown shows literally: every markdown character backslash-escaped, so a
+    GPU or variant name such as '![x](http://host/p.png)' from a loaded file is never an image, link or HTML."""
+    return _MARKDOWN.sub(r"\\\1", str(value))
 
 
 def default_series(table: pd.DataFrame) -> list[str]:

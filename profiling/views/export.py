@@ -320,7 +320,7 @@ def _export_into(
 
         if "csv" in formats:
             for spec in specs:
-                done(_write(output_path(out, spec.name, "csv"), spec.data.to_csv(index=False)))
+                done(_write(output_path(out, spec.name, "csv"), safe_csv(spec.data)))
         if "html" in formats:
             from blockscope.profiling.views.report import report_html
 
@@ -359,6 +359,22 @@ def _render_images(
         first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
         raise ExportError(f"rendering PNG/SVG through kaleido failed ({type(error).__name__}: {first})") from None
     return None
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs a cell that starts so
+
+
+def safe_csv(data: pd.DataFrame) -> str:
+    """`data` as CSV with every text cell that a spreadsheet would run as a formula (it starts with = + - @, a tab
+    or a carriage return) prefixed with an apostrophe; numbers are left as they are."""
+    out = data.copy()
+    for column in out.columns:
+        if pd.api.types.is_numeric_dtype(out[column]) or pd.api.types.is_bool_dtype(out[column]):
+            continue
+        out[column] = out[column].map(
+            lambda v: f"'{v}" if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v, na_action="ignore"
+        )
+    return out.to_csv(index=False)
 
 
 def bundled_companions(df: pd.DataFrame) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:

@@ -7,6 +7,7 @@ boundaries (where BLOCK_SIZE = next_pow2(N) doubles) are vertical lines whose sh
 
 from __future__ import annotations
 
+import hashlib
 import html
 import math
 import re
@@ -62,10 +63,17 @@ class FigureSpec:
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # control characters: never in a title
+MAX_NAME_CHARS = 120  # a file-name stem; '<stem>.png' stays far under a file system's 255 bytes
+
+
 def safe_name(*parts: object) -> str:
     """A file-name stem from `parts` joined by '_': only [A-Za-z0-9._-] (other runs become '_'), no leading dot,
     so a value such as 'x/../../escaped' can never name a path outside the export directory."""
     text = _UNSAFE.sub("_", "_".join(str(part) for part in parts)).lstrip(".")
+    if len(text) > MAX_NAME_CHARS:  # a file system allows 255 bytes: keep a readable head and a hash of the whole
+        digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+        text = f"{text[: MAX_NAME_CHARS - 13]}-{digest}"
     return text or "figure"
 
 
@@ -78,7 +86,9 @@ def variant_color(variant: str) -> str:
 
 def gpu_label(df: pd.DataFrame) -> str:
     """'NVIDIA H200' (or 'A vs B' for several GPUs; 'unknown GPU')."""
-    names = sorted(str(v) for v in df["gpu_name"].dropna().unique()) if "gpu_name" in df.columns else []
+    names = (
+        sorted(_CONTROL.sub(" ", str(v)) for v in df["gpu_name"].dropna().unique()) if "gpu_name" in df.columns else []
+    )
     names = [n for n in names if n != "none"]
     return " vs ".join(names) if names else "unknown GPU"
 

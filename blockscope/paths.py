@@ -22,6 +22,36 @@ KERNELS_DIR = _beside_or_inside("kernels")
 PAGES_DIR = _beside_or_inside("pages")
 IMPORT_ROOT = PACKAGE_DIR.parent  # the folder holding the `blockscope` package: PYTHONPATH for worker processes
 
+ALLOWED_ROOTS_ENV = "BLOCKSCOPE_ALLOWED_ROOTS"  # more folders a typed path may name (os.pathsep-separated)
+
+
+def allowed_roots() -> list[Path]:
+    """The folders a path typed into the dashboard may point into: the working directory, the bundled data, and
+    the folders listed in $BLOCKSCOPE_ALLOWED_ROOTS (resolved; missing ones left out)."""
+    import os
+
+    listed = [p for p in os.environ.get(ALLOWED_ROOTS_ENV, "").split(os.pathsep) if p.strip()]
+    roots = []
+    for folder in [Path.cwd(), DATA_DIR, *map(Path, listed)]:
+        try:
+            roots.append(folder.expanduser().resolve(strict=True))
+        except OSError:
+            continue
+    return list(dict.fromkeys(roots))
+
+
+def confined(path: str | Path, roots: list[Path] | None = None) -> Path | None:
+    """`path` resolved (symlinks followed) when it lies inside one of `roots` (default allowed_roots()), else None."""
+    try:
+        resolved = Path(path).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return None
+    for root in allowed_roots() if roots is None else roots:
+        if resolved == root or root in resolved.parents:
+            return resolved
+    return None
+
+
 BUNDLED_SWEEP = DATA_DIR / "h200_sweep.parquet"
 BUNDLED_SWEEP_REPEAT = DATA_DIR / "h200_sweep_repeat.parquet"
 BUNDLED_BACKENDS = DATA_DIR / "h200_backends.parquet"

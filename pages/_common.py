@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from blockscope import paths
 from blockscope.profiling.views import dashboard_data as dd
 
 BUNDLED = "Bundled H200 dataset"
@@ -80,8 +81,16 @@ def _demo() -> pd.DataFrame:
 
 
 def load_path(path: str | Path) -> pd.DataFrame:
-    """A results file by path (cached on path + modification time); ResultsError when it is bad."""
-    path = Path(path).expanduser()
+    """A results file by path (cached on path + modification time); ResultsError when it is bad or when it lies
+    outside the folders a typed path may name (paths.allowed_roots)."""
+    inside = paths.confined(path)
+    if inside is None:
+        roots = ", ".join(str(r) for r in paths.allowed_roots())
+        raise dd.ResultsError(
+            f"{path}: outside the folders this dashboard reads; allowed: a file under {roots} "
+            f"(${paths.ALLOWED_ROOTS_ENV} adds folders)"
+        )
+    path = inside
     if not path.is_file():
         raise dd.ResultsError(f"{path}: no such file; expected a Blockscope results .parquet or .csv")
     return _load_path(str(path.resolve()), path.stat().st_mtime)
@@ -110,7 +119,13 @@ def _source_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
         )
         return _load_uploads([(f.name, f.getvalue()) for f in files or []])
     if source == PATH:
-        text = st.sidebar.text_input("Results file path", key="typed_path", placeholder="data/my_sweep.parquet")
+        text = st.sidebar.text_input(
+            "Results file path",
+            key="typed_path",
+            placeholder="my_sweep.parquet",
+            help="A file under the working directory or the bundled data; $BLOCKSCOPE_ALLOWED_ROOTS adds folders.",
+        )
+        st.sidebar.caption("Readable here: " + dd.md(", ".join(str(r) for r in paths.allowed_roots())))
         if not text.strip():
             return None, "", False
         return _guard(lambda: load_path(text.strip()), Path(text.strip()).name)

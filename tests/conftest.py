@@ -1,6 +1,7 @@
 """Test setup: without CUDA, run Triton kernels on the CPU interpreter (must be set before `import triton`)."""
 
 import os
+import tempfile
 
 import pytest
 
@@ -9,6 +10,10 @@ if "TRITON_INTERPRET" not in os.environ:
 
     if not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"
+
+# The dashboard reads typed paths only under allowed folders (blockscope.paths.allowed_roots): the tests load files
+# from pytest's temporary folders, and the dashboards they start (AppTest, the browser test's server) inherit this.
+os.environ.setdefault("BLOCKSCOPE_ALLOWED_ROOTS", tempfile.gettempdir())
 
 
 def _importable(module: str) -> bool:

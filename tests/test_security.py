@@ -16,6 +16,7 @@ from blockscope.profiling.results import MAX_EXPANDED_MB, ResultsError, load_res
 from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import figures
 from blockscope.profiling.views.export import safe_csv
+from tests.texts import plain
 
 
 def _trace(path: Path) -> Path:
@@ -115,3 +116,23 @@ def test_a_hostile_gpu_name_is_escaped_on_the_overview(tmp_path: Path) -> None:
     texts = [m.value for m in at.markdown] + [h.value for h in at.subheader]
     assert any("http" in t for t in texts)
     assert not any("](http://host" in t for t in texts), "a file's GPU name rendered as a markdown image"
+
+
+def test_a_typed_path_outside_the_allowed_folders_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from blockscope import paths
+
+    outside = tmp_path / "elsewhere.parquet"
+    save_results(synthetic_results(), outside)
+    monkeypatch.delenv(paths.ALLOWED_ROOTS_ENV, raising=False)  # only the working directory and the bundled data
+    assert paths.confined(outside) is None and paths.confined(paths.BUNDLED_SWEEP) is not None
+    assert paths.confined("/etc/passwd") is None
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    at.run()
+    at.sidebar.radio(key="data_source").set_value("Path on this machine").run()
+    at.sidebar.text_input(key="typed_path").set_value(str(outside)).run()
+    assert not at.exception
+    assert any("outside the folders this dashboard reads" in plain(e.value) for e in at.sidebar.error)
+    monkeypatch.setenv(paths.ALLOWED_ROOTS_ENV, str(tmp_path))  # a setting widens it
+    assert paths.confined(outside) == outside.resolve()

@@ -67,6 +67,12 @@ n_values = sorted(int(n) for n in df["n_cols"].unique()) or [1024]
 
 arch_names = dd.arch_names()
 data_arch = dd.data_arch(ctx.df)
+if data_arch not in arch_names:
+    st.info(
+        f"The loaded data's GPU is {dd.md(data_arch)}, an arch the occupancy calculator has no limits for (allowed: "
+        f"{', '.join(arch_names)}): its measured rows are shown, the limits and waves below are for the arch you pick.",
+        icon=":material/help:",
+    )
 c = st.columns(4)
 arch = c[0].selectbox(
     "GPU arch",

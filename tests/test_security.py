@@ -136,3 +136,34 @@ def test_a_typed_path_outside_the_allowed_folders_is_refused(tmp_path: Path, mon
     assert any("outside the folders this dashboard reads" in plain(e.value) for e in at.sidebar.error)
     monkeypatch.setenv(paths.ALLOWED_ROOTS_ENV, str(tmp_path))  # a setting widens it
     assert paths.confined(outside) == outside.resolve()
+
+
+@pytest.mark.parametrize("capability", ["7.5", "7.0", "12.1"])
+def test_pages_survive_data_from_an_arch_the_calculator_does_not_know(tmp_path: Path, capability: str) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from blockscope import paths
+
+    path = tmp_path / "other_gpu.parquet"
+    save_results(synthetic_results().assign(compute_capability=capability, gpu_name="Other GPU"), path)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    at.run()
+    at.sidebar.radio(key="data_source").set_value("Path on this machine").run()
+    at.sidebar.text_input(key="typed_path").set_value(str(path)).run()
+    for page in ("occupancy.py", "masked_lanes.py", "overview.py"):
+        at.switch_page(str(paths.PAGES_DIR / page)).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+
+
+def test_drift_out_where_nothing_can_be_written_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """--out under a regular file (as unwritable as a read-only folder, for root too): one line, no traceback."""
+    from blockscope.profiling.cli.main import main
+
+    first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    save_results(synthetic_results(), first)
+    save_results(synthetic_results(seed=1), second)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    assert main(["drift", str(first), str(second), "--out", str(blocker / "d.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write" in err and "Traceback" not in err and err.count("\n") == 1

@@ -678,6 +678,11 @@ def run_drift_command(args: argparse.Namespace) -> int:
         out = Path(args.out)
         if out.suffix.lower() not in (".csv", ".parquet"):
             raise CLIError(f"--out {args.out}: unsupported suffix {out.suffix!r}; allowed: .csv or .parquet")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        result.to_csv(out, index=False) if out.suffix.lower() == ".csv" else result.to_parquet(out, index=False)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            result.to_csv(out, index=False) if out.suffix.lower() == ".csv" else result.to_parquet(out, index=False)
+        except OSError as error:
+            raise CLIError(
+                f"--out {args.out}: cannot write ({error.strerror or error}); allowed: a path in a writable folder"
+            ) from None
     return 0

@@ -128,7 +128,11 @@ def default_sm_count(arch: str, data_arch: str | None = None, data_sm_count: int
     from blockscope.profiling.inspect import occupancy as occ
 
     spec = occ.arch_from_name(arch)
-    if data_sm_count and data_arch and occ.arch_from_name(data_arch).name == spec.name:
+    try:
+        same = bool(data_arch) and occ.arch_from_name(data_arch).name == spec.name
+    except ValueError:  # the data's GPU is an arch the calculator does not know: not this one
+        same = False
+    if data_sm_count and same:
         return int(data_sm_count)
     return spec.sm_count
 

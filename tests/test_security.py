@@ -167,3 +167,26 @@ def test_drift_out_where_nothing_can_be_written_is_one_line(tmp_path: Path, caps
     assert main(["drift", str(first), str(second), "--out", str(blocker / "d.csv")]) == 2
     err = capsys.readouterr().err
     assert "cannot write" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_a_csv_cut_at_a_line_boundary_is_refused(tmp_path: Path) -> None:
+    path = save_results(synthetic_results(), tmp_path / "run.csv")
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert len(load_results(path)) == len(lines) - 2  # the row-count line and the header
+    path.write_text("".join(lines[:-5]), encoding="utf-8")  # five rows lost, cut cleanly after a newline
+    with pytest.raises(ResultsError, match="truncated"):
+        load_results(path)
+    legacy = tmp_path / "legacy.csv"  # a CSV without the count (older files, other tools) still loads
+    legacy.write_text("".join(lines[1:]), encoding="utf-8")
+    assert len(load_results(legacy)) == len(lines) - 2
+
+
+def test_save_refuses_what_load_would_refuse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from blockscope.profiling import results
+
+    table = synthetic_results()
+    monkeypatch.setattr(results, "MAX_ROWS", len(table) - 1)
+    for suffix in (".csv", ".parquet"):
+        with pytest.raises(ResultsError, match="row limit"):
+            save_results(table, tmp_path / f"over{suffix}")
+        assert not (tmp_path / f"over{suffix}").exists()

@@ -202,6 +202,7 @@ MAX_FILE_MB = 200  # size of one results file, MiB; .streamlit/config.toml serve
 MAX_EXPANDED_MB = 1024  # what one file may expand to once decoded (parquet pages, dictionary strings), MiB
 MAX_TEXT_CHARS = 1_000_000  # longest text value one results cell may hold (Inductor's generated source: ~10 kB)
 MAX_CSV_CELLS = 60_000_000  # rows x columns of one CSV, checked before pandas parses it
+CSV_MARKER = "# blockscope results rows="  # the first line of a CSV save_results writes: its row count
 _NAN_TOKENS = ("nan", "+nan", "-nan")
 _PICKLE_PREFIXES = (b"\x80", b"(dp", b"(lp", b"ccopy_reg")
 
@@ -363,6 +364,7 @@ def save_results(df: pd.DataFrame, path: str | Path) -> Path:
     if suffix not in (".parquet", ".csv"):
         raise ResultsError(f"{path.name}: unsupported results file suffix {path.suffix!r}; allowed: .parquet, .csv")
     table = validate(normalize(df), path.name)
+    _check_rows(len(table), path.name)  # the loader's limits, checked here too: never write what cannot be read
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = scratch.temp_path(path)  # one per writer and call; a killed writer's is reclaimed here
     try:
@@ -375,7 +377,15 @@ def save_results(df: pd.DataFrame, path: str | Path) -> Path:
             metadata[PARQUET_VERSION_KEY] = str(SCHEMA_VERSION).encode()
             pq.write_table(arrow.replace_schema_metadata(metadata), tmp)
         else:
-            table.to_csv(tmp, index=False)
+            with open(tmp, "w", encoding="utf-8", newline="") as handle:
+                handle.write(f"{CSV_MARKER}{len(table)}\n")  # a cut at a line boundary shows as missing rows
+                table.to_csv(handle, index=False)
+        written = tmp.read_bytes()
+        _check_size(len(written), path.name)
+        if suffix == ".csv":
+            _check_rows(max(0, written.count(b"\n") - 2), path.name, "lines")
+        else:
+            _check_expansion(written, path.name)
         _fsync(tmp)  # the data is on disk before the rename makes it the file
         os.replace(tmp, path)
     except BaseException:
@@ -603,13 +613,21 @@ def _keep_nan(table: Any, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _read_csv(data: bytes, name: str, expected: str) -> pd.DataFrame:
-    _check_rows(max(0, data.count(b"\n") - 1), name, "lines")
+    marked = data.startswith(CSV_MARKER.encode())
+    _check_rows(max(0, data.count(b"\n") - 1 - marked), name, "lines")
     try:
         text = data.decode("utf-8-sig")  # a byte-order mark (Excel's UTF-8 CSV) is dropped
     except UnicodeDecodeError:
         raise ResultsError(f"{name}: binary data, neither parquet nor UTF-8 CSV; {expected}") from None
     if "\x00" in text:
         raise ResultsError(f"{name}: binary data, neither parquet nor UTF-8 CSV; {expected}")
+    declared = None
+    if text.startswith(CSV_MARKER):  # written by save_results: it says how many rows follow
+        first, _, text = text.partition("\n")
+        try:
+            declared = int(first[len(CSV_MARKER) :])
+        except ValueError:
+            raise ResultsError(f"{name}: unreadable row count {first[:60]!r}; {expected}") from None
     try:
         header = [column.strip() for column in next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])]
     except csv.Error:
@@ -638,6 +656,10 @@ def _read_csv(data: bytes, name: str, expected: str) -> pd.DataFrame:
     frame.columns = [str(column).strip() for column in frame.columns]
     if not text.endswith("\n") and len(frame):
         raise ResultsError(f"{name}: CSV does not end with a newline (truncated?); {expected}")
+    if declared is not None and declared != len(frame):
+        raise ResultsError(
+            f"{name}: truncated: {len(frame):,} of the {declared:,} rows it was written with; {expected}"
+        )
     return frame
 
 

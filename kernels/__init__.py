@@ -10,6 +10,7 @@ every variant on CPU tensors.
 from ._common import DTYPE_NAMES, SUPPORTED_DTYPES, dtype_from_name, interpreting, next_power_of_2
 from .auto import softmax_auto
 from .backward import choose_backward, softmax_backward
+from .masked import masked_softmax
 from .multirow import softmax_multirow
 from .online import softmax_online
 from .persistent import softmax_persistent
@@ -29,6 +30,7 @@ __all__ = [
     "choose_backward",
     "dtype_from_name",
     "get_variant",
+    "masked_softmax",
     "interpreting",
     "next_power_of_2",
     "reference_softmax",

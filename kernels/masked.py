@@ -386,7 +386,7 @@ def check_inputs(x: object, scale: object, bias: object, mask: object, causal: o
         raise TypeError(f"masked_softmax: causal is {type(causal).__name__}; allowed: True or False")
     if causal and x.dim() < 2:
         raise ValueError(f"masked_softmax: causal needs the last two dims (Lq, Lk); x has rank {x.dim()}")
-    if not x.is_meta:
+    if not x.is_meta and not torch.compiler.is_compiling():  # traced: the op checks the device when it runs
         _check_device(x, "x")
     for name, t, dtypes, allowed in (
         ("bias", bias, SUPPORTED_DTYPES, "a float16/bfloat16/float32 tensor (additive)"),
@@ -550,6 +550,7 @@ def masked_softmax_backward(
 def masked_softmax_op(
     x: torch.Tensor, scale: float, bias: torch.Tensor | None, mask: torch.Tensor | None, causal: bool
 ) -> torch.Tensor:
+    _check_device(x, "x")
     with torch.no_grad():
         return masked_softmax_forward(x, scale, bias, mask, causal)
 

@@ -14,6 +14,7 @@ from .masked import masked_softmax
 from .multirow import softmax_multirow
 from .online import softmax_online
 from .persistent import softmax_persistent
+from .ragged import ragged_softmax
 from .plan import LaunchPlan
 from .reference import reference_softmax, torch_softmax
 from .registry import VARIANTS, Softmax, Variant, get_variant, softmax
@@ -33,6 +34,7 @@ __all__ = [
     "masked_softmax",
     "interpreting",
     "next_power_of_2",
+    "ragged_softmax",
     "reference_softmax",
     "softmax",
     "softmax_backward",

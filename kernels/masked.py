@@ -59,9 +59,7 @@ def _row_parts(rows, LQ, S1, S2):
 
 
 @triton.jit
-def _scores(
-    x_ptr, x_off, mask_ptr, m_off, m_col, bias_ptr, b_off, b_col, cols, load, scale, HAS_MASK, HAS_BIAS
-):
+def _scores(x_ptr, x_off, mask_ptr, m_off, m_col, bias_ptr, b_off, b_col, cols, load, scale, HAS_MASK, HAS_BIAS):
     """z = where(keep, x * scale + bias, -inf) in fp32 for the lanes `load` (other lanes -inf, never loaded)."""
     z = tl.load(x_ptr + x_off + cols, mask=load, other=0.0).to(tl.float32) * scale
     if HAS_BIAS:
@@ -322,15 +320,21 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     looped = "tile" in tunables or n_cols > ONEPASS_MAX_N
     if looped:
         if "rows_per_program" in tunables:
-            raise ValueError(f"{NAME}: rows_per_program applies to the onepass path; allowed with tile or N > "
-                             f"{ONEPASS_MAX_N}: num_warps, tile")
+            raise ValueError(
+                f"{NAME}: rows_per_program applies to the onepass path; allowed with tile or N > "
+                f"{ONEPASS_MAX_N}: num_warps, tile"
+            )
         tile = check_power_of_2(NAME, "tile", tunables.get("tile", DEFAULT_TILE), MIN_TILE, MAX_TILE)
         rows, width, grid = 1, tile, (n_rows,)
         constexprs = {"TILE": tile}
     else:
         width = max(16, next_power_of_2(n_cols))
         rows = check_power_of_2(
-            NAME, "rows_per_program", tunables.get("rows_per_program", max(1, 2048 // width)), 1, MAX_ROWS
+            NAME,
+            "rows_per_program",
+            tunables.get("rows_per_program", min(MAX_ROWS, max(1, 2048 // width))),
+            1,
+            MAX_ROWS,
         )
         grid = (triton.cdiv(n_rows, rows),)
         constexprs = {"BLOCK": width, "ROWS": rows}
@@ -522,9 +526,10 @@ def masked_softmax_backward(
     mask: torch.Tensor | None = None,
     causal: bool = False,
     write_g: bool = False,
+    **tunables: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(dx, dz): dz = where(keep, y * (dy - sum(dy * y)), 0) per row (fp32, x's shape, only when write_g; else an
-    empty fp32 tensor), dx = scale * dz in y's dtype. y is the forward's output (contiguous)."""
+    empty fp32 tensor), dx = scale * dz in y's dtype. y is the forward's output; tunables as the forward's."""
     y = y.contiguous()
     dy = dy.contiguous()
     dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
@@ -534,7 +539,7 @@ def masked_softmax_backward(
     y, _, mask, (s0, s1, s2, lq), (_, ms, _) = _prepared(y, None, mask)
     n_cols = y.shape[-1]
     n_rows = y.numel() // n_cols
-    launch = _plans(n_rows, n_cols, y.dtype, {})
+    launch = _plans(n_rows, n_cols, y.dtype, dict(tunables))
     looped = "TILE" in launch.constexprs
     kernel = _masked_softmax_backward_looped_kernel if looped else _masked_softmax_backward_onepass_kernel
     constexprs = {**launch.constexprs, "HAS_MASK": mask is not None, "CAUSAL": bool(causal), "WRITE_G": write_g}

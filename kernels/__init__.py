@@ -14,8 +14,8 @@ from .masked import masked_softmax
 from .multirow import softmax_multirow
 from .online import softmax_online
 from .persistent import softmax_persistent
-from .ragged import ragged_softmax
 from .plan import LaunchPlan
+from .ragged import ragged_softmax
 from .reference import reference_softmax, torch_softmax
 from .registry import VARIANTS, Softmax, Variant, get_variant, softmax
 from .splitrow import softmax_splitrow

@@ -197,3 +197,14 @@ def test_gpu_long_tail_and_cuda_graph(dtype):
     values.mul_(0.5)
     graph.replay()
     assert_close(y_graph, values, offsets, "graph replay")
+
+
+def test_numerics_names_resolve_to_the_fused_ops():
+    """`blockscope numerics --variants masked_softmax,ragged_softmax` checks the fused ops (rows as segments)."""
+    from blockscope.profiling.inspect import numerics as nm
+
+    assert {"masked_softmax", "ragged_softmax"} <= set(nm.allowed_names())
+    x = torch.randn(3, 37, device=DEVICE)
+    for name in ("masked_softmax", "ragged_softmax"):
+        got = nm.softmax_callable(name)(x)
+        assert torch.allclose(got, torch.softmax(x, -1), rtol=1e-5, atol=1e-7), name

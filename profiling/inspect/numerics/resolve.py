@@ -1,4 +1,5 @@
-"""Softmax callables by name: 'torch', the kernels.VARIANTS, the exp probes, and peer backends when installed."""
+"""Softmax callables by name: 'torch', the kernels.VARIANTS, the exp probes, the fused ops (masked_softmax with no
+mask, ragged_softmax with each row one segment), and peer backends when installed."""
 
 from __future__ import annotations
 
@@ -11,12 +12,31 @@ TORCH = "torch"
 Softmax = Callable[[torch.Tensor], torch.Tensor]
 
 
+def _masked(x: torch.Tensor) -> torch.Tensor:
+    from blockscope import kernels
+
+    return kernels.masked_softmax(x)
+
+
+def _ragged(x: torch.Tensor) -> torch.Tensor:
+    """Each row of x one segment of a flat (R * N,) values tensor."""
+    from blockscope import kernels
+
+    n = x.shape[-1]
+    flat = x.contiguous().reshape(-1)
+    offsets = torch.arange(0, flat.numel() + 1, max(n, 1), device=x.device)
+    return kernels.ragged_softmax(flat, offsets).reshape(x.shape)
+
+
+FUSED: dict[str, Softmax] = {"masked_softmax": _masked, "ragged_softmax": _ragged}
+
+
 def allowed_names() -> tuple[str, ...]:
     """Every name `softmax_callable` resolves: the backends (torch, peers, every variant) and the exp probes."""
     from blockscope.profiling.inspect.numerics.probe import PROBES
     from blockscope.profiling.measure.backends import backend_names
 
-    return (*backend_names(), *PROBES)
+    return (*backend_names(), *FUSED, *PROBES)
 
 
 def _backend_callable(name: str, backend: object) -> Softmax:
@@ -37,14 +57,17 @@ def _backend_callable(name: str, backend: object) -> Softmax:
 def softmax_callable(name: str) -> Softmax:
     """x -> softmax(x) over the last dim for `name`; ValueError for unknown or unavailable names.
 
-    'probe_exp' / 'probe_exp2' are the numerics probe kernel; every other name is a profiling.measure.backends backend
-    ('torch', 'inductor', 'liger', 'quack', a kernels.VARIANTS name): its `.available()` reason raises here,
-    its `.supports()` reason per input at call time."""
+    'probe_exp' / 'probe_exp2' are the numerics probe kernel; 'masked_softmax' / 'ragged_softmax' the fused ops
+    (no mask; each row one segment); every other name is a profiling.measure.backends backend ('torch',
+    'inductor', 'liger', 'quack', a kernels.VARIANTS name): its `.available()` reason raises here, its
+    `.supports()` reason per input at call time."""
     from blockscope.profiling.inspect.numerics.probe import PROBES, probe_softmax
 
     if name in PROBES:
         mode = PROBES[name]
         return lambda x: probe_softmax(x, mode)
+    if name in FUSED:
+        return FUSED[name]
     from blockscope.profiling.measure.backends import get_backend
 
     try:

@@ -59,12 +59,15 @@ def _row_parts(rows, LQ, S1, S2):
 
 
 @triton.jit
-def _scores(x_ptr, x_off, mask_ptr, m_off, m_col, bias_ptr, b_off, b_col, cols, load, scale, HAS_MASK, HAS_BIAS):
-    """z = where(keep, x * scale + bias, -inf) in fp32 for the lanes `load` (other lanes -inf, never loaded)."""
+def _scores(
+    x_ptr, x_off, mask_ptr, m_off, m_col, bias_ptr, b_off, b_col, cols, load, inside, scale, HAS_MASK, HAS_BIAS
+):
+    """z = where(keep, x * scale + bias, -inf) in fp32: lanes outside `load` are not read (`load` ends on a whole
+    16-byte vector past the diagonal, so loads stay vectorized); `inside` (the exact diagonal) and the mask keep."""
     z = tl.load(x_ptr + x_off + cols, mask=load, other=0.0).to(tl.float32) * scale
     if HAS_BIAS:
         z += tl.load(bias_ptr + b_off + cols * b_col, mask=load, other=0.0).to(tl.float32)
-    keep = load
+    keep = inside
     if HAS_MASK:
         keep = keep & (tl.load(mask_ptr + m_off + cols * m_col, mask=load, other=0) != 0)
     return tl.where(keep, z, -float("inf"))
@@ -114,14 +117,19 @@ def _masked_softmax_onepass_kernel(
     b0, b1, b2, i = _row_parts(rows, LQ, S1, S2)
     cols = tl.arange(0, BLOCK)[None, :]
     end = tl.zeros([ROWS], tl.int64) + n_cols
+    end_load = end
     if CAUSAL:
         end = tl.minimum(end, i + 1)
+        end_load = tl.minimum(end_load, (i + VEC) // VEC * VEC)
     in_rows = (rows < n_rows)[:, None]
-    load = in_rows & (cols < end[:, None])
+    load = in_rows & (cols < end_load[:, None])
+    inside = in_rows & (cols < end[:, None])
     x_off = (b0 * xs0 + b1 * xs1 + b2 * xs2 + i * xs3)[:, None]
     m_off = (b0 * ms0 + b1 * ms1 + b2 * ms2 + i * ms3)[:, None]
     b_off = (b0 * bs0 + b1 * bs1 + b2 * bs2 + i * bs3)[:, None]
-    z = _scores(x_ptr, x_off, mask_ptr, m_off, ms_col, bias_ptr, b_off, bs_col, cols, load, scale, HAS_MASK, HAS_BIAS)
+    z = _scores(
+        x_ptr, x_off, mask_ptr, m_off, ms_col, bias_ptr, b_off, bs_col, cols, load, inside, scale, HAS_MASK, HAS_BIAS
+    )
     row_max = tl.max(z, axis=1)
     e = tl.exp(z - row_max[:, None])  # a fully masked row: exp(-inf + inf) = NaN, as the unfused expression
     y = e * (1.0 / tl.sum(e, axis=1))[:, None]
@@ -170,8 +178,10 @@ def _masked_softmax_looped_kernel(
     row = tl.program_id(axis=0).to(tl.int64)
     b0, b1, b2, i = _row_parts(row, LQ, S1, S2)
     end = n_cols
+    end_load = n_cols
     if CAUSAL:
         end = tl.minimum(end, i + 1)
+        end_load = tl.minimum(end_load, (i + VEC) // VEC * VEC)
     x_off = b0 * xs0 + b1 * xs1 + b2 * xs2 + i * xs3
     m_off = b0 * ms0 + b1 * ms1 + b2 * ms2 + i * ms3
     b_off = b0 * bs0 + b1 * bs1 + b2 * bs2 + i * bs3
@@ -181,8 +191,22 @@ def _masked_softmax_looped_kernel(
     running_sum = tl.zeros([TILE], tl.float32)
     for start in tl.range(0, end, TILE):
         cols = start + lanes
+        load, inside = cols < end_load, cols < end
         z = _scores(
-            x_ptr, x_off, mask_ptr, m_off, ms_col, bias_ptr, b_off, bs_col, cols, cols < end, scale, HAS_MASK, HAS_BIAS
+            x_ptr,
+            x_off,
+            mask_ptr,
+            m_off,
+            ms_col,
+            bias_ptr,
+            b_off,
+            bs_col,
+            cols,
+            load,
+            inside,
+            scale,
+            HAS_MASK,
+            HAS_BIAS,
         )
         new_max = tl.maximum(running_max, z)
         shift = tl.where(new_max == -float("inf"), 0.0, new_max)  # all -inf so far: keep the sum at 0
@@ -193,8 +217,22 @@ def _masked_softmax_looped_kernel(
     inverse_sum = 1.0 / tl.sum(running_sum * tl.exp(running_max - row_shift), axis=0)  # inf for a masked row
     for start in tl.range(0, end, TILE):
         cols = start + lanes
+        load, inside = cols < end_load, cols < end
         z = _scores(
-            x_ptr, x_off, mask_ptr, m_off, ms_col, bias_ptr, b_off, bs_col, cols, cols < end, scale, HAS_MASK, HAS_BIAS
+            x_ptr,
+            x_off,
+            mask_ptr,
+            m_off,
+            ms_col,
+            bias_ptr,
+            b_off,
+            bs_col,
+            cols,
+            load,
+            inside,
+            scale,
+            HAS_MASK,
+            HAS_BIAS,
         )
         tl.store(out_row + cols, tl.exp(z - row_max) * inverse_sum, mask=cols < n_cols)
     zeros = tl.zeros([TILE], tl.float32) * inverse_sum  # NaN for a fully masked or NaN row, as eager torch
@@ -226,20 +264,26 @@ def _masked_softmax_backward_onepass_kernel(
     HAS_MASK: tl.constexpr,
     CAUSAL: tl.constexpr,
     WRITE_G: tl.constexpr,
+    VEC: tl.constexpr,
 ):
     # reads y, dy up to the diagonal, writes dx (and dz = dx / scale in fp32 for the bias grad)
+    if VEC > 1:  # N is a multiple of VEC (16 bytes): y, dy, dx rows start on whole vectors
+        n_cols = n_cols // VEC * VEC
     rows = tl.program_id(axis=0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     b0, b1, b2, i = _row_parts(rows, LQ, S1, S2)
     cols = tl.arange(0, BLOCK)[None, :]
     end = tl.zeros([ROWS], tl.int64) + n_cols
+    end_load = end
     if CAUSAL:
         end = tl.minimum(end, i + 1)
+        end_load = tl.minimum(end_load, (i + VEC) // VEC * VEC)
     in_rows = (rows < n_rows)[:, None]
-    load = in_rows & (cols < end[:, None])
+    load = in_rows & (cols < end_load[:, None])
+    inside = in_rows & (cols < end[:, None])
     offsets = rows[:, None] * n_cols + cols
     y = tl.load(y_ptr + offsets, mask=load, other=0.0).to(tl.float32)
     dy = tl.load(dy_ptr + offsets, mask=load, other=0.0).to(tl.float32)
-    keep = load
+    keep = inside
     if HAS_MASK:
         m_off = (b0 * ms0 + b1 * ms1 + b2 * ms2 + i * ms3)[:, None]
         keep = keep & (tl.load(mask_ptr + m_off + cols * ms_col, mask=load, other=0) != 0)
@@ -273,30 +317,35 @@ def _masked_softmax_backward_looped_kernel(
     HAS_MASK: tl.constexpr,
     CAUSAL: tl.constexpr,
     WRITE_G: tl.constexpr,
+    VEC: tl.constexpr,
 ):
     # pass 1 reads y, dy up to the diagonal; pass 2 re-reads them and writes dx; pass 3 writes zeros past it
+    if VEC > 1:
+        n_cols = n_cols // VEC * VEC
     row = tl.program_id(axis=0).to(tl.int64)
     b0, b1, b2, i = _row_parts(row, LQ, S1, S2)
     end = n_cols
+    end_load = n_cols
     if CAUSAL:
         end = tl.minimum(end, i + 1)
+        end_load = tl.minimum(end_load, (i + VEC) // VEC * VEC)
     m_off = b0 * ms0 + b1 * ms1 + b2 * ms2 + i * ms3
     base = row * n_cols
     lanes = tl.arange(0, TILE)
     partial = tl.zeros([TILE], tl.float32)
     for start in tl.range(0, end, TILE):
         cols = start + lanes
-        load = cols < end
+        load = cols < end_load
         y = tl.load(y_ptr + base + cols, mask=load, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + base + cols, mask=load, other=0.0).to(tl.float32)
         partial += y * dy
     dot = tl.sum(partial, axis=0)
     for start in tl.range(0, end, TILE):
         cols = start + lanes
-        load = cols < end
+        load = cols < end_load
         y = tl.load(y_ptr + base + cols, mask=load, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + base + cols, mask=load, other=0.0).to(tl.float32)
-        keep = load
+        keep = cols < end
         if HAS_MASK:
             keep = keep & (tl.load(mask_ptr + m_off + cols * ms_col, mask=load, other=0) != 0)
         dz = tl.where(keep, y * (dy - dot), 0.0)
@@ -542,7 +591,13 @@ def masked_softmax_backward(
     launch = _plans(n_rows, n_cols, y.dtype, dict(tunables))
     looped = "TILE" in launch.constexprs
     kernel = _masked_softmax_backward_looped_kernel if looped else _masked_softmax_backward_onepass_kernel
-    constexprs = {**launch.constexprs, "HAS_MASK": mask is not None, "CAUSAL": bool(causal), "WRITE_G": write_g}
+    constexprs = {
+        **launch.constexprs,
+        "HAS_MASK": mask is not None,
+        "CAUSAL": bool(causal),
+        "WRITE_G": write_g,
+        "VEC": _vec(y.dtype, n_cols, (0, 0, 0, 0)),
+    }
     args = (dx, g if write_g else dx, y, dy, y if mask is None else mask, n_rows, lq, s1, s2, n_cols, *ms, float(scale))
     launch_kernel(kernel, launch.grid, args, constexprs, launch.num_warps, launch.num_stages)
     return dx, g

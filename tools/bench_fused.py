@@ -1,0 +1,351 @@
+"""GPU benchmark of the fused ops, kernels.masked_softmax and kernels.ragged_softmax, against torch's ways to do them.
+
+    python3 tools/bench_fused.py --out-dir DIR        (or: python3 -m tools.bench_fused --out-dir DIR)
+
+from the repository root, on a CUDA machine (no streamlit/plotly needed). Writes DIR/bench_fused.csv (one row per
+op, case, dtype, backend and timing method) and DIR/bench_fused.md (tables). Budget: about 3-4 minutes on an H200.
+
+Timing (profiling.measure.timing.benchmark): `cuda_graph` (10 calls captured, replayed; us per call) and
+`back_to_back_flushed` (L2 flushed before each call). "ideal" = bytes of x read once + y written once at the
+device-to-device copy bandwidth measured in the same run (measure_copy_gbps, read + write bytes); pct_of_ideal =
+ideal / median. Mask and bias bytes are not in the ideal (broadcast, L2-resident); a causal row reads only up to
+its diagonal, so a causal pct_of_ideal can pass 100.
+
+masked_softmax at (B, H, L, L) = (2, 16, L, L), L in 512, 1000, 1024, 2048, 4096, fp16/bf16/fp32, two cases:
+  causal           scale 0.125, causal=True
+  scale_mask_bias  scale 0.125, mask (B, 1, L, L) bool (90 % kept), bias (1, H, 1, L) in x's dtype
+backends: blockscope (kernels.masked_softmax), eager (torch.softmax(torch.where(keep, x * scale + bias, -inf), -1),
+keep precomputed), inductor (torch.compile of that expression), sdpa_math_softmax (aten._safe_softmax(x * scale +
+attn_mask), the softmax step of SDPA's math backend with the mask and bias folded into one float attn_mask
+beforehand). Liger and Quack have no masked/causal softmax.
+ragged_softmax over 1-D values, fp32/bf16/fp16, two length distributions (seeded):
+  uniform    16384 segments, lengths uniform in 1..8192
+  long_tail  16383 segments, lengths lognormal (median 400, clipped to 1..100000), plus one of 147456 (144k)
+backends: blockscope (ragged.ragged_softmax_forward with check=False: offsets validated once before timing),
+nested (torch.softmax over the ragged dim of a jagged nested tensor), pad_unpad (scatter into a -inf padded
+(B, max_len) tensor, torch.softmax, gather back), segment_reduce (torch.segment_reduce max and sum, exp,
+repeat_interleave: the torch_geometric CSR recipe). Failures (out of memory, int32 limits) are rows with `error`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+DEVICE = "cuda"
+MASKED_LENGTHS = (512, 1000, 1024, 2048, 4096)
+BATCH, HEADS = 2, 16
+DTYPE_NAMES = ("fp16", "bf16", "fp32")
+METHODS = ("cuda_graph", "back_to_back_flushed")
+FIELDS = [
+    "op",
+    "case",
+    "dtype",
+    "shape",
+    "backend",
+    "method",
+    "median_us",
+    "p20_us",
+    "p80_us",
+    "reps",
+    "ideal_us",
+    "pct_of_ideal",
+    "vs_blockscope",
+    "check",
+    "error",
+]
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Fused masked/ragged softmax vs torch, on a CUDA GPU")
+    parser.add_argument("--out-dir", required=True, type=Path, help="folder for bench_fused.csv and bench_fused.md")
+    parser.add_argument("--budget-s", type=float, default=210.0, help="stop starting new cases after this (s)")
+    parser.add_argument("--dtypes", default=",".join(DTYPE_NAMES), help="comma-separated: fp16,bf16,fp32")
+    return parser.parse_args(argv)
+
+
+class Bench:
+    """Timing, correctness checks and rows for one run."""
+
+    def __init__(self, out_dir: Path, budget_s: float) -> None:
+        import torch
+
+        from blockscope.profiling.measure import timing
+
+        self.torch, self.timing = torch, timing
+        self.out_dir, self.budget_s, self.start = out_dir, budget_s, time.monotonic()
+        self.rows: list[dict] = []
+        self.copy_gbps = timing.measure_copy_gbps(bytes=1 << 30, reps=20)
+
+    def over_budget(self) -> bool:
+        return time.monotonic() - self.start > self.budget_s
+
+    def ideal_us(self, nbytes: int) -> float:
+        return nbytes / (self.copy_gbps * 1e9) * 1e6
+
+    def time(self, fn, method: str) -> dict:
+        stats = self.timing.benchmark(
+            fn, method, warmup=5, warmup_ms=10.0, rel_ci=0.02, min_reps=10, max_reps=300, budget_ms=40.0
+        )
+        return {"median_us": stats.median_us, "p20_us": stats.p20_us, "p80_us": stats.p80_us, "reps": stats.reps}
+
+    def run_backends(self, base: dict, backends: dict, ideal_us: float, check) -> None:
+        """Time every backend under both methods; `check(name, output)` -> 'ok' or a mismatch text."""
+        torch = self.torch
+        results = {}
+        for name, fn in backends.items():
+            try:
+                out = fn()
+                torch.cuda.synchronize()
+                verdict = check(name, out)
+                del out
+            except Exception as error:  # noqa: BLE001 - a backend that fails is a row, not a crash
+                for method in METHODS:
+                    self.rows.append({**base, "backend": name, "method": method, "error": _short(error)})
+                torch.cuda.empty_cache()
+                continue
+            for method in METHODS:
+                row = {**base, "backend": name, "method": method, "check": verdict, "ideal_us": ideal_us}
+                try:
+                    row.update(self.time(fn, method))
+                    row["pct_of_ideal"] = 100.0 * ideal_us / row["median_us"]
+                    results[(name, method)] = row["median_us"]
+                except Exception as error:  # noqa: BLE001
+                    row["error"] = _short(error)
+                self.rows.append(row)
+            torch.cuda.empty_cache()
+        for row in self.rows[-len(backends) * len(METHODS) :]:
+            ours = results.get(("blockscope", row["method"]))
+            if ours and row.get("median_us"):
+                row["vs_blockscope"] = row["median_us"] / ours
+
+
+def _short(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}".replace("\n", " ")
+    return text[:200]
+
+
+def _compare(reference, tolerance: float):
+    """check(name, out): max |out - reference| over finite reference lanes, NaN positions equal."""
+
+    def check(name: str, out) -> str:
+        got, want = out.float(), reference
+        if got.shape != want.shape:
+            return f"shape {tuple(got.shape)} != {tuple(want.shape)}"
+        nan_mismatch = int((got.isnan() != want.isnan()).sum())
+        finite = ~want.isnan()
+        err = float((got[finite] - want[finite]).abs().max()) if finite.any() else 0.0
+        if nan_mismatch or err > tolerance:
+            return f"MISMATCH max_abs={err:.3g} nan_mismatch={nan_mismatch}"
+        return "ok"
+
+    return check
+
+
+def bench_masked(bench: Bench, dtypes: list) -> None:
+    torch = bench.torch
+    from blockscope import kernels
+
+    tolerance = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+    for length in MASKED_LENGTHS:
+        for dtype in dtypes:
+            for case in ("causal", "scale_mask_bias"):
+                base = {
+                    "op": "masked_softmax",
+                    "case": case,
+                    "dtype": str(dtype).removeprefix("torch."),
+                    "shape": f"{BATCH}x{HEADS}x{length}x{length}",
+                }
+                if bench.over_budget():
+                    bench.rows.append({**base, "backend": "all", "error": "skipped: time budget"})
+                    continue
+                gen = torch.Generator(device=DEVICE).manual_seed(length)
+                x = torch.randn(BATCH, HEADS, length, length, device=DEVICE, generator=gen).to(dtype)
+                scale = 0.125
+                if case == "causal":
+                    keep = torch.ones(length, length, dtype=torch.bool, device=DEVICE).tril()
+                    bias, mask, causal = None, None, True
+                    attn = torch.zeros(length, length, dtype=dtype, device=DEVICE).masked_fill(~keep, -math.inf)
+                else:
+                    mask = torch.rand(BATCH, 1, length, length, device=DEVICE, generator=gen) < 0.9
+                    mask[..., 0] = True
+                    keep = mask
+                    bias = torch.randn(1, HEADS, 1, length, device=DEVICE, generator=gen).to(dtype)
+                    causal = False
+                    attn = torch.where(mask, bias, torch.tensor(-math.inf, dtype=dtype, device=DEVICE))
+
+                def eager(x=x, keep=keep, bias=bias, scale=scale):
+                    z = x * scale if bias is None else x * scale + bias
+                    return torch.softmax(torch.where(keep, z, -math.inf), -1)
+
+                compiled = torch.compile(eager, dynamic=False)
+                reference = eager(x.float(), keep, None if bias is None else bias.float(), scale)
+                backends = {
+                    "blockscope": lambda x=x, b=bias, m=mask, c=causal: kernels.masked_softmax(
+                        x, scale=0.125, bias=b, mask=m, causal=c
+                    ),
+                    "eager": eager,
+                    "inductor": compiled,
+                    "sdpa_math_softmax": lambda x=x, a=attn: torch.ops.aten._safe_softmax(x * 0.125 + a, -1),
+                }
+                nbytes = 2 * x.numel() * x.element_size()
+                bench.run_backends(base, backends, bench.ideal_us(nbytes), _compare(reference, tolerance[dtype]))
+                del x, keep, bias, mask, attn, reference, backends, compiled
+                torch.cuda.empty_cache()
+
+
+def _lengths(kind: str):
+    import torch
+
+    gen = torch.Generator().manual_seed(35)
+    if kind == "uniform":
+        return torch.randint(1, 8193, (16384,), generator=gen)
+    body = torch.exp(torch.randn(16383, generator=gen) * 1.5 + math.log(400.0)).round().clamp(1, 100_000).long()
+    return torch.cat([body[:8000], torch.tensor([147_456]), body[8000:]])
+
+
+def bench_ragged(bench: Bench, dtypes: list) -> None:
+    torch = bench.torch
+    from blockscope.kernels import ragged
+
+    for kind in ("uniform", "long_tail"):
+        lengths_cpu = _lengths(kind)
+        for dtype in dtypes:
+            total, n_seg, max_len = int(lengths_cpu.sum()), lengths_cpu.numel(), int(lengths_cpu.max())
+            base = {
+                "op": "ragged_softmax",
+                "case": kind,
+                "dtype": str(dtype).removeprefix("torch."),
+                "shape": f"B={n_seg} T={total} max={max_len}",
+            }
+            if bench.over_budget():
+                bench.rows.append({**base, "backend": "all", "error": "skipped: time budget"})
+                continue
+            lengths = lengths_cpu.to(DEVICE)
+            offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths_cpu.cumsum(0)]).to(DEVICE)
+            values = torch.randn(total, device=DEVICE).to(dtype)
+            ragged.check_offsets(offsets, total)
+            seg = torch.repeat_interleave(torch.arange(n_seg, device=DEVICE), lengths, output_size=total)
+            pos = torch.arange(total, device=DEVICE) - offsets[:-1][seg]
+            nested = torch.nested.nested_tensor_from_jagged(values, offsets, max_seqlen=max_len, min_seqlen=1)
+
+            def pad_unpad(values=values, seg=seg, pos=pos, n_seg=n_seg, max_len=max_len):
+                padded = values.new_full((n_seg, max_len), -math.inf)
+                padded[seg, pos] = values
+                return torch.softmax(padded, 1)[seg, pos]
+
+            def segment_reduce(values=values, offsets=offsets, lengths=lengths, total=total):
+                m = torch.segment_reduce(values, "max", offsets=offsets, axis=0, unsafe=True)
+                e = torch.exp(values - torch.repeat_interleave(m, lengths, output_size=total))
+                s = torch.segment_reduce(e, "sum", offsets=offsets, axis=0, unsafe=True)
+                return e / torch.repeat_interleave(s, lengths, output_size=total)
+
+            backends = {
+                "blockscope": lambda v=values, o=offsets: ragged.ragged_softmax_forward(v, o, check=False),
+                "nested": lambda nt=nested: torch.softmax(nt, dim=1).values(),
+                "pad_unpad": pad_unpad,
+                "segment_reduce": segment_reduce,
+            }
+            reference = torch.empty(total, device=DEVICE)
+            bounds = offsets.tolist()
+            v32 = values.float()
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True):  # per-segment torch.softmax, fp32
+                if b > a:
+                    reference[a:b] = torch.softmax(v32[a:b], 0)
+            tolerance = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
+            nbytes = 2 * values.numel() * values.element_size()
+            bench.run_backends(base, backends, bench.ideal_us(nbytes), _compare(reference, tolerance))
+            del values, offsets, seg, pos, nested, reference, v32, backends
+            torch.cuda.empty_cache()
+
+
+def write(bench: Bench) -> None:
+    out = bench.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "bench_fused.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=FIELDS)
+        writer.writeheader()
+        for row in bench.rows:
+            writer.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items() if k in FIELDS})
+    import torch
+
+    lines = [
+        "# Fused softmax ops vs torch (tools/bench_fused.py)",
+        "",
+        f"{torch.cuda.get_device_name()}, torch {torch.__version__}, copy bandwidth {bench.copy_gbps:.0f} GB/s "
+        f"(read + write) measured in this run; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}.",
+        "Cells: median us per call (% of ideal); ratio = backend time / blockscope time (> 1: blockscope faster).",
+        "",
+    ]
+    for method in METHODS:
+        for op in ("masked_softmax", "ragged_softmax"):
+            rows = [r for r in bench.rows if r["op"] == op and r.get("method") in (method, None)]
+            backends = list(dict.fromkeys(r["backend"] for r in rows if r["backend"] != "all"))
+            if not rows:
+                continue
+            lines += [f"## {op}, {method}", ""]
+            lines.append("| case | dtype | shape | " + " | ".join(backends) + " | check (blockscope) |")
+            lines.append("|---" * (4 + len(backends)) + "|")
+            keys = list(dict.fromkeys((r["case"], r["dtype"], r["shape"]) for r in rows))
+            for key in keys:
+                cells = []
+                check = ""
+                for name in backends:
+                    match = [r for r in rows if (r["case"], r["dtype"], r["shape"]) == key and r["backend"] == name]
+                    r = match[0] if match else {}
+                    if r.get("median_us"):
+                        ratio = r.get("vs_blockscope")
+                        cells.append(
+                            f"{r['median_us']:.1f} ({r['pct_of_ideal']:.0f}%)"
+                            + (f" x{ratio:.2f}" if ratio and name != "blockscope" else "")
+                        )
+                    else:
+                        cells.append(("failed: " + r.get("error", "")[:60]) if r else "")
+                    if name == "blockscope":
+                        check = r.get("check", "")
+                skipped = [r for r in rows if (r["case"], r["dtype"], r["shape"]) == key and r["backend"] == "all"]
+                if skipped:
+                    cells = ["skipped (time budget)"] * len(backends)
+                lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + f" | {check} |")
+            lines.append("")
+    (out / "bench_fused.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("bench_fused: no CUDA GPU; allowed: a machine with one", file=sys.stderr)
+        return 2
+    names = [n.strip() for n in args.dtypes.split(",") if n.strip()]
+    bad = [n for n in names if n not in DTYPE_NAMES]
+    if bad or not names:
+        print(f"bench_fused: unknown dtype(s) {', '.join(bad)}; allowed: {', '.join(DTYPE_NAMES)}", file=sys.stderr)
+        return 2
+    dtypes = [{"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[n] for n in names]
+    for option in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit"):
+        if hasattr(torch._dynamo.config, option):  # one compiled expression per (L, dtype, case)
+            setattr(torch._dynamo.config, option, 1024)
+    bench = Bench(args.out_dir, args.budget_s)
+    try:
+        bench_masked(bench, dtypes)
+        bench_ragged(bench, dtypes)
+    finally:
+        write(bench)
+    elapsed = time.monotonic() - bench.start
+    print((args.out_dir / "bench_fused.md").read_text())
+    print(f"bench_fused: {len(bench.rows)} rows in {elapsed:.0f} s -> {args.out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    if not __package__:  # run as a file (python3 tools/bench_fused.py): re-run as the module so `blockscope` imports
+        os.chdir(Path(__file__).resolve().parent.parent)
+        os.execv(sys.executable, [sys.executable, "-m", "tools.bench_fused", *sys.argv[1:]])
+    raise SystemExit(main())

@@ -49,13 +49,15 @@ TUNABLES = {
 
 
 @triton.jit
-def _row_parts(rows, LQ, S1, S2):
-    """Row index -> (b0, b1, b2, i): rows are the C-order flattening of (S0, S1, S2, Lq)."""
-    i = rows % LQ
-    t = rows // LQ
+def _row_parts(rows, S1, S2, S3):
+    """Program-order row index -> (b0, b1, b2, b3) over sizes (S0, S1, S2, S3), b3 fastest. The launcher orders
+    these dims (leading dims and Lq) so that dims a mask or bias broadcasts over are innermost: programs that read
+    the same mask/bias row run together and find it in L2."""
+    b3 = rows % S3
+    t = rows // S3
     b2 = t % S2
     t = t // S2
-    return t // S1, t % S1, b2, i
+    return t // S1, t % S1, b2, b3
 
 
 @triton.jit
@@ -80,9 +82,9 @@ def _masked_softmax_onepass_kernel(
     mask_ptr,
     bias_ptr,
     n_rows,
-    LQ,
     S1,
     S2,
+    S3,
     n_cols,
     xs0,
     xs1,
@@ -98,6 +100,14 @@ def _masked_softmax_onepass_kernel(
     bs2,
     bs3,
     bs_col,
+    os0,
+    os1,
+    os2,
+    os3,
+    c0,
+    c1,
+    c2,
+    c3,
     scale,
     BLOCK: tl.constexpr,
     ROWS: tl.constexpr,
@@ -112,9 +122,14 @@ def _masked_softmax_onepass_kernel(
         xs1 = xs1 // VEC * VEC
         xs2 = xs2 // VEC * VEC
         xs3 = xs3 // VEC * VEC
+        os0 = os0 // VEC * VEC
+        os1 = os1 // VEC * VEC
+        os2 = os2 // VEC * VEC
+        os3 = os3 // VEC * VEC
         n_cols = n_cols // VEC * VEC
     rows = tl.program_id(axis=0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-    b0, b1, b2, i = _row_parts(rows, LQ, S1, S2)
+    b0, b1, b2, b3 = _row_parts(rows, S1, S2, S3)
+    i = b0 * c0 + b1 * c1 + b2 * c2 + b3 * c3  # the Lq index (causal)
     cols = tl.arange(0, BLOCK)[None, :]
     end = tl.zeros([ROWS], tl.int64) + n_cols
     end_load = end
@@ -124,16 +139,17 @@ def _masked_softmax_onepass_kernel(
     in_rows = (rows < n_rows)[:, None]
     load = in_rows & (cols < end_load[:, None])
     inside = in_rows & (cols < end[:, None])
-    x_off = (b0 * xs0 + b1 * xs1 + b2 * xs2 + i * xs3)[:, None]
-    m_off = (b0 * ms0 + b1 * ms1 + b2 * ms2 + i * ms3)[:, None]
-    b_off = (b0 * bs0 + b1 * bs1 + b2 * bs2 + i * bs3)[:, None]
+    x_off = (b0 * xs0 + b1 * xs1 + b2 * xs2 + b3 * xs3)[:, None]
+    m_off = (b0 * ms0 + b1 * ms1 + b2 * ms2 + b3 * ms3)[:, None]
+    b_off = (b0 * bs0 + b1 * bs1 + b2 * bs2 + b3 * bs3)[:, None]
     z = _scores(
         x_ptr, x_off, mask_ptr, m_off, ms_col, bias_ptr, b_off, bs_col, cols, load, inside, scale, HAS_MASK, HAS_BIAS
     )
     row_max = tl.max(z, axis=1)
     e = tl.exp(z - row_max[:, None])  # a fully masked row: exp(-inf + inf) = NaN, as the unfused expression
     y = e * (1.0 / tl.sum(e, axis=1))[:, None]
-    tl.store(out_ptr + rows[:, None] * n_cols + cols, y, mask=in_rows & (cols < n_cols))
+    o_off = (b0 * os0 + b1 * os1 + b2 * os2 + b3 * os3)[:, None]
+    tl.store(out_ptr + o_off + cols, y, mask=in_rows & (cols < n_cols))
 
 
 @triton.jit
@@ -143,9 +159,9 @@ def _masked_softmax_looped_kernel(
     mask_ptr,
     bias_ptr,
     n_rows,
-    LQ,
     S1,
     S2,
+    S3,
     n_cols,
     xs0,
     xs1,
@@ -161,6 +177,14 @@ def _masked_softmax_looped_kernel(
     bs2,
     bs3,
     bs_col,
+    os0,
+    os1,
+    os2,
+    os3,
+    c0,
+    c1,
+    c2,
+    c3,
     scale,
     TILE: tl.constexpr,
     HAS_MASK: tl.constexpr,
@@ -174,18 +198,23 @@ def _masked_softmax_looped_kernel(
         xs1 = xs1 // VEC * VEC
         xs2 = xs2 // VEC * VEC
         xs3 = xs3 // VEC * VEC
+        os0 = os0 // VEC * VEC
+        os1 = os1 // VEC * VEC
+        os2 = os2 // VEC * VEC
+        os3 = os3 // VEC * VEC
         n_cols = n_cols // VEC * VEC
     row = tl.program_id(axis=0).to(tl.int64)
-    b0, b1, b2, i = _row_parts(row, LQ, S1, S2)
+    b0, b1, b2, b3 = _row_parts(row, S1, S2, S3)
+    i = b0 * c0 + b1 * c1 + b2 * c2 + b3 * c3  # the Lq index (causal)
     end = n_cols
     end_load = n_cols
     if CAUSAL:
         end = tl.minimum(end, i + 1)
         end_load = tl.minimum(end_load, (i + VEC) // VEC * VEC)
-    x_off = b0 * xs0 + b1 * xs1 + b2 * xs2 + i * xs3
-    m_off = b0 * ms0 + b1 * ms1 + b2 * ms2 + i * ms3
-    b_off = b0 * bs0 + b1 * bs1 + b2 * bs2 + i * bs3
-    out_row = out_ptr + row * n_cols
+    x_off = b0 * xs0 + b1 * xs1 + b2 * xs2 + b3 * xs3
+    m_off = b0 * ms0 + b1 * ms1 + b2 * ms2 + b3 * ms3
+    b_off = b0 * bs0 + b1 * bs1 + b2 * bs2 + b3 * bs3
+    out_row = out_ptr + b0 * os0 + b1 * os1 + b2 * os2 + b3 * os3
     lanes = tl.arange(0, TILE)
     running_max = tl.full([TILE], -float("inf"), tl.float32)
     running_sum = tl.zeros([TILE], tl.float32)
@@ -249,15 +278,23 @@ def _masked_softmax_backward_onepass_kernel(
     dy_ptr,
     mask_ptr,
     n_rows,
-    LQ,
     S1,
     S2,
+    S3,
     n_cols,
     ms0,
     ms1,
     ms2,
     ms3,
     ms_col,
+    os0,
+    os1,
+    os2,
+    os3,
+    c0,
+    c1,
+    c2,
+    c3,
     scale,
     BLOCK: tl.constexpr,
     ROWS: tl.constexpr,
@@ -268,9 +305,14 @@ def _masked_softmax_backward_onepass_kernel(
 ):
     # reads y, dy up to the diagonal, writes dx (and dz = dx / scale in fp32 for the bias grad)
     if VEC > 1:  # N is a multiple of VEC (16 bytes): y, dy, dx rows start on whole vectors
+        os0 = os0 // VEC * VEC
+        os1 = os1 // VEC * VEC
+        os2 = os2 // VEC * VEC
+        os3 = os3 // VEC * VEC
         n_cols = n_cols // VEC * VEC
     rows = tl.program_id(axis=0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-    b0, b1, b2, i = _row_parts(rows, LQ, S1, S2)
+    b0, b1, b2, b3 = _row_parts(rows, S1, S2, S3)
+    i = b0 * c0 + b1 * c1 + b2 * c2 + b3 * c3  # the Lq index (causal)
     cols = tl.arange(0, BLOCK)[None, :]
     end = tl.zeros([ROWS], tl.int64) + n_cols
     end_load = end
@@ -280,12 +322,12 @@ def _masked_softmax_backward_onepass_kernel(
     in_rows = (rows < n_rows)[:, None]
     load = in_rows & (cols < end_load[:, None])
     inside = in_rows & (cols < end[:, None])
-    offsets = rows[:, None] * n_cols + cols
+    offsets = (b0 * os0 + b1 * os1 + b2 * os2 + b3 * os3)[:, None] + cols
     y = tl.load(y_ptr + offsets, mask=load, other=0.0).to(tl.float32)
     dy = tl.load(dy_ptr + offsets, mask=load, other=0.0).to(tl.float32)
     keep = inside
     if HAS_MASK:
-        m_off = (b0 * ms0 + b1 * ms1 + b2 * ms2 + i * ms3)[:, None]
+        m_off = (b0 * ms0 + b1 * ms1 + b2 * ms2 + b3 * ms3)[:, None]
         keep = keep & (tl.load(mask_ptr + m_off + cols * ms_col, mask=load, other=0) != 0)
     dot = tl.sum(y * dy, axis=1)
     dz = tl.where(keep, y * (dy - dot[:, None]), 0.0)
@@ -303,15 +345,23 @@ def _masked_softmax_backward_looped_kernel(
     dy_ptr,
     mask_ptr,
     n_rows,
-    LQ,
     S1,
     S2,
+    S3,
     n_cols,
     ms0,
     ms1,
     ms2,
     ms3,
     ms_col,
+    os0,
+    os1,
+    os2,
+    os3,
+    c0,
+    c1,
+    c2,
+    c3,
     scale,
     TILE: tl.constexpr,
     HAS_MASK: tl.constexpr,
@@ -321,16 +371,21 @@ def _masked_softmax_backward_looped_kernel(
 ):
     # pass 1 reads y, dy up to the diagonal; pass 2 re-reads them and writes dx; pass 3 writes zeros past it
     if VEC > 1:
+        os0 = os0 // VEC * VEC
+        os1 = os1 // VEC * VEC
+        os2 = os2 // VEC * VEC
+        os3 = os3 // VEC * VEC
         n_cols = n_cols // VEC * VEC
     row = tl.program_id(axis=0).to(tl.int64)
-    b0, b1, b2, i = _row_parts(row, LQ, S1, S2)
+    b0, b1, b2, b3 = _row_parts(row, S1, S2, S3)
+    i = b0 * c0 + b1 * c1 + b2 * c2 + b3 * c3  # the Lq index (causal)
     end = n_cols
     end_load = n_cols
     if CAUSAL:
         end = tl.minimum(end, i + 1)
         end_load = tl.minimum(end_load, (i + VEC) // VEC * VEC)
-    m_off = b0 * ms0 + b1 * ms1 + b2 * ms2 + i * ms3
-    base = row * n_cols
+    m_off = b0 * ms0 + b1 * ms1 + b2 * ms2 + b3 * ms3
+    base = b0 * os0 + b1 * os1 + b2 * os2 + b3 * os3
     lanes = tl.arange(0, TILE)
     partial = tl.zeros([TILE], tl.float32)
     for start in tl.range(0, end, TILE):
@@ -462,63 +517,70 @@ def check_inputs(x: object, scale: object, bias: object, mask: object, causal: o
             )
 
 
-def _layout(shape: tuple[int, ...], tensors: list[torch.Tensor | None]) -> tuple[tuple[int, ...], list[tuple]]:
-    """Collapse x's leading dims (all but the last two) to (S0, S1, S2): merge neighbours that every tensor steps
-    through as one dim, drop size-1 dims. Returns (S0, S1, S2, Lq) and per tensor its strides (s0, s1, s2, s_row,
-    s_col) (zeros for None). ValueError if more than 3 leading dims cannot merge (the caller makes copies)."""
-    lq = shape[-2] if len(shape) >= 2 else 1
-    lead = list(shape[:-2])
+L2_RESIDENT_BYTES = 4 << 20  # a mask/bias this small stays in L2 in any program order
+
+
+def _layout(
+    shape: tuple[int, ...], tensors: list[torch.Tensor | None]
+) -> tuple[tuple[int, ...], list[tuple[int, ...]], tuple[int, ...]]:
+    """The row dims of x (leading dims and Lq) as at most four program-order dims (S0, S1, S2, S3), S3 fastest.
+
+    Size-1 dims are dropped and neighbours every tensor steps through as one dim are merged (never Lq). Dims that
+    a large (> 4 MiB) mask or bias broadcasts over go innermost, so programs reading the same mask/bias row run
+    together and find it in L2. Returns the sizes, per tensor its strides (d0, d1, d2, d3, column) (zeros for
+    None), and the causal coefficients (1 for the Lq dim, else 0). ValueError for more than four dims after
+    merging (the caller then materialises the broadcasts)."""
     views = [t.expand(shape) if t is not None else None for t in tensors]
     strides = [list(v.stride()) if v is not None else [0] * len(shape) for v in views]
-    dims = [d for d in range(len(lead)) if lead[d] != 1]
-    merged: list[list[int]] = []  # runs of dims to merge
-    for d in dims:
-        if merged:
-            prev = merged[-1][-1]
-            if all(s[prev] == s[d] * lead[d] for s in strides):
-                merged[-1].append(d)
+    lq_dim = len(shape) - 2  # -1 for a 1-d x: no Lq dim
+    dims = []  # [size, strides per tensor, is_lq]
+    for d in range(len(shape) - 1):
+        if shape[d] == 1:
+            continue
+        column = [s[d] for s in strides]
+        if dims and d != lq_dim and not dims[-1][2]:
+            size, outer, _ = dims[-1]
+            if all(o == c * shape[d] for o, c in zip(outer, column, strict=True)):
+                dims[-1] = [size * shape[d], column, False]
                 continue
-        merged.append([d])
-    if len(merged) > 3:
-        raise ValueError("more than 3 leading dims that do not merge")
-    sizes, per_tensor = [], [[] for _ in views]
-    for run in merged:
-        size = 1
-        for d in run:
-            size *= lead[d]
-        sizes.append(size)
-        for k, s in enumerate(strides):
-            per_tensor[k].append(s[run[-1]])
-    while len(sizes) < 3:
-        sizes.insert(0, 1)
-        for p in per_tensor:
-            p.insert(0, 0)
-    for k, s in enumerate(strides):
-        row = s[-2] if len(shape) >= 2 else 0
-        per_tensor[k] += [row, s[-1]]
-    return (*sizes, lq), [tuple(p) for p in per_tensor]
+        dims.append([shape[d], column, d == lq_dim])
+    if len(dims) > 4:
+        raise ValueError("more than 4 row dims that do not merge")
+    weights = []
+    for _, column, _ in dims:
+        weight = 0
+        for t, stride in zip(tensors[2:], column[2:], strict=True):  # mask, bias
+            if t is not None and stride == 0 and t.numel() * t.element_size() > L2_RESIDENT_BYTES:
+                weight += t.numel() * t.element_size()
+        weights.append(weight)
+    order = sorted(range(len(dims)), key=lambda k: weights[k])  # stable: C order among equal weights
+    dims = [[1, [0] * len(tensors), False]] * (4 - len(dims)) + [dims[k] for k in order]
+    sizes = tuple(size for size, _, _ in dims)
+    per_tensor = [tuple(dims[k][1][t] for k in range(4)) + (strides[t][-1],) for t in range(len(tensors))]
+    coefficients = tuple(int(is_lq) for _, _, is_lq in dims)
+    return sizes, per_tensor, coefficients
 
 
-def _prepared(x: torch.Tensor, bias: torch.Tensor | None, mask: torch.Tensor | None):
-    """x with unit column stride, mask as uint8, and the (sizes, strides) layout; copies only what cannot merge."""
+def _prepared(x: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None, mask: torch.Tensor | None):
+    """x with unit column stride, mask as uint8, and _layout of (x, out, mask, bias); copies only what cannot merge."""
     if x.stride(-1) != 1:
         x = x.contiguous()
     if mask is not None:
         mask = mask.view(torch.uint8)
     try:
-        sizes, strides = _layout(tuple(x.shape), [x, mask, bias])
-    except ValueError:  # > 3 unmergeable leading dims: materialise the broadcasts
+        layout = _layout(tuple(x.shape), [x, out, mask, bias])
+    except ValueError:  # > 4 unmergeable row dims: materialise the broadcasts
         x = x.contiguous()
         mask = None if mask is None else mask.expand(x.shape).contiguous()
         bias = None if bias is None else bias.expand(x.shape).contiguous()
-        sizes, strides = _layout(tuple(x.shape), [x, mask, bias])
-    return x, bias, mask, sizes, strides
+        layout = _layout(tuple(x.shape), [x, out, mask, bias])
+    return x, bias, mask, layout
 
 
-def _vec(dtype: torch.dtype, n_cols: int, x_strides: tuple[int, ...]) -> int:
-    """Elements per 16-byte vector when N and every x stride but the column one are multiples of it, else 1."""
+def _vec(dtype: torch.dtype, n_cols: int, *row_strides: tuple[int, ...]) -> int:
+    """Elements per 16-byte vector when N and every row stride of these tensors are multiples of it, else 1."""
     vec = VECTOR_BYTES // dtype.itemsize
-    return vec if n_cols % vec == 0 and all(s % vec == 0 for s in x_strides[:4]) else 1
+    return vec if n_cols % vec == 0 and all(s % vec == 0 for strides in row_strides for s in strides[:4]) else 1
 
 
 # ---- launchers --------------------------------------------------------------------------------------------------
@@ -537,7 +599,7 @@ def masked_softmax_forward(
     output = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if x.numel() == 0:
         return output
-    x, bias, mask, (s0, s1, s2, lq), (xs, ms, bs) = _prepared(x, bias, mask)
+    x, bias, mask, (sizes, (xs, os_, ms, bs), coefficients) = _prepared(x, output, bias, mask)
     n_cols = x.shape[-1]
     n_rows = x.numel() // n_cols
     launch = _plans(n_rows, n_cols, x.dtype, dict(tunables))
@@ -547,7 +609,7 @@ def masked_softmax_forward(
         "HAS_MASK": mask is not None,
         "HAS_BIAS": bias is not None,
         "CAUSAL": bool(causal),
-        "VEC": _vec(x.dtype, n_cols, xs),
+        "VEC": _vec(x.dtype, n_cols, xs, os_),
     }
     args = (
         output,
@@ -555,13 +617,13 @@ def masked_softmax_forward(
         x if mask is None else mask,
         x if bias is None else bias,
         n_rows,
-        lq,
-        s1,
-        s2,
+        *sizes[1:],
         n_cols,
         *xs[:4],
         *ms,
         *bs,
+        *os_[:4],
+        *coefficients,
         float(scale),
     )
     launch_kernel(kernel, launch.grid, args, constexprs, launch.num_warps, launch.num_stages)
@@ -585,7 +647,7 @@ def masked_softmax_backward(
     g = torch.empty(y.shape if write_g else (0,), dtype=torch.float32, device=y.device)
     if y.numel() == 0:
         return dx, g
-    y, _, mask, (s0, s1, s2, lq), (_, ms, _) = _prepared(y, None, mask)
+    y, _, mask, (sizes, (_, os_, ms, _), coefficients) = _prepared(y, dx, None, mask)
     n_cols = y.shape[-1]
     n_rows = y.numel() // n_cols
     launch = _plans(n_rows, n_cols, y.dtype, dict(tunables))
@@ -596,9 +658,22 @@ def masked_softmax_backward(
         "HAS_MASK": mask is not None,
         "CAUSAL": bool(causal),
         "WRITE_G": write_g,
-        "VEC": _vec(y.dtype, n_cols, (0, 0, 0, 0)),
+        "VEC": _vec(y.dtype, n_cols, os_),
     }
-    args = (dx, g if write_g else dx, y, dy, y if mask is None else mask, n_rows, lq, s1, s2, n_cols, *ms, float(scale))
+    args = (
+        dx,
+        g if write_g else dx,
+        y,
+        dy,
+        y if mask is None else mask,
+        n_rows,
+        *sizes[1:],
+        n_cols,
+        *ms,
+        *os_[:4],
+        *coefficients,
+        float(scale),
+    )
     launch_kernel(kernel, launch.grid, args, constexprs, launch.num_warps, launch.num_stages)
     return dx, g
 

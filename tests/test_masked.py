@@ -94,10 +94,25 @@ def test_looped_path_matches(dtype, shape):
     [(2, 1, 6, 24), (1, 3, 1, 24), (6, 24), (24,), (), (2, 3, 6, 1)],
     ids=["per_batch", "per_head", "shared_LqLk", "per_column", "scalar", "per_row"],
 )
-def test_broadcast_masks_and_biases(mask_shape):
+@pytest.mark.parametrize("reorder", [False, True], ids=["c_order", "broadcast_dims_innermost"])
+def test_broadcast_masks_and_biases(mask_shape, reorder, monkeypatch):
+    """Also with every mask/bias counted as too large for L2: the dims they broadcast over run innermost."""
+    if reorder:
+        monkeypatch.setattr(masked, "L2_RESIDENT_BYTES", 0)
     x, bias, mask = inputs((2, 3, 6, 24), torch.float32, bias_shape=mask_shape, mask_shape=mask_shape)
-    kw = {"bias": bias, "mask": mask, "scale": 2.0}
-    assert_close(kernels.masked_softmax(x, **kw), reference(x, **kw), x, f"broadcast {mask_shape}")
+    for causal in (False, True):
+        kw = {"bias": bias, "mask": mask, "scale": 2.0, "causal": causal}
+        assert_close(kernels.masked_softmax(x, **kw), reference(x, **kw), x, f"broadcast {mask_shape} {causal}")
+    if reorder and mask_shape == (2, 1, 6, 24):
+        sizes, _, coefficients = masked._layout(tuple(x.shape), [x, x, mask, None])
+        assert sizes == (1, 2, 6, 3) and coefficients == (0, 0, 1, 0), (sizes, coefficients)
+    x.requires_grad_()
+    y = kernels.masked_softmax(x, mask=mask, causal=True)
+    dy = torch.randn_like(y)
+    (gx,) = torch.autograd.grad(y, x, dy)
+    x64 = x.detach().double().requires_grad_()
+    (want,) = torch.autograd.grad(reference(x64, mask=mask, causal=True), x64, dy.double())
+    assert torch.allclose(gx.double(), want, atol=1e-5), f"grad max diff {(gx.double() - want).abs().max()}"
 
 
 def test_strided_and_many_leading_dims():

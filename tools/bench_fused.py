@@ -25,6 +25,8 @@ backends: blockscope (ragged.ragged_softmax_forward with check=False: offsets va
 nested (torch.softmax over the ragged dim of a jagged nested tensor), pad_unpad (scatter into a -inf padded
 (B, max_len) tensor, torch.softmax, gather back), segment_reduce (torch.segment_reduce max and sum, exp,
 repeat_interleave: the torch_geometric CSR recipe). Failures (out of memory, int32 limits) are rows with `error`.
+Last, if time is left, a tuning pass (cuda_graph only): masked_softmax at other num_warps, ragged_softmax at other
+chunk sizes, rows with backend "blockscope[name=value]" and their own table, for choosing the defaults.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pathlib import Path
 
 DEVICE = "cuda"
 MASKED_LENGTHS = (512, 1000, 1024, 2048, 4096)
+TUNE_LENGTHS = (1000, 2048, 4096)
 BATCH, HEADS = 2, 16
 DTYPE_NAMES = ("fp16", "bf16", "fp32")
 METHODS = ("cuda_graph", "back_to_back_flushed")
@@ -58,6 +61,7 @@ FIELDS = [
     "vs_blockscope",
     "check",
     "error",
+    "phase",
 ]
 
 
@@ -264,6 +268,62 @@ def bench_ragged(bench: Bench, dtypes: list) -> None:
             torch.cuda.empty_cache()
 
 
+def bench_tuning(bench: Bench, dtypes: list) -> None:
+    """Other tunables of our kernels (cuda_graph only), after everything else, while time is left."""
+    torch = bench.torch
+    from blockscope.kernels import masked, ragged
+
+    for length in TUNE_LENGTHS:
+        for dtype in dtypes:
+            if bench.over_budget():
+                return
+            x = torch.randn(BATCH, HEADS, length, length, device=DEVICE).to(dtype)
+            mask = torch.rand(BATCH, 1, length, length, device=DEVICE) < 0.9
+            default = masked.plan(x.numel() // length, length, dtype).num_warps
+            for case, kw in (("causal", {"causal": True}), ("scale_mask_bias", {"mask": mask})):
+                base = {"op": "masked_softmax", "case": case, "dtype": str(dtype).removeprefix("torch.")}
+                base["shape"] = f"{BATCH}x{HEADS}x{length}x{length}"
+                for warps in (4, 8, 16, 32):
+                    name = f"blockscope[num_warps={warps}]" + (" (default)" if warps == default else "")
+                    fn = lambda x=x, kw=kw, w=warps: masked.masked_softmax_forward(x, 0.125, num_warps=w, **kw)  # noqa: E731
+                    _tune_row(bench, base, name, fn, 2 * x.numel() * x.element_size())
+            del x, mask
+            torch.cuda.empty_cache()
+    for kind in ("uniform", "long_tail"):
+        lengths = _lengths(kind)
+        total = int(lengths.sum())
+        offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)]).to(DEVICE)
+        for dtype in dtypes:
+            if bench.over_budget():
+                return
+            values = torch.randn(total, device=DEVICE).to(dtype)
+            base = {"op": "ragged_softmax", "case": kind, "dtype": str(dtype).removeprefix("torch.")}
+            base["shape"] = f"B={lengths.numel()} T={total} max={int(lengths.max())}"
+            plan = ragged.plan(total, 1, dtype)
+            default = (plan.constexprs["CHUNK"], plan.num_warps)
+            for chunk in (1024, 2048, 4096, 8192, 16384):
+                for warps in (4, 8, 16):
+                    name = f"blockscope[chunk={chunk},num_warps={warps}]" + (
+                        " (default)" if (chunk, warps) == default else ""
+                    )
+                    fn = lambda v=values, o=offsets, c=chunk, w=warps: ragged.ragged_softmax_forward(  # noqa: E731
+                        v, o, check=False, chunk=c, num_warps=w
+                    )
+                    _tune_row(bench, base, name, fn, 2 * values.numel() * values.element_size())
+            del values
+            torch.cuda.empty_cache()
+
+
+def _tune_row(bench: Bench, base: dict, name: str, fn, nbytes: int) -> None:
+    row = {**base, "backend": name, "method": "cuda_graph", "phase": "tuning", "ideal_us": bench.ideal_us(nbytes)}
+    try:
+        row.update(bench.time(fn, "cuda_graph"))
+        row["pct_of_ideal"] = 100.0 * row["ideal_us"] / row["median_us"]
+    except Exception as error:  # noqa: BLE001
+        row["error"] = _short(error)
+    bench.rows.append(row)
+
+
 def write(bench: Bench) -> None:
     out = bench.out_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -284,7 +344,7 @@ def write(bench: Bench) -> None:
     ]
     for method in METHODS:
         for op in ("masked_softmax", "ragged_softmax"):
-            rows = [r for r in bench.rows if r["op"] == op and r.get("method") in (method, None)]
+            rows = [r for r in bench.rows if r["op"] == op and r.get("method") in (method, None) and not r.get("phase")]
             backends = list(dict.fromkeys(r["backend"] for r in rows if r["backend"] != "all"))
             if not rows:
                 continue
@@ -313,6 +373,16 @@ def write(bench: Bench) -> None:
                     cells = ["skipped (time budget)"] * len(backends)
                 lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + f" | {check} |")
             lines.append("")
+    tuning = [r for r in bench.rows if r.get("phase") == "tuning"]
+    if tuning:
+        lines += ["## Tuning pass (cuda_graph): our kernels at other tunables", ""]
+        lines += ["| op | case | dtype | shape | config | median us | % of ideal |", "|---|---|---|---|---|---|---|"]
+        for r in tuning:
+            cell = (
+                f"{r['median_us']:.1f} | {r['pct_of_ideal']:.0f}%" if r.get("median_us") else f"failed | {r['error']}"
+            )
+            lines.append(f"| {r['op']} | {r['case']} | {r['dtype']} | {r['shape']} | {r['backend']} | {cell} |")
+        lines.append("")
     (out / "bench_fused.md").write_text("\n".join(lines) + "\n")
 
 
@@ -336,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         bench_masked(bench, dtypes)
         bench_ragged(bench, dtypes)
+        bench_tuning(bench, dtypes)
     finally:
         write(bench)
     elapsed = time.monotonic() - bench.start

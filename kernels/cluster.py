@@ -26,6 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import exactexp
 from ._common import (
     VECTOR_BYTES,
     _libcuda,
@@ -57,6 +58,7 @@ TUNABLES = {
     "num_warps": f"warps per program, one of {WARPS_ALLOWED}; default chunk / 2048 (64 values per thread), 4 to 32",
     "maxnreg": f"register cap per thread (Triton's maxnreg: more programs per SM, or spills), 0 (none) or "
     f"{MIN_MAXNREG} to 255; default 0",
+    "fast_exp": exactexp.FAST_EXP_TUNABLE,
 }
 
 
@@ -126,15 +128,19 @@ def _slot(base, i):
 
 
 @triton.jit
-def _row_stats(base, CLUSTER: tl.constexpr):
-    """(row max M, row sum S) from the cluster's CLUSTER pairs: M = max m_i, S = sum s_i exp(m_i - M)."""
+def _row_stats(base, CLUSTER: tl.constexpr, EXACT: tl.constexpr):
+    """(row max M, row sum S) from the cluster's CLUSTER pairs: M = max m_i, S = sum s_i exp(m_i - M) (EXACT:
+    exp by kernels/exactexp.py, the fp32 path)."""
     row_max = -float("inf")
     for i in tl.static_range(CLUSTER):
         row_max = tl.maximum(row_max, _slot(base, i)[0])
     total = 0.0
     for i in tl.static_range(CLUSTER):
         peer_max, peer_sum = _slot(base, i)
-        total += peer_sum * tl.exp(peer_max - row_max)
+        if EXACT:
+            total += peer_sum * exactexp.exp_diff(peer_max, row_max)
+        else:
+            total += peer_sum * tl.exp(peer_max - row_max)
     return row_max, total
 
 
@@ -148,6 +154,7 @@ def row_softmax_cluster_kernel(
     CHUNK: tl.constexpr,
     CLUSTER: tl.constexpr,
     VEC: tl.constexpr,
+    EXACT: tl.constexpr,
 ):
     # read CHUNK + write CHUNK elements per program; CLUSTER x 8 bytes into the cluster's shared memory
     program = tl.program_id(0)
@@ -160,19 +167,29 @@ def row_softmax_cluster_kernel(
     x = tl.load(input_ptr + row * (input_row_stride // VEC * VEC) + cols, mask=mask, other=-float("inf"))
     m = tl.max(x.to(tl.float32), axis=0)
     shift = tl.where(m == -float("inf"), 0.0, m)  # a chunk of -inf: exp(-inf) = 0, not exp(nan)
-    partial = tl.sum(tl.exp(x.to(tl.float32) - shift), axis=0)
+    if EXACT:
+        partial = tl.sum(exactexp.exp_diff(x.to(tl.float32), shift), axis=0)
+    else:
+        partial = tl.sum(tl.exp(x.to(tl.float32) - shift), axis=0)
     if CLUSTER > 1:
-        row_max, total = _row_stats(_exchange(bar, m, partial, rank, CLUSTER), CLUSTER)
+        row_max, total = _row_stats(_exchange(bar, m, partial, rank, CLUSTER), CLUSTER, EXACT)
+    elif EXACT:
+        row_max = m
+        total = partial * exactexp.exp_diff(m, row_max)  # NaN for a row of -inf, as the exchange gives
     else:
         row_max = m
         total = partial * tl.exp(m - row_max)  # NaN for a row of -inf, as the exchange gives
     # x waits in its own dtype and exp is taken again (keeping the fp32 numerators instead compiled to as many
     # registers: 117-128 per thread at 64 values, sm_90)
-    tl.store(
-        output_ptr + row * (output_row_stride // VEC * VEC) + cols,
-        (tl.exp(x.to(tl.float32) - row_max) / total).to(output_ptr.dtype.element_ty),
-        mask=mask,
-    )
+    if EXACT:
+        y = exactexp.normalize(exactexp.exp_diff(x.to(tl.float32), row_max), total)
+        tl.store(output_ptr + row * (output_row_stride // VEC * VEC) + cols, y, mask=mask)
+    else:
+        tl.store(
+            output_ptr + row * (output_row_stride // VEC * VEC) + cols,
+            (tl.exp(x.to(tl.float32) - row_max) / total).to(output_ptr.dtype.element_ty),
+            mask=mask,
+        )
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:
@@ -187,6 +204,7 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
         "CHUNK": "constexpr",
         "CLUSTER": "constexpr",
         "VEC": "constexpr",
+        "EXACT": "constexpr",
     }
 
 
@@ -227,6 +245,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         maxnreg = check_int_range(NAME, "maxnreg", maxnreg, MIN_MAXNREG, 255)
     vec = VECTOR_BYTES // itemsize
     vec = vec if n_cols % vec == 0 else 1
+    fast_exp = exactexp.fast_exp_choice(NAME, tunables)
     return LaunchPlan(
         variant=NAME,
         kernel_name="row_softmax_cluster_kernel",
@@ -238,9 +257,14 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         num_stages=1,
         tile_width=chunk,
         rows_per_program=1,
-        constexprs={"CHUNK": chunk, "CLUSTER": cluster, "VEC": vec},
+        constexprs={"CHUNK": chunk, "CLUSTER": cluster, "VEC": vec, "EXACT": exactexp.exact_constexpr(dtype, fast_exp)},
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_cols": n_cols},
-        tunables={"chunk": chunk, "num_warps": num_warps, **({"maxnreg": maxnreg} if maxnreg else {})},
+        tunables={
+            "chunk": chunk,
+            "num_warps": num_warps,
+            **({"maxnreg": maxnreg} if maxnreg else {}),
+            **exactexp.fast_exp_tunables(fast_exp),
+        },
         compile_options={"maxnreg": maxnreg} if maxnreg else {},
         launch_shared_bytes=EXCHANGE_BYTES,
         cluster_size=cluster,

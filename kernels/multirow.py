@@ -6,6 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import exactexp
 from ._common import (
     NUM_WARPS_ALLOWED,
     cached_plans,
@@ -29,6 +30,7 @@ TUNABLES = {
     "rows_per_program": (
         "rows in one program's tile, a power of two from 1 to 256; default 2048 // BLOCK_SIZE, capped to 1..256"
     ),
+    "fast_exp": exactexp.FAST_EXP_TUNABLE,
 }
 
 
@@ -43,6 +45,7 @@ def row_softmax_multirow_kernel(
     BLOCK_SIZE: tl.constexpr,
     ROWS: tl.constexpr,
     VEC: tl.constexpr,
+    EXACT: tl.constexpr,
 ):
     # ROWS rows per program: read ROWS*N + write ROWS*N elements
     if VEC > 1:  # strides and N are multiples of VEC (16 bytes): rounding shows Triton the loads are whole vectors
@@ -56,8 +59,12 @@ def row_softmax_multirow_kernel(
     values = tl.load(input_ptr + rows[:, None] * input_row_stride + cols[None, :], mask=mask, other=-float("inf")).to(
         tl.float32
     )
-    numerators = tl.exp(values - tl.max(values, axis=1)[:, None])
-    probabilities = numerators * (1.0 / tl.sum(numerators, axis=1))[:, None]  # one reciprocal per row
+    if EXACT:  # fp32: exp and division to within an ULP (kernels/exactexp.py)
+        numerators = exactexp.exp_diff(values, tl.max(values, axis=1)[:, None])
+        probabilities = exactexp.normalize(numerators, tl.sum(numerators, axis=1)[:, None])
+    else:
+        numerators = tl.exp(values - tl.max(values, axis=1)[:, None])
+        probabilities = numerators * (1.0 / tl.sum(numerators, axis=1))[:, None]  # one reciprocal per row
     tl.store(output_ptr + rows[:, None] * output_row_stride + cols[None, :], probabilities, mask=mask)
 
 
@@ -74,6 +81,7 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
         "BLOCK_SIZE": "constexpr",
         "ROWS": "constexpr",
         "VEC": "constexpr",
+        "EXACT": "constexpr",
     }
 
 
@@ -93,6 +101,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
             f"{MAX_TILE_ELEMENTS} lanes; allowed: rows_per_program <= {MAX_TILE_ELEMENTS // block_size}"
         )
     tile = rows_per_program * block_size
+    fast_exp = exactexp.fast_exp_choice(NAME, tunables)
     num_warps = check_int_choice(
         NAME, "num_warps", tunables.get("num_warps", 8 if tile > 8192 else 4), NUM_WARPS_ALLOWED
     )
@@ -107,9 +116,18 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         num_stages=3,
         tile_width=block_size,
         rows_per_program=rows_per_program,
-        constexprs={"BLOCK_SIZE": block_size, "ROWS": rows_per_program, "VEC": vector_elements(dtype, n_cols)},
+        constexprs={
+            "BLOCK_SIZE": block_size,
+            "ROWS": rows_per_program,
+            "VEC": vector_elements(dtype, n_cols),
+            "EXACT": exactexp.exact_constexpr(dtype, fast_exp),
+        },
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
-        tunables={"num_warps": num_warps, "rows_per_program": rows_per_program},
+        tunables={
+            "num_warps": num_warps,
+            "rows_per_program": rows_per_program,
+            **exactexp.fast_exp_tunables(fast_exp),
+        },
     )
 
 

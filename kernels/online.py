@@ -11,6 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import exactexp
 from ._common import (
     INT32_MAX,
     NUM_WARPS_ALLOWED,
@@ -51,16 +52,25 @@ def row_softmax_online_kernel(
         values = tl.load(input_row + offsets, mask=offsets < n_cols, other=-float("inf")).to(tl.float32)
         new_max = tl.maximum(running_max, values)
         shift = tl.where(new_max == -float("inf"), 0.0, new_max)  # all -inf so far: keep the sum at 0
-        running_sum = running_sum * tl.exp(running_max - shift) + tl.exp(values - shift)
+        if input_ptr.dtype.element_ty == tl.float32:  # exp to within an ULP (kernels/exactexp.py)
+            running_sum = running_sum * exactexp.exp_diff(running_max, shift) + exactexp.exp_diff(values, shift)
+        else:
+            running_sum = running_sum * tl.exp(running_max - shift) + tl.exp(values - shift)
         running_max = new_max
     row_max = tl.max(running_max, axis=0)
     row_shift = tl.where(row_max == -float("inf"), 0.0, row_max)
-    inverse_sum = 1.0 / tl.sum(running_sum * tl.exp(running_max - row_shift), axis=0)
+    if input_ptr.dtype.element_ty == tl.float32:
+        row_sum = tl.sum(running_sum * exactexp.exp_diff(running_max, row_shift), axis=0)
+    else:
+        inverse_sum = 1.0 / tl.sum(running_sum * tl.exp(running_max - row_shift), axis=0)
     for start in tl.range(0, n_cols, TILE, num_stages=NUM_STAGES):
         offsets = start + cols
         mask = offsets < n_cols
         values = tl.load(input_row + offsets, mask=mask, other=-float("inf")).to(tl.float32)
-        tl.store(output_row + offsets, tl.exp(values - row_max) * inverse_sum, mask=mask)
+        if input_ptr.dtype.element_ty == tl.float32:
+            tl.store(output_row + offsets, exactexp.normalize(exactexp.exp_diff(values, row_max), row_sum), mask=mask)
+        else:
+            tl.store(output_row + offsets, tl.exp(values - row_max) * inverse_sum, mask=mask)
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:

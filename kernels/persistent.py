@@ -10,6 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import exactexp
 from ._common import (
     NUM_WARPS_ALLOWED,
     cached_plans,
@@ -59,8 +60,12 @@ def row_softmax_persistent_kernel(
     for row in tl.range(tl.program_id(axis=0), n_rows, tl.num_programs(axis=0), num_stages=NUM_STAGES):
         row = tl.cast(row, tl.int64)
         values = tl.load(input_ptr + row * input_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
-        numerators = tl.exp(values - tl.max(values, axis=0))
-        probabilities = numerators * (1.0 / tl.sum(numerators, axis=0))  # one reciprocal per row
+        if input_ptr.dtype.element_ty == tl.float32:  # exp and reciprocal to within an ULP (kernels/exactexp.py)
+            numerators = exactexp.exp_diff(values, tl.max(values, axis=0))
+            probabilities = exactexp.normalize(numerators, tl.sum(numerators, axis=0))
+        else:
+            numerators = tl.exp(values - tl.max(values, axis=0))
+            probabilities = numerators * (1.0 / tl.sum(numerators, axis=0))  # one reciprocal per row
         tl.store(output_ptr + row * output_row_stride + cols, probabilities, mask=mask)
 
 

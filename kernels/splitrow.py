@@ -39,6 +39,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import exactexp
 from ._common import (
     NUM_WARPS_ALLOWED,
     cached_plans,
@@ -70,6 +71,7 @@ TUNABLES = {
     "poll the row's epoch-tagged partials (no fence); default 1 when CHUNKS > 16",
     "window": "1: read rows through a window starting 16-byte aligned, 0: from the row start; default 1 when "
     "N % 16 != 0",
+    "fast_exp": exactexp.FAST_EXP_TUNABLE,
 }
 
 
@@ -132,6 +134,7 @@ def row_softmax_splitrow_kernel(
     PREFETCH: tl.constexpr,
     COUNTER: tl.constexpr,
     PHASE: tl.constexpr,
+    EXACT: tl.constexpr,
 ):
     # read N + write N per row; per chunk + 16 bytes of tagged (max, sum) written and CHUNKS x 16 read (L2)
     pid = tl.program_id(axis=0)
@@ -154,7 +157,10 @@ def row_softmax_splitrow_kernel(
         values = tl.where(valid, raw.to(tl.float32), -float("inf"))
         local_max = tl.max(values, axis=0)
         local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
-        numerators = tl.exp(values - local_shift)  # the only exp per element: the output rescales it
+        if EXACT:  # exp to within an ULP (kernels/exactexp.py)
+            numerators = exactexp.exp_diff(values, local_shift)  # the only exp per element: the output rescales it
+        else:
+            numerators = tl.exp(values - local_shift)  # the only exp per element: the output rescales it
         if CHUNKS > 1 and PHASE != 2:  # publish this chunk's max and sum as tagged words
             slot = stats_ptr + (row * CHUNKS + chunk) * 2
             if COUNTER:  # then count the chunk in (counters zeroed before the launch); the release orders the words
@@ -171,7 +177,10 @@ def row_softmax_splitrow_kernel(
         if CHUNKS == 1:  # the whole row is this program's: no partials to exchange
             row_shift = local_shift
             row_sum = tl.sum(numerators, axis=0)
-            scale = 1.0 / row_sum
+            if EXACT:
+                scale = tl.math.div_rn(1.0, row_sum)
+            else:
+                scale = 1.0 / row_sum
         else:
             slots = stats_ptr + (row * CHUNKS + partials) * 2
             if PHASE == 0:  # wait for the row's other chunks (all programs are resident)
@@ -187,11 +196,17 @@ def row_softmax_splitrow_kernel(
             sums = tl.where(partial_mask, _untagged(sum_words), 0.0)
             row_max = tl.max(maxes, axis=0)
             row_shift = tl.where(row_max == -float("inf"), 0.0, row_max)
-            row_sum = tl.sum(sums * tl.exp(maxes - row_shift), axis=0)
             # exp(local_max - row_max): 0 for an all -inf chunk, NaN for an all -inf row (as torch)
-            scale = tl.exp(local_max - row_max) / row_sum
+            if EXACT:
+                row_sum = tl.sum(sums * exactexp.exp_diff(maxes, row_shift), axis=0)
+                scale = tl.math.div_rn(exactexp.exp_diff(local_max, row_max), row_sum)
+            else:
+                row_sum = tl.sum(sums * tl.exp(maxes - row_shift), axis=0)
+                scale = tl.exp(local_max - row_max) / row_sum
         if CHUNKS == 1 or PHASE != 1:
             probabilities = numerators * scale
+            if EXACT and CHUNKS == 1:
+                probabilities = exactexp.normalize(numerators, row_sum)
             if ALIGN == 1:
                 tl.store(output_ptr + row * output_row_stride + lanes, probabilities, mask=valid)
             else:  # output rows have the input's stride: same window; whole vectors inside the row, then its edges
@@ -203,7 +218,11 @@ def row_softmax_splitrow_kernel(
                     (edge >= shift) & (edge < shift + n_cols) & (edge >= chunk * CHUNK) & (edge < chunk * CHUNK + CHUNK)
                 )  # the row's first and last vector, exact
                 edge_values = tl.load(input_ptr + base + edge, mask=edge_mask, other=-float("inf")).to(tl.float32)
-                tl.store(output_ptr + base + edge, tl.exp(edge_values - row_shift) / row_sum, mask=edge_mask)
+                if EXACT:
+                    edge_y = tl.math.div_rn(exactexp.exp_diff(edge_values, row_shift), row_sum)
+                else:
+                    edge_y = tl.exp(edge_values - row_shift) / row_sum
+                tl.store(output_ptr + base + edge, edge_y, mask=edge_mask)
     if CHUNKS > 1 and PHASE != 1:  # the launch's last program out moves the epoch on (2**39 launches per stream)
         if tl.atomic_add(control_ptr + 1, 1, sem="relaxed", scope="gpu") == tl.num_programs(axis=0) - 1:
             tl.store(control_ptr + 1, 0)
@@ -230,6 +249,7 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
         "PREFETCH": "constexpr",
         "COUNTER": "constexpr",
         "PHASE": "constexpr",
+        "EXACT": "constexpr",
     }
 
 
@@ -265,6 +285,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     num_warps = check_int_choice(NAME, "num_warps", tunables.get("num_warps", 8), NUM_WARPS_ALLOWED)
     prefetch = check_int_choice(NAME, "prefetch", tunables.get("prefetch", 0), (0, 1))
     counter = check_int_choice(NAME, "counter", tunables.get("counter", int(chunks > 16)), (0, 1))
+    fast_exp = exactexp.fast_exp_choice(NAME, tunables)
     return LaunchPlan(
         variant=NAME,
         kernel_name="row_softmax_splitrow_kernel",
@@ -284,9 +305,17 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
             "PREFETCH": prefetch,
             "COUNTER": counter,
             "PHASE": 0,
+            "EXACT": exactexp.exact_constexpr(dtype, fast_exp),
         },
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
-        tunables={"num_warps": num_warps, "chunk": chunk, "prefetch": prefetch, "counter": counter, "window": window},
+        tunables={
+            "num_warps": num_warps,
+            "chunk": chunk,
+            "prefetch": prefetch,
+            "counter": counter,
+            "window": window,
+            **exactexp.fast_exp_tunables(fast_exp),
+        },
         grid_resolved_at_launch=True,
     )
 

@@ -20,7 +20,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
 from . import cluster as clusters
-from . import warprows
+from . import exactexp, warprows
 from ._common import (
     NUM_WARPS_ALLOWED,
     VECTOR_BYTES,
@@ -48,6 +48,7 @@ TUNABLES = {
     "num_warps": f"warps per program, one of {WARPS_ALLOWED}; default 8",
     "cluster": f"programs per row, one thread-block cluster (sm_90+), 1 to {clusters.MAX_CLUSTER}; default "
     f"cdiv(row bytes, {CLUSTER_CHUNK_BYTES // 1024} KB)",
+    "fast_exp": exactexp.FAST_EXP_TUNABLE,
 }
 
 
@@ -94,9 +95,10 @@ def _log2_offset(m, EXP: gl.constexpr):
 @gluon.jit
 def _numerators(values, shift, offset, FORM: gl.constexpr):
     """exp(values - shift), up to a factor common to the row: FORM 2 (fp16) ex2.approx.ftz of one FMA with the given
-    offset; 1 (bf16) 2**64 x exp by ex2.approx.ftz (warprows.exp_rows); 3 (fp32 rows whose finite values all lie
-    within FTZ_SAFE_RANGE of the shift) ex2.approx.ftz of (values - shift) * log2(e), gl.exp's own arithmetic less its
-    subnormal-result handling, which no such row needs (bitwise equal to 0's results there); 0 gl.exp."""
+    offset; 1 (bf16) 2**64 x exp by ex2.approx.ftz (warprows.exp_rows); 3 (fp32 with fast_exp, rows whose finite
+    values all lie within FTZ_SAFE_RANGE of the shift) ex2.approx.ftz of (values - shift) * log2(e), gl.exp's own
+    arithmetic less its subnormal-result handling, which no such row needs (bitwise equal to 4's results there); 4
+    gl.exp (fp32 with fast_exp); 0 fp32's exp within an ULP (kernels/exactexp.py)."""
     if FORM == 2:
         return gl.inline_asm_elementwise(
             "fma.rn.f32 $0, $1, 0f3FB8AA3B, $2;\n\tex2.approx.ftz.f32 $0, $0;",
@@ -139,9 +141,10 @@ def _exp_pass(
     EXP: gl.constexpr,
     STORE: gl.constexpr,
 ):
-    """_pass in _numerators' form for EXP: fp32 (EXP 0) form 3 where every finite value of the chunk (the smallest
-    being `low`) lies within FTZ_SAFE_RANGE of `shift`, gl.exp (form 0) otherwise; 16-bit the form EXP."""
-    if EXP == 0:
+    """_pass in _numerators' form for EXP: fp32 with fast_exp (EXP 4) form 3 where every finite value of the chunk
+    (the smallest being `low`) lies within FTZ_SAFE_RANGE of `shift`, gl.exp (form 4) otherwise; otherwise the form
+    EXP (fp32's 0: exp within an ULP, kernels/exactexp.py)."""
+    if EXP == 4:
         if shift - low <= FTZ_SAFE_RANGE:  # every exp of this chunk a normal number (or exactly 0)
             total = _pass(
                 part0,
@@ -179,7 +182,7 @@ def _exp_pass(
                 PART1,
                 SLICES,
                 WHOLE,
-                0,
+                4,
                 STORE,
             )
     else:
@@ -226,14 +229,18 @@ def _pass(
     STORE: gl.constexpr,
 ):
     """One pass over the staged slices: STORE False, per lane the sum of _numerators (lanes past the chunk's width:
-    0); STORE True, _numerators x inverse stored (lanes past the width: not stored), sums 0."""
+    0); STORE True, _numerators x inverse stored (FORM 0, fp32: `inverse` is the row sum and exactexp's normalize
+    divides; lanes past the width: not stored), sums 0."""
     total = gl.zeros([SLICE], gl.float32, LAYOUT)
     for i in gl.static_range(SLICES):
         values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(LAYOUT).to(gl.float32)
         numerators = _numerators(values, shift, offset, FORM)
         if STORE:
             cols = i * SLICE + lanes
-            y = (numerators * inverse).to(target.dtype.element_ty)
+            if FORM == 0:
+                y = exactexp.gluon_normalize(numerators, inverse).to(target.dtype.element_ty)
+            else:
+                y = (numerators * inverse).to(target.dtype.element_ty)
             if i < WHOLE:
                 gl.store(target + cols, y)
             else:
@@ -269,6 +276,8 @@ def _row_stats(bar, m, s, rank, CLUSTER: gl.constexpr, EXP: gl.constexpr):
         )
         if EXP == 2:
             total += peer_sum * gl.exp2(_log2_offset(peer_max, EXP) - row_offset)
+        elif EXP == 0:
+            total += peer_sum * exactexp.gluon_exp_diff(peer_max, row_max)
         else:
             total += peer_sum * gl.exp(peer_max - row_max)
     return row_max, row_offset, total
@@ -329,7 +338,7 @@ def row_softmax_staged_kernel(
         if i >= WHOLE:
             values = gl.where(i * SLICE + lanes < width, values, -float("inf"))
         running = gl.maximum(running, values)
-        if EXP == 0:
+        if EXP == 4:
             low = gl.minimum(low, gl.where(values > -float("inf"), values, float("inf")))
     row_max = gl.max(running.to(gl.float32), axis=0)
     if CLUSTER > 1:
@@ -337,8 +346,8 @@ def row_softmax_staged_kernel(
     else:
         shift = row_max
     offset = _log2_offset(shift, EXP)
-    if EXP == 0:
-        row_min = gl.min(low, axis=0)  # decides fp32's exp form (_exp_pass)
+    if EXP == 4:
+        row_min = gl.min(low, axis=0)  # decides fast fp32's exp form (_exp_pass)
     else:
         row_min = shift  # unused
     total = _exp_pass(
@@ -363,7 +372,12 @@ def row_softmax_staged_kernel(
     )
     if CLUSTER > 1:
         row_max, offset, row_sum = _row_stats(bar, row_max, gl.sum(total, axis=0), rank, CLUSTER, EXP)
-        inverse = 1.0 / row_sum
+        if EXP == 0:
+            inverse = row_sum  # fp32: _pass divides by the row sum (exactexp's normalize)
+        else:
+            inverse = 1.0 / row_sum
+    elif EXP == 0:
+        inverse = gl.sum(total, axis=0)
     else:
         inverse = 1.0 / gl.sum(total, axis=0)  # one reciprocal per row
     _exp_pass(
@@ -524,10 +538,14 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
             "PART2": parts[2],
             "VEC": vec,
             "CLUSTER": cluster,
-            "EXP": warprows.exp_form(dtype),
+            "EXP": warprows.exp_form(dtype, exactexp.fast_exp_choice(NAME, tunables)),
         },
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols},
-        tunables={"num_warps": num_warps, **({"cluster": cluster} if cluster > 1 else {})},
+        tunables={
+            "num_warps": num_warps,
+            **({"cluster": cluster} if cluster > 1 else {}),
+            **exactexp.fast_exp_tunables(exactexp.fast_exp_choice(NAME, tunables)),
+        },
         launch_shared_bytes=clusters.EXCHANGE_BYTES if cluster > 1 else 0,
         cluster_size=cluster,
         compile_options={"maxnreg": cap} if (cap := register_cap(chunk * itemsize, num_warps)) else {},

@@ -17,7 +17,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
-from . import splitrow
+from . import exactexp, splitrow
 from ._common import (
     cached_plans,
     check_int_choice,
@@ -126,10 +126,16 @@ def row_softmax_staged_split_kernel(
         for i in gl.static_range(SLICES):
             cols = start + i * SLICE + lanes
             values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(layout).to(gl.float32)
-            total += gl.where(cols < n_cols, gl.exp(values - local_shift), 0.0)
+            if input_ptr.dtype.element_ty == gl.float32:  # exp within an ULP (kernels/exactexp.py)
+                total += gl.where(cols < n_cols, exactexp.gluon_exp_diff(values, local_shift), 0.0)
+            else:
+                total += gl.where(cols < n_cols, gl.exp(values - local_shift), 0.0)
         local_sum = gl.sum(total, axis=0)
         if CHUNKS == 1:
-            scale = 1.0 / local_sum
+            if input_ptr.dtype.element_ty == gl.float32:
+                scale = gl.div_rn(1.0, local_sum)
+            else:
+                scale = 1.0 / local_sum
         else:  # publish this chunk's (max, sum) as relaxed tagged 64-bit words (single-copy atomic, no fence), poll
             slot = stats_ptr + (row * CHUNKS + chunk) * 2
             gl.atomic_xchg(slot, _tagged(epoch, local_max), sem="relaxed", scope="gpu")
@@ -145,16 +151,27 @@ def row_softmax_staged_split_kernel(
             row_max = gl.max(maxes, axis=0)
             row_shift = gl.where(row_max == -float("inf"), 0.0, row_max)
             # exp(local_max - row_max): 0 for an all -inf chunk, NaN for an all -inf row (as torch)
-            scale = gl.exp(local_max - row_max) / gl.sum(sums * gl.exp(maxes - row_shift), axis=0)
+            if input_ptr.dtype.element_ty == gl.float32:
+                scale = gl.div_rn(
+                    exactexp.gluon_exp_diff(local_max, row_max),
+                    gl.sum(sums * exactexp.gluon_exp_diff(maxes, row_shift), axis=0),
+                )
+            else:
+                scale = gl.exp(local_max - row_max) / gl.sum(sums * gl.exp(maxes - row_shift), axis=0)
         target = output_ptr + row * output_row_stride + start
         for i in gl.static_range(SLICES):
             cols = start + i * SLICE + lanes
             values = _slice(part0, part1, part2, i, PART0, PART1, SLICE).load(layout).to(gl.float32)
-            gl.store(
-                target + i * SLICE + lanes,
-                (gl.exp(values - local_shift) * scale).to(output_ptr.dtype.element_ty),
-                mask=cols < n_cols,
-            )
+            if input_ptr.dtype.element_ty == gl.float32:
+                gl.store(
+                    target + i * SLICE + lanes, exactexp.gluon_exp_diff(values, local_shift) * scale, mask=cols < n_cols
+                )
+            else:
+                gl.store(
+                    target + i * SLICE + lanes,
+                    (gl.exp(values - local_shift) * scale).to(output_ptr.dtype.element_ty),
+                    mask=cols < n_cols,
+                )
     if CHUNKS > 1:  # the launch's last program out moves the epoch on
         if gl.atomic_add(control_ptr + 1, 1, sem="relaxed", scope="gpu") == gl.num_programs(0) - 1:
             gl.store(control_ptr + 1, 0)

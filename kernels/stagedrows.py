@@ -19,7 +19,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
-from . import staged, warprows
+from . import exactexp, staged, warprows
 from ._common import cached_plans, check_int_choice, check_power_of_2, check_tunables, next_power_of_2, prepare_launch
 from ._common import launch as launch_kernel
 from .plan import LaunchPlan
@@ -34,6 +34,7 @@ TUNABLES = {
         "threads holding one row, a power of two from 1 to 32 * num_warps; default Quack's rule by "
         "N (8 up to 64, 16 up to 128, 32 up to 3072, 64 up to 6144, 128 above)"
     ),
+    "fast_exp": exactexp.FAST_EXP_TUNABLE,
 }
 
 
@@ -134,12 +135,14 @@ def row_softmax_stagedrows_kernel(
         if (i + 1) * SLICE > n_cols:
             numerators = gl.where(i * SLICE + lanes < n_cols, numerators, 0.0)
         total += numerators
-    inverse = gl.expand_dims(1.0 / gl.sum(total, axis=1), 1)  # one reciprocal per row
+    row_sum = gl.sum(total, axis=1)
+    inverse = gl.expand_dims(1.0 / row_sum, 1)  # one reciprocal per row (16-bit; fp32 normalizes in scale_rows)
     _reread()
     for i in gl.static_range(SLICES):
         cols = i * SLICE + lanes
         values = _slice(part0, part1, part2, i, PART0, PART1, ROWS).load(layout).to(gl.float32)
-        y = (warprows.exp_rows(values, row_max, EXP) * inverse).to(output_ptr.dtype.element_ty)
+        y = warprows.scale_rows(warprows.exp_rows(values, row_max, EXP), row_sum, inverse, EXP)
+        y = y.to(output_ptr.dtype.element_ty)
         # streaming stores (st.global.cs, evict-first): the output does not push the input out of L2, which a
         # repeated call reads again (H200, experiments/2026-12-02-store-hint CUDA-graph replay: fp16 3000x5000 18.1
         # -> 16.1 us, fp32 5000x1536 17.5 -> 15.7 us; L2-flushed within 1%)
@@ -245,10 +248,14 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
             "COL_THREADS": col_threads,
             "ROW_WARPS": row_warps,
             "COL_WARPS": col_warps,
-            "EXP": warprows.exp_form(dtype),
+            "EXP": warprows.exp_form(dtype, exactexp.fast_exp_choice(NAME, tunables)),
         },
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows},
-        tunables={"num_warps": num_warps, "threads_per_row": threads},
+        tunables={
+            "num_warps": num_warps,
+            "threads_per_row": threads,
+            **exactexp.fast_exp_tunables(exactexp.fast_exp_choice(NAME, tunables)),
+        },
     )
 
 

@@ -17,6 +17,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
+from . import exactexp
 from ._common import (
     NUM_WARPS_ALLOWED,
     VECTOR_BYTES,
@@ -43,6 +44,7 @@ TUNABLES = {
         "shuffle-only reductions); default by N as Quack (8 up to 64, 16 up to 128, 32 up to 3072, "
         "64 up to 6144, 128 above), raised to keep 64 elements or fewer per thread"
     ),
+    "fast_exp": exactexp.FAST_EXP_TUNABLE,
 }
 
 
@@ -56,8 +58,11 @@ def exp_rows(values, row_max, EXP: gl.constexpr):
     output is below 2**-24, so flushing below 2**-126 changes none. bf16 (EXP=1): 2**64 x exp as (values - row_max)
     * log2(e) + 64 (the difference of two bf16 values is exact in fp32; row_max * log2(e) would overflow fp32 at
     bf16's largest values); bf16 holds subnormals down to 2**-133, flushed only below 2**-190 this way (at 2**-126
-    they cost up to 127 ULP, scripts/ftz_exp_emulation.py). fp32 (EXP=0): gl.exp(values - row_max)."""
+    they cost up to 127 ULP, scripts/ftz_exp_emulation.py). fp32 (EXP=0): exp(values - row_max) within an ULP
+    (kernels/exactexp.py: TwoSum, Cody-Waite and a polynomial; gl.exp is up to ~110 ULP off at |x - max| ~ 200)."""
     if EXP == 0:
+        return exactexp.gluon_exp_diff(values, row_max)
+    if EXP == 4:  # fp32 with fast_exp=1: gl.exp as before issue 37 (mul by log2(e), ex2.approx.f32)
         return gl.exp(values - row_max)
     if EXP == 1:  # scaled by 2**64 (cancels in the normalization)
         return gl.inline_asm_elementwise(
@@ -71,6 +76,16 @@ def exp_rows(values, row_max, EXP: gl.constexpr):
     return gl.inline_asm_elementwise(
         "ex2.approx.ftz.f32 $0, $1;", "=f,f", [values * LOG2E - row_max * LOG2E], dtype=gl.float32, is_pure=True, pack=1
     )
+
+
+@gluon.jit
+def scale_rows(numerators, total, inverse, EXP: gl.constexpr):
+    """numerators / total per row (total: [ROWS] row sums, inverse = 1 / total: [ROWS, 1]): fp32 (EXP=0) by
+    exactexp's normalize (a correctly rounded reciprocal and an FMA residual step; `inverse` unused); 16-bit
+    numerators x inverse."""
+    if EXP == 0:
+        return exactexp.gluon_normalize(numerators, gl.expand_dims(total, 1))
+    return numerators * inverse
 
 
 @gluon.jit
@@ -117,9 +132,11 @@ def row_softmax_warprows_kernel(
         numerators1 = exp_rows(values1, row_max, EXP)
         total += gl.sum(numerators1, axis=1)
     inverse = gl.expand_dims(1.0 / total, 1)  # one reciprocal per row
-    gl.store(target + cols0, (numerators0 * inverse).to(output_ptr.dtype.element_ty), mask=mask0)
+    gl.store(target + cols0, scale_rows(numerators0, total, inverse, EXP).to(output_ptr.dtype.element_ty), mask=mask0)
     if WIDTH1 > 0:
-        gl.store(target + cols1, (numerators1 * inverse).to(output_ptr.dtype.element_ty), mask=mask1)
+        gl.store(
+            target + cols1, scale_rows(numerators1, total, inverse, EXP).to(output_ptr.dtype.element_ty), mask=mask1
+        )
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:
@@ -143,10 +160,13 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
     }
 
 
-def exp_form(dtype: torch.dtype) -> int:
+def exp_form(dtype: torch.dtype, fast_exp: int = 0) -> int:
     """The EXP constexpr of exp_rows: 2 for fp16 (ftz exp2 of an FMA: no fp16 value is below 2**-24), 1 for bf16
-    (the same on 2**64 x exp: bf16 subnormal outputs kept), 0 for fp32 (gl.exp of x - max)."""
-    return {torch.float16: 2, torch.bfloat16: 1}.get(dtype, 0)
+    (the same on 2**64 x exp: bf16 subnormal outputs kept), 0 for fp32 (exp within an ULP, kernels/exactexp.py), 4
+    for fp32 with fast_exp=1 (gl.exp of x - max, up to ~110 ULP off at |x - max| ~ 200)."""
+    if dtype == torch.float32:
+        return 4 if fast_exp else 0
+    return {torch.float16: 2, torch.bfloat16: 1}[dtype]
 
 
 def vector_width(itemsize: int, n_cols: int) -> int:
@@ -206,6 +226,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
             f"{NAME}: threads_per_row={threads} leaves {per_thread} elements of N={n_cols} per thread; "
             f"allowed: threads_per_row >= {(width0 + width1) // MAX_ELEMENTS_PER_THREAD}"
         )
+    fast_exp = exactexp.fast_exp_choice(NAME, tunables)
     row_threads, col_threads = max(1, 32 // threads), min(32, threads)
     col_warps = max(1, threads // 32)
     row_warps = num_warps // col_warps
@@ -229,10 +250,10 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
             "COL_THREADS": col_threads,
             "ROW_WARPS": row_warps,
             "COL_WARPS": col_warps,
-            "EXP": exp_form(dtype),
+            "EXP": exp_form(dtype, fast_exp),
         },
         scalar_args={"input_row_stride": n_cols, "output_row_stride": n_cols, "n_rows": n_rows, "n_cols": n_cols},
-        tunables={"num_warps": num_warps, "threads_per_row": threads},
+        tunables={"num_warps": num_warps, "threads_per_row": threads, **exactexp.fast_exp_tunables(fast_exp)},
     )
 
 

@@ -65,10 +65,13 @@ def test_occupancy_table(run):
         (("inspect", "--n", "1024", "--arch", "sm_70"), "allowed: sm_80"),
         (("inspect", "--n", "70000"), "N=70000 is over this variant's limit; allowed: 1 <= N <= 65536"),
         (("inspect", "--n", "-5"), "allowed: a positive integer"),
-        (("inspect", "--n", "1024", "--tile", "256"), "teaching: unknown tunable(s) tile; allowed: num_warps"),
+        (
+            ("inspect", "--n", "1024", "--tile", "256"),
+            "teaching: unknown tunable(s) tile; allowed: fast_exp, num_warps, window",
+        ),
         (
             ("inspect", "--variant", "multirow", "--n", "1024", "--num-stages", "2"),
-            "multirow: unknown tunable(s) num_stages; allowed: num_warps, rows_per_program",
+            "multirow: unknown tunable(s) num_stages; allowed: fast_exp, num_warps, rows_per_program",
         ),
         (("inspect", "--n", "1024", "--num-warps", "3"), "num_warps=3 is not allowed; allowed: 1, 2, 4, 8, 16, 32"),
         (("inspect", "--variant", "online", "--n", "1024", "--tile", "24"), "allowed: a power of two from 16 to 65536"),

@@ -59,7 +59,7 @@ def fail(capsys, argv: list[str]) -> str:
         (["sweep", "--out", "x.csv", "--tunable", "tile"], "malformed; allowed: NAME=V1,V2"),
         (
             ["sweep", "--out", "x.csv", "--variants", "teaching", "--tunable", "tile=64"],
-            "--tunable tile: no selected variant takes it; allowed: num_warps",
+            "--tunable tile: no selected variant takes it; allowed: fast_exp, num_warps, window",
         ),
         (["sweep", "--out", "x.csv", "--tunable", "num_warps=4"], "use --num-warps"),
         (["sweep", "--out", "x.csv", "--reps", "-3"], "-3 is not positive"),

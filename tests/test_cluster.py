@@ -55,7 +55,7 @@ def test_plan_vectors_only_where_n_allows_them():
         (65536, {"chunk": 2048}, "over 32 programs; allowed: at most 16 programs per cluster (chunk >= 4096)"),
         (32768, {"num_warps": 2}, "num_warps=2 is not allowed; allowed: 4, 8, 16, 32"),
         (32768, {"maxnreg": 16}, "maxnreg=16 is not allowed; allowed: an integer from 32 to 255"),
-        (32768, {"tile": 4}, "unknown tunable(s) tile; allowed: chunk, maxnreg, num_warps"),
+        (32768, {"tile": 4}, "unknown tunable(s) tile; allowed: chunk, fast_exp, maxnreg, num_warps"),
         (2**20, {}, "N=1048576 is outside this variant's range; allowed: 1 <= N <= 524288"),
     ],
 )

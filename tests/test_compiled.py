@@ -57,7 +57,7 @@ def test_big_block_spills_small_does_not(results):
     assert small.spill_store_bytes == small.spill_load_bytes == small.stack_bytes == 0
     assert 16 <= small.n_regs <= 64 and 1 <= big.n_regs <= 255
     assert (big.source, big.cached, big.arch, big.dtype) == ("offline", False, "sm_90", "fp32")
-    assert big.constexprs == {"n_cols": 65536, "BLOCK_SIZE": 65536} and big.num_stages == 3
+    assert big.constexprs == {"n_cols": 65536, "BLOCK_SIZE": 65536, "EXACT": 1, "ALIGN": 1} and big.num_stages == 3
     assert big.shared_bytes == small.shared_bytes == 16  # the cross-warp reduction scratch (4 warps x 4 B)
 
 
@@ -148,7 +148,7 @@ def test_specialization_matches_a_live_launch():
         (lambda: inspect_offline("teaching", 65537, "fp16"), "allowed: 1 <= N <= 65536"),
         (lambda: inspect_offline("multirow", 20000, "fp16"), "allowed: 1 <= N <= 16384"),
         (lambda: inspect_offline("teaching", 0, "fp16"), "allowed: a positive integer"),
-        (lambda: inspect_offline("teaching", 1024, "fp16", tile=64), "unknown tunable.*allowed: num_warps"),
+        (lambda: inspect_offline("teaching", 1024, "fp16", tile=64), "unknown tunable.*allowed: fast_exp, num_warps"),
         (lambda: inspect_offline("online", 1024, "fp16", tile=8), "allowed: a power of two from 16"),
     ],
 )

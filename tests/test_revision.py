@@ -14,7 +14,7 @@ from tests.test_sweep import ENV, FAST, fake_facts, fake_tracer
 
 def test_module_files_follow_the_kernels_imports():
     names = {p.name for p in revision.module_files("teaching")}
-    assert names == {"teaching.py", "_common.py", "plan.py"}
+    assert names == {"teaching.py", "exactexp.py", "_common.py", "plan.py"}
     assert "online.py" in {p.name for p in revision.module_files("splitrow")}  # splitrow imports online's helpers
     auto = {p.name for p in revision.module_files("auto")}
     assert {"registry.py", "teaching.py", "splitrow.py", "nvidia-h200.json"} <= auto  # every pick + the table

@@ -287,13 +287,16 @@ def test_relabel_rewrites_only_unmeasured_rows_a_variant_rule_leaves_out():
 
 
 def test_offline_sm90_compile_fp32_has_both_exp_forms_and_16_bit_only_the_ftz_one():
-    """fp32: a per-program branch between ex2.approx.ftz (every finite value within FTZ_SAFE_RANGE of the max) and
-    gl.exp's ex2.approx.f32; 16-bit: ftz only (warprows.exp_rows; in one program: over a cluster the few exps that
+    """fp32 with fast_exp=1: a per-program branch between ex2.approx.ftz (every finite value within FTZ_SAFE_RANGE of
+    the max) and gl.exp's ex2.approx.f32; fp32 by default: no ex2 at all (kernels/exactexp.py's polynomial, the row
+    sum's reciprocal div.rn); 16-bit: ftz only (warprows.exp_rows; in one program: over a cluster the few exps that
     combine the partial sums are gl.exp's)."""
     from blockscope.profiling.inspect import compiled
 
-    fp32 = compiled.inspect_offline("staged", 300000, "fp32", n_rows=300, cache=False, cluster=16).ptx
+    fp32 = compiled.inspect_offline("staged", 300000, "fp32", n_rows=300, cache=False, cluster=16, fast_exp=1).ptx
     assert "ex2.approx.ftz.f32" in fp32 and re.search(r"ex2\.approx\.f32\s", fp32)
+    exact = compiled.inspect_offline("staged", 300000, "fp32", n_rows=300, cache=False, cluster=16).ptx
+    assert "ex2." not in exact and "div.rn.f32" in exact and "div.full" not in exact
     for dtype in ("fp16", "bf16"):
         ptx = compiled.inspect_offline("staged", 50000, dtype, n_rows=777, cache=False, cluster=1).ptx
         assert "ex2.approx.ftz.f32" in ptx and not re.search(r"ex2\.approx\.f32\s", ptx), dtype

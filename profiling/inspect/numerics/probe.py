@@ -3,7 +3,8 @@ in float64 (`probe_fp64`: exp, sum and division in double precision, rounded onc
 
 Not a registered variant (kernels/ and its registry are untouched) and not for timing: it exists so the
 numerics page and `python -m profiling numerics --variants probe_exp,probe_exp2` can show what the exp
-implementation alone changes. Both probes are the teaching kernel as written (one program per row,
+implementation alone changes. Both probes are the teaching kernel as the seed wrote it (fp32: teaching with
+fast_exp=1; its default fp32 path is kernels/exactexp.py's exp and division within an ULP) (one program per row,
 BLOCK_SIZE = next_pow2(N), -inf masked lanes, fp32 max/sum, store in the input dtype); only the
 exponential differs; `probe_fp64` is the exact end of the scale (libdevice's double exp, IEEE division) and,
 timed beside `probe_exp` (`experiments/2026-12-01-exact-softmax-cost/exact_softmax_cost.py`), what exactness costs.

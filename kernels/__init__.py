@@ -20,6 +20,7 @@ from .reference import reference_softmax, torch_softmax
 from .registry import VARIANTS, Softmax, Variant, get_variant, softmax
 from .splitrow import softmax_splitrow
 from .teaching import softmax_teaching
+from .tinyrows import softmax_tinyrows
 
 __all__ = [
     "DTYPE_NAMES",
@@ -43,6 +44,7 @@ __all__ = [
     "softmax_persistent",
     "softmax_splitrow",
     "softmax_teaching",
+    "softmax_tinyrows",
     "softmax_auto",
     "torch_softmax",
 ]

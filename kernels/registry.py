@@ -20,6 +20,7 @@ from . import (
     staged_split,
     stagedrows,
     teaching,
+    tinyrows,
     warprows,
 )
 from ._common import SUPPORTED_DTYPES
@@ -197,6 +198,17 @@ VARIANTS: dict[str, Variant] = {
             cluster.plan,
             cluster.signature,
             gpu_only=True,
+            replayable=True,
+        ),
+        Variant(
+            "tinyrows",
+            "tiny rows (N <= 64): ROWS back-to-back rows per program moved as one flat span of 16-byte vectors",
+            tinyrows.softmax_tinyrows,
+            tinyrows.row_softmax_tinyrows_kernel,
+            tinyrows.MAX_N,
+            tinyrows.TUNABLES,
+            tinyrows.plan,
+            tinyrows.signature,
             replayable=True,
         ),
         Variant(

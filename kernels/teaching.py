@@ -31,13 +31,14 @@ from .plan import LaunchPlan
 
 NAME = "teaching"
 MAX_N = 65536
+MIN_WINDOW_N = 256  # narrower rows keep the seed's layout by default (a row is a few vectors: little to gain)
 TUNABLES = {
     "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 8 if BLOCK_SIZE >= 2048 else 4",
     "fast_exp": exactexp.FAST_EXP_TUNABLE,
     "window": "1: read a row through a window starting at the 16-byte boundary at or below it (vector loads and "
     "stores of the row's body, its first and last vector in one predicated step; BLOCK_SIZE = next_pow2(N + 16 "
     "bytes of elements - 1)), 0: from the row start; default 1 when rows are not 16-byte aligned (N x itemsize % 16 "
-    "!= 0) and the window fits 65536 lanes",
+    f"!= 0), N >= {MIN_WINDOW_N} and the window fits 65536 lanes",
 }
 
 
@@ -122,7 +123,8 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         )
     align = VECTOR_BYTES // dtype.itemsize
     fits = next_power_of_2(n_cols + align - 1) <= MAX_N
-    window = check_int_choice(NAME, "window", tunables.get("window", int(n_cols % align != 0 and fits)), (0, 1))
+    default_window = int(n_cols % align != 0 and n_cols >= MIN_WINDOW_N and fits)
+    window = check_int_choice(NAME, "window", tunables.get("window", default_window), (0, 1))
     if window and not fits:
         raise ValueError(
             f"{NAME}: window=1 at N={n_cols} needs {n_cols + align - 1} lanes; allowed: window=0 (or N <= "

@@ -132,6 +132,7 @@ def test_shape_sets():
     assert bench.shapes("large", torch.float32)[-1] == (128, 2**20)
     default = bench.shapes("default", torch.float16)
     assert (4096, 129) in default and (4096, 262144) in default
+    assert (1048576, 8) in default and (131072, 64) in default  # tiny N: rows moving >= 32 MB
     assert bench.shapes("offgrid", torch.float32)[0] == (65536, 96)
     with pytest.raises(ValueError, match="allowed: default, large, offgrid"):
         bench.shapes("huge", torch.float16)

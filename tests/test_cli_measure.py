@@ -144,10 +144,20 @@ def test_config_selection_from_arguments():
         "online",
         "persistent",
         "splitrow",
+        "tinyrows",
         "auto",
     }
-    assert {c.dtype for c in defaults} == {"fp16", "bf16", "fp32"} and {c.n_rows for c in defaults} == {4096}
+    assert {c.dtype for c in defaults} == {"fp16", "bf16", "fp32"}
+    assert {c.n_rows for c in defaults if c.n_cols > 64} == {4096}  # tiny N: rows moving >= 32 MB (sweep_rows)
+    assert {(c.dtype, c.n_rows) for c in defaults if c.n_cols == 8} == {
+        ("fp16", 2**20),
+        ("bf16", 2**20),
+        ("fp32", 2**19),
+    }
     assert max(c.n_cols for c in defaults if c.variant == "multirow") == 16384
+    assert max(c.n_cols for c in defaults if c.variant == "tinyrows") == 64
+    explicit = cli_measure.sweep_configs_from_args(parse(["sweep", "--out", "x.csv", "--rows", "100", "--n", "8"]))
+    assert {c.n_rows for c in explicit} == {100}  # rows given: not scaled
 
 
 def test_progress_reporter_without_tqdm(monkeypatch, capsys):

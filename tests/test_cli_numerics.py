@@ -241,13 +241,13 @@ def test_capture_script_dry_run_cpu_run_resume_and_summary(tmp_path):
 
     dry = run("--dry-run", "--device", "cpu")
     assert dry.returncode == 0, dry.stderr[-500:]
-    assert "x 3 dtypes x 39 N x 6 inputs at R=64" in dry.stdout and not out.exists()
+    assert "x 3 dtypes x 43 N x 6 inputs at R=64" in dry.stdout and not out.exists()
     first = run("--device", "cpu", "--n", "16", "--rows", "2", "--no-probes")
     assert first.returncode == 0, first.stderr[-800:]
-    assert "complete: 126 measured" in first.stdout, first.stdout[-800:]
+    assert "complete: 144 measured" in first.stdout, first.stdout[-800:]
     assert "vs torch.softmax (same GPU, dtype, R, N, input):" in first.stdout
     table = load_results(out)
-    assert len(table) == 7 * 3 * 6 and set(table["error"]) == {""}
+    assert len(table) == 8 * 3 * 6 and set(table["error"]) == {""}
     again = run("--device", "cpu", "--n", "16", "--rows", "2", "--no-probes")
     assert "complete: 0 measured" in again.stdout and len(load_results(out)) == len(table), "a rerun resumes"
     summary = run("--summary-only")

@@ -53,11 +53,37 @@ def run(configs, clock=None, **kw):
 
 def test_default_n_values():
     values = sweep.default_n_values()
-    assert values[:5] == [128, 129, 255, 256, 257]
+    assert values[:9] == [8, 16, 32, 64, 128, 129, 255, 256, 257]
     assert values[-4:] == [131072, 131073, 262143, 262144]
     assert {1000, 3000, 6000, 12000, 50000} <= set(values)
     assert 127 not in values and 262145 not in values
-    assert len(values) == 12 * 3 - 2 + 5
+    assert len(values) == 4 + 12 * 3 - 2 + 5
+    assert sweep.default_n_values(tiny=()) == values[4:]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("n_cols", [8, 16, 32, 64, 128, 1000])
+def test_sweep_rows_move_32_mb_at_tiny_n_only(n_cols, dtype):
+    rows = sweep.sweep_rows(n_cols, dtype)
+    itemsize = 4 if dtype == "fp32" else 2
+    if n_cols <= 64:
+        assert 2 * rows * n_cols * itemsize >= sweep.TINY_MIN_BYTES > 2 * (rows - 1) * n_cols * itemsize
+    else:
+        assert rows == sweep.DEFAULT_ROWS
+    assert sweep.sweep_rows(8, "fp16") == 1048576 and sweep.sweep_rows(64, "fp32") == 65536
+    assert sweep.sweep_rows(8, "fp16", 2**21) == 2**21  # more rows than the rule asks stay
+
+
+def test_build_configs_scales_tiny_rows_only_when_asked():
+    scaled = build_configs(["torch"], ["fp32", "fp16"], [16, 256], n_rows=4096, scale_tiny_rows=True)
+    assert [(c.dtype, c.n_rows, c.n_cols) for c in scaled] == [
+        ("fp32", 262144, 16),
+        ("fp32", 4096, 256),
+        ("fp16", 524288, 16),
+        ("fp16", 4096, 256),
+    ]
+    plain = build_configs(["torch"], ["fp32"], [16], n_rows=4096)
+    assert [c.n_rows for c in plain] == [4096]
 
 
 def test_build_configs_respects_limits_and_axes():

@@ -65,7 +65,14 @@ def main() -> None:
         "--extend",
         type=Path,
         help="a tuning table to extend with every shape of the grid "
-        "(autotune.bench_shapes) it has no entry for: tunes those and writes the merged table",
+        "(--grid, default autotune.bench_shapes) it has no entry for: tunes those and writes the merged table",
+    )
+    parser.add_argument(
+        "--grid",
+        default="bench",
+        choices=sorted(autotune.GRIDS),
+        help="the grid --extend covers: bench (everything), odd (ODD_N: rows not 16-byte aligned), tiny (N 8-64), "
+        "mid, grid-mid",
     )
     parser.add_argument("--no-tiebreak", action="store_true", help="pick the fastest flushed median alone")
     args = parser.parse_args()
@@ -90,7 +97,7 @@ def main() -> None:
         if args.mid_tier or args.extend:
             base = json.loads((args.mid_tier or args.extend).read_text())
             tuned = {(e["dtype"], int(e["n_rows"]), int(e["n_cols"])) for e in base["entries"]}
-            grid = autotune.mid_tier_shapes if args.mid_tier else autotune.bench_shapes
+            grid = autotune.mid_tier_shapes if args.mid_tier else autotune.GRIDS[args.grid]
 
             def untuned(dtype):  # the grid's shapes the table has no entry for yet
                 from blockscope.kernels import DTYPE_NAMES

@@ -363,7 +363,14 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
             f"{max(sweep.max_n(v) for v in variants)}"
         )
     configs = sweep.build_configs(
-        variants, dtypes, n_values, args.rows or [sweep.DEFAULT_ROWS], args.num_warps, axes, directions
+        variants,
+        dtypes,
+        n_values,
+        args.rows or [sweep.DEFAULT_ROWS],
+        args.num_warps,
+        axes,
+        directions,
+        scale_tiny_rows=not args.rows,  # rows not given: tiny N move >= sweep.TINY_MIN_BYTES (sweep_rows)
     )
     if not configs:
         raise CLIError("the selection gives no configs; allowed: N within the variants' limits")

@@ -50,7 +50,7 @@ def lane_model(variant: str, n_cols: int, n_rows: int = 4096, **tunables: int) -
     steps = plan.constexprs.get("CHUNKS", -(-n_cols // tile))  # splitrow: + a chunk for its window's slack
     row_span = steps * tile  # lanes spanned per row (all chunks / all steps of one pass)
     tail_valid = max(0, n_cols - (steps - 1) * tile)  # lanes of the last tile holding columns (row start aligned)
-    if plan.variant in ("multirow", "warprows", "stagedrows"):  # rows_per_program rows per program, the last partial
+    if plan.variant in ("multirow", "warprows", "stagedrows", "tinyrows"):  # ROWS rows per program, the last partial
         programs = -(-n_rows // rows_per_program)
         spanned = programs * rows_per_program * row_span
         lanes_per_program = rows_per_program * row_span

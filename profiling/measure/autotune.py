@@ -38,10 +38,14 @@ def candidates(
     """Configurations worth timing for one shape (pruned by BLOCK_SIZE and by what won on the H200; every one
     valid for the variant in `dtype`); `variants`: only those variants' configurations. GPU-only (Gluon) variants
     are offered where they can run."""
-    from blockscope.kernels import cluster, splitrow, staged, staged_split, stagedrows, warprows
+    from blockscope.kernels import cluster, splitrow, staged, staged_split, stagedrows, tinyrows, warprows
 
     block = next_power_of_2(n_cols)
     found: list[Candidate] = []
+    if block <= tinyrows.MAX_N:  # back-to-back tiny rows as flat spans of 2K to 16K elements
+        for span in (2048, 4096, 8192, 16384):
+            rows = max(tinyrows.MIN_ROWS, min(tinyrows.MAX_ROWS, span // block))
+            found += [("tinyrows", {"rows_per_program": rows, "num_warps": w}) for w in (2, 4, 8)]
     if block <= 4096:
         for lanes in (1024, 4096, 16384):
             rows = min(256, max(1, lanes // block))
@@ -52,6 +56,8 @@ def candidates(
         found += [("teaching", {"num_warps": w}) for w in warps]
         if block >= 512:
             found += [("persistent", {"num_warps": w, "num_stages": 1}) for w in warps[1:]]
+    if 1024 <= block < 4096 and n_cols % 8:  # rows not 16-byte aligned: one program per row through an aligned window
+        found += [("splitrow", {"chunk": 2 * block, "num_warps": w, "window": 1}) for w in (4, 8)]
     if block >= 4096:  # chunks in registers: 16 elements per thread or more; the counter only pays for many chunks
         for chunk, num_warps in SPLITROW_SHAPES:
             chunks = splitrow.plan(1, n_cols, torch.float16, chunk=chunk).constexprs["CHUNKS"]
@@ -426,16 +432,47 @@ def grid_mid_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
     return [(rows, n) for n in GRID_MID_N for rows in default_rows(n, dtype)]
 
 
+ODD_N: tuple[int, ...] = (1503, 3001, 6001, 12001, 24001, 48001, 96001, 192001)  # rows not 16-byte aligned (N % 8
+# != 0, vocabulary-like widths) about 3/4 into the buckets: with the sweep's 2**k +- 1 they give `auto` entries of
+# the odd alignment class (auto.row_alignment) at R=4096 and ~512 MB. Not the bench's off-grid N (32001, 50257, ...).
+
+
+def odd_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
+    """(R, N) of ODD_N at R=4096 and ~512 MB of input."""
+    return [(rows, n) for n in ODD_N for rows in (4096, large_set_rows(n, dtype))]
+
+
+def tiny_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
+    """(R, N) of the sweep's tiny N (8-64): rows moving >= 32 MB (sweep.sweep_rows) and 10**5 rows (MoE routers)."""
+    from blockscope.profiling.measure.sweep import TINY_N, sweep_rows
+
+    return [(rows, n) for n in TINY_N for rows in (sweep_rows(n, dtype), 100000)]
+
+
+GRIDS: dict[str, Callable[[torch.dtype], list[tuple[int, int]]]] = {}  # name -> (R, N) of a dtype; filled below
+
+
 def bench_shapes(dtype: torch.dtype) -> list[tuple[int, int]]:
-    """(R, N) `auto` is tuned on: `python -m profiling bench`'s default sweep N at R=4096 and its ~512 MB large
-    set, plus the mid tier (~16 MB of small-N rows) and the buckets' mid points (GRID_MID_N)."""
+    """(R, N) `auto` is tuned on: `python -m profiling bench`'s default sweep N at R=4096 (tiny N at rows moving
+    >= 32 MB) and its ~512 MB large set, plus the mid tier (~16 MB of small-N rows), the buckets' mid points
+    (GRID_MID_N), the odd-width grid (ODD_N) and the tiny rows at 10**5 rows."""
     from blockscope.profiling.measure.bench import shapes
 
     return list(
         dict.fromkeys(
-            shapes("default", dtype) + mid_tier_shapes(dtype) + grid_mid_shapes(dtype) + shapes("large", dtype)
+            shapes("default", dtype)
+            + mid_tier_shapes(dtype)
+            + grid_mid_shapes(dtype)
+            + shapes("large", dtype)
+            + odd_shapes(dtype)
+            + tiny_shapes(dtype)
         )
     )
+
+
+GRIDS.update(
+    {"bench": bench_shapes, "mid": mid_tier_shapes, "odd": odd_shapes, "tiny": tiny_shapes, "grid-mid": grid_mid_shapes}
+)
 
 
 def tune(

@@ -38,7 +38,7 @@ from blockscope.profiling.measure.directions import (
     gradient_inputs,
     parse_directions,
 )
-from blockscope.profiling.measure.sweep import capture_unsafe_for, check_result, default_n_values
+from blockscope.profiling.measure.sweep import capture_unsafe_for, check_result, default_n_values, sweep_rows
 from blockscope.profiling.results import NOT_RUN_PREFIXES, WRONG_RESULT, bytes_moved
 
 LARGE_N: tuple[int, ...] = tuple(2**k for k in range(10, 21))
@@ -64,7 +64,7 @@ TOLERANCE: dict[str, float] = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1.6e-2}  # ma
 def shapes(set_name: str, dtype: torch.dtype) -> list[tuple[int, int]]:
     """(R, N) pairs of a shape set."""
     if set_name == "default":
-        return [(4096, n) for n in default_n_values()]
+        return [(sweep_rows(n, dtype, 4096), n) for n in default_n_values()]  # tiny N: rows moving >= 32 MB
     if set_name == "large":
         return [(large_set_rows(n, dtype), n) for n in LARGE_N]
     if set_name == "offgrid":

@@ -15,6 +15,9 @@ another GPU stay in the file and are measured again here), and never error rows 
 out of memory, CUDA/driver errors, RuntimeErrors from a launch): those are retried and replaced by the new
 result; deterministic errors (over a limit, bad tunables, a predicted pathological compile, a wrong result)
 are kept unless `retry_errors`. Timer, tracer, compile facts and environment are injectable for CPU tests.
+The default N (`default_n_values`) include the tiny rows TINY_N (8-64), whose rows the CLI's default sweep scales
+per N and dtype so a config moves >= TINY_MIN_BYTES = 32 MB (`sweep_rows`: R = max(R, ceil(32 MB / (2 x N x
+itemsize)))).
 """
 
 from __future__ import annotations
@@ -70,6 +73,12 @@ TORCH = "torch"
 DEFAULT_ROWS = 4096
 DEFAULT_DTYPES: tuple[str, ...] = ("fp16", "bf16", "fp32")
 MID_POINTS: tuple[int, ...] = (1000, 3000, 6000, 12000, 50000)
+# tiny rows (MoE routers over 8-64 experts, issue 37): in the default sweep at rows scaled per N and dtype so that a
+# config moves >= TINY_MIN_BYTES (read + write): R = max(R, ceil(TINY_MIN_BYTES / (2 x N x itemsize))), e.g. 1048576
+# rows of 8 fp16 or 65536 rows of 64 fp32 (at R=4096 such a config moves 64 KB to 2 MB: launch-bound, it says nothing
+# of bandwidth)
+TINY_N: tuple[int, ...] = (8, 16, 32, 64)
+TINY_MIN_BYTES = 32 * 2**20
 # configs whose Chrome trace a CLI sweep keeps by default (those the sweep runs): the seed's shape, a wide row
 DEFAULT_TRACE_CONFIGS: tuple[str, ...] = (
     "torch:fp16:1000",
@@ -107,14 +116,26 @@ def default_variants() -> tuple[str, ...]:
     return (TORCH, *peers, *all_variants()[1:])
 
 
-def default_n_values(low: int = 128, high: int = 262144, mid: Iterable[int] = MID_POINTS) -> list[int]:
-    """Powers of two from `low` to `high` with their +-1 neighbours (within range), plus mid points."""
+def default_n_values(
+    low: int = 128, high: int = 262144, mid: Iterable[int] = MID_POINTS, tiny: Iterable[int] = TINY_N
+) -> list[int]:
+    """Powers of two from `low` to `high` with their +-1 neighbours (within range), plus mid points, plus the tiny N
+    (below `low`; their rows scale per N, see `sweep_rows`)."""
     values = set(mid)
     power = low
     while power <= high:
         values.update(n for n in (power - 1, power, power + 1) if low <= n <= high)
         power *= 2
-    return sorted(v for v in values if low <= v <= high)
+    return sorted({v for v in values if low <= v <= high} | {int(v) for v in tiny if 1 <= int(v) < low})
+
+
+def sweep_rows(n_cols: int, dtype: str | torch.dtype, n_rows: int = DEFAULT_ROWS) -> int:
+    """Rows of a default-sweep config: `n_rows`, or for N <= max(TINY_N) enough rows to move TINY_MIN_BYTES (input
+    read + output written): max(n_rows, ceil(TINY_MIN_BYTES / (2 x N x itemsize)))."""
+    if n_cols > max(TINY_N):
+        return n_rows
+    itemsize = dtype_from_name(dtype).itemsize
+    return max(n_rows, -(-TINY_MIN_BYTES // (2 * n_cols * itemsize)))
 
 
 def max_n(variant: str, dtype: str | None = None) -> int:
@@ -168,12 +189,14 @@ def build_configs(
     num_warps: Sequence[int] | None = None,
     tunable_grid: Mapping[str, Sequence[int]] | None = None,
     directions: Sequence[str] | None = None,
+    scale_tiny_rows: bool = False,
 ) -> list[Config]:
     """The cross product, each variant only within its N limit; num_warps and `tunable_grid` values apply to
     the variants that take that tunable ('torch' and 'auto' take none: one config each). `directions`
     (default forward only): each config once per direction, except that 'backward' configs of Blockscope variants
-    take no tunables (their backward is one Triton kernel whatever the forward's tunables). ValueError for
-    unknown variants/dtypes/directions, N or R below 1 and num_warps outside NUM_WARPS_ALLOWED."""
+    take no tunables (their backward is one Triton kernel whatever the forward's tunables). `scale_tiny_rows` (the
+    default sweep): each R of N <= max(TINY_N) raised by `sweep_rows` so the config moves >= TINY_MIN_BYTES.
+    ValueError for unknown variants/dtypes/directions, N or R below 1 and num_warps outside NUM_WARPS_ALLOWED."""
     ways = parse_directions(directions)
     variants = list(variants) if variants else list(all_variants())
     for variant in variants:
@@ -198,6 +221,7 @@ def build_configs(
     for dtype in dtypes:
         for r in rows:
             for n in n_values:
+                r_here = sweep_rows(n, dtype, r) if scale_tiny_rows else r
                 for variant in variants:
                     if n > max_n(variant, dtype):
                         continue
@@ -205,7 +229,7 @@ def build_configs(
                     axes = [(name, values) for name, values in grid.items() if name in accepted]
                     for way in ways:
                         for combo in _product(axes if way != BACKWARD else []):
-                            configs.append(make_config(variant, dtype, r, n, direction=way, **combo))
+                            configs.append(make_config(variant, dtype, r_here, n, direction=way, **combo))
     return list(dict.fromkeys(configs))
 
 

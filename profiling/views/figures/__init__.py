@@ -34,6 +34,7 @@ VARIANT_COLORS: dict[str, str] = {  # one colour per backend on every page and i
     "cluster": "#bcbd22",
     "warprows": "#e377c2",
     "stagedrows": "#7b4173",
+    "tinyrows": "#b5cf6b",
     "inductor": "#ff9896",
     "liger": "#6b6ecf",
     "quack": "#e6550d",

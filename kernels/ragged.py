@@ -34,16 +34,18 @@ from ._common import launch as launch_kernel
 from .plan import LaunchPlan
 
 NAME = "ragged"
-TILE_ELEMENTS = 8192  # default CHUNK x next_pow2(H) lanes per program
+TILE_ELEMENTS = 512  # default CHUNK x next_pow2(H) lanes per program (H200: 512-1024 lanes beat 8192 by 2.6-5x)
 MAX_COLUMN_BLOCK = 256  # H wider than this spreads over a second grid axis
 TUNABLES = {
-    "chunk": "rows per item, a power of two from 1 to 65536; default max(1, 8192 // next_pow2(H))",
-    "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default CHUNK x HB / 512 clamped to 1..16",
+    "packed_max": "longest segment packed several per program, 0 or one of 64, 256, 1024, 4096; default 0 (every "
+    "segment in items; capped where packed_max x next_pow2(H) > 512)",
+    "chunk": "rows per item, a power of two from 1 to 65536; default max(1, 512 // next_pow2(H))",
+    "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default CHUNK x HB / 256 clamped to 1..16",
 }
 
 
 @triton.jit
-def _item_bounds(item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, item, CHUNK: tl.constexpr):
+def _item_bounds(item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, item, packed_max, CHUNK: tl.constexpr):
     """(segment, first item of the segment, items in the segment, chunk start row, chunk stop row) of an item;
     segment == n_segments for the surplus items of the upper-bound grid. Rows are clamped into [0, total]."""
     seg = tl.load(item_seg_ptr + item).to(tl.int64)
@@ -52,7 +54,7 @@ def _item_bounds(item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, it
     last = tl.load(cum_items_ptr + seg_c).to(tl.int64)  # items up to and including this segment
     start = tl.minimum(tl.maximum(tl.load(offsets_ptr + seg_c).to(tl.int64), 0), total)
     stop = tl.minimum(tl.maximum(tl.load(offsets_ptr + seg_c + 1).to(tl.int64), start), total)
-    n_items = tl.cdiv(stop - start, CHUNK)
+    n_items = tl.where(stop - start > packed_max, tl.cdiv(stop - start, CHUNK), 0)  # short ones: the packed kernel
     first = last - n_items
     n_items = tl.where(valid, n_items, 0)
     chunk_start = start + (item - first) * CHUNK
@@ -73,6 +75,7 @@ def _ragged_softmax_pass1_kernel(
     n_segments,
     total,
     n_cols,
+    packed_max,
     CHUNK: tl.constexpr,
     HB: tl.constexpr,
 ):
@@ -80,7 +83,7 @@ def _ragged_softmax_pass1_kernel(
     item = tl.program_id(axis=0).to(tl.int64)
     cols = tl.program_id(axis=1) * HB + tl.arange(0, HB)
     first, n_items, chunk_start, chunk_stop = _item_bounds(
-        item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, item, CHUNK
+        item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, item, packed_max, CHUNK
     )
     rows = chunk_start + tl.arange(0, CHUNK)
     mask = (rows < chunk_stop)[:, None] & (cols < n_cols)[None, :]
@@ -110,6 +113,7 @@ def _ragged_softmax_pass2_kernel(
     n_segments,
     total,
     n_cols,
+    packed_max,
     CHUNK: tl.constexpr,
     HB: tl.constexpr,
 ):
@@ -117,7 +121,7 @@ def _ragged_softmax_pass2_kernel(
     item = tl.program_id(axis=0).to(tl.int64)
     cols = tl.program_id(axis=1) * HB + tl.arange(0, HB)
     first, n_items, chunk_start, chunk_stop = _item_bounds(
-        item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, item, CHUNK
+        item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, item, packed_max, CHUNK
     )
     if n_items > 1:
         col_ok = cols < n_cols
@@ -149,13 +153,14 @@ def _ragged_backward_pass1_kernel(
     n_segments,
     total,
     n_cols,
+    packed_max,
     CHUNK: tl.constexpr,
     HB: tl.constexpr,
 ):
     item = tl.program_id(axis=0).to(tl.int64)
     cols = tl.program_id(axis=1) * HB + tl.arange(0, HB)
     first, n_items, chunk_start, chunk_stop = _item_bounds(
-        item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, item, CHUNK
+        item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, item, packed_max, CHUNK
     )
     rows = chunk_start + tl.arange(0, CHUNK)
     mask = (rows < chunk_stop)[:, None] & (cols < n_cols)[None, :]
@@ -181,13 +186,14 @@ def _ragged_backward_pass2_kernel(
     n_segments,
     total,
     n_cols,
+    packed_max,
     CHUNK: tl.constexpr,
     HB: tl.constexpr,
 ):
     item = tl.program_id(axis=0).to(tl.int64)
     cols = tl.program_id(axis=1) * HB + tl.arange(0, HB)
     first, n_items, chunk_start, chunk_stop = _item_bounds(
-        item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, item, CHUNK
+        item_seg_ptr, cum_items_ptr, offsets_ptr, n_segments, total, item, packed_max, CHUNK
     )
     if n_items > 1:
         col_ok = cols < n_cols
@@ -202,17 +208,103 @@ def _ragged_backward_pass2_kernel(
         tl.store(dx_ptr + offsets, y * (dy - dot[None, :]), mask=mask)
 
 
+@triton.jit
+def _packed_bounds(offsets_ptr, n_segments, total, low, high, SEGS: tl.constexpr, BLOCK: tl.constexpr):
+    """SEGS consecutive segments of this program: start rows, and which rows of the [SEGS, BLOCK] tile are theirs
+    (segments of length in (low, high] only; the others belong to another launch)."""
+    seg = tl.program_id(axis=0).to(tl.int64) * SEGS + tl.arange(0, SEGS)
+    seg_ok = seg < n_segments
+    start = tl.load(offsets_ptr + seg, mask=seg_ok, other=0).to(tl.int64)
+    stop = tl.load(offsets_ptr + seg + 1, mask=seg_ok, other=0).to(tl.int64)
+    start = tl.minimum(tl.maximum(start, 0), total)
+    stop = tl.minimum(tl.maximum(stop, start), total)
+    n = stop - start
+    take = seg_ok & (n > low) & (n <= high)
+    lanes = tl.arange(0, BLOCK)
+    return start[:, None, None] + lanes[None, :, None], take[:, None, None] & (lanes[None, :, None] < n[:, None, None])
+
+
+@triton.jit
+def _ragged_softmax_packed_kernel(
+    out_ptr,
+    values_ptr,
+    offsets_ptr,
+    n_segments,
+    total,
+    n_cols,
+    low,
+    high,
+    SEGS: tl.constexpr,
+    BLOCK: tl.constexpr,
+    HB: tl.constexpr,
+):
+    # SEGS short segments per program, each a row of a [SEGS, BLOCK, HB] tile: read once, written once
+    rows, in_segment = _packed_bounds(offsets_ptr, n_segments, total, low, high, SEGS, BLOCK)
+    cols = (tl.program_id(axis=1) * HB + tl.arange(0, HB))[None, None, :]
+    mask = in_segment & (cols < n_cols)
+    offsets = rows * n_cols + cols
+    x = tl.load(values_ptr + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+    col_max = tl.max(x, axis=1)
+    shift = tl.where(col_max == -float("inf"), 0.0, col_max)  # an all -inf column: 0/0 = NaN, as torch
+    e = tl.where(mask, tl.exp(x - shift[:, None, :]), 0.0)
+    tl.store(out_ptr + offsets, e * (1.0 / tl.sum(e, axis=1))[:, None, :], mask=mask)
+
+
+@triton.jit
+def _ragged_backward_packed_kernel(
+    dx_ptr,
+    y_ptr,
+    dy_ptr,
+    offsets_ptr,
+    n_segments,
+    total,
+    n_cols,
+    low,
+    high,
+    SEGS: tl.constexpr,
+    BLOCK: tl.constexpr,
+    HB: tl.constexpr,
+):
+    rows, in_segment = _packed_bounds(offsets_ptr, n_segments, total, low, high, SEGS, BLOCK)
+    cols = (tl.program_id(axis=1) * HB + tl.arange(0, HB))[None, None, :]
+    mask = in_segment & (cols < n_cols)
+    offsets = rows * n_cols + cols
+    y = tl.load(y_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    dot = tl.sum(y * dy, axis=1)
+    tl.store(dx_ptr + offsets, y * (dy - dot[:, None, :]), mask=mask)
+
+
+PACKED_BLOCKS = (64, 256, 1024, 4096)  # packed classes: segment lengths in (previous block, block]
+
+
+def packed_classes(n_cols: int, packed_max: int) -> list[tuple[int, int, int, int]]:
+    """(low, high, SEGS, BLOCK) of each packed launch: SEGS x BLOCK x next_pow2(H) <= TILE_ELEMENTS lanes."""
+    hb = min(next_power_of_2(n_cols), MAX_COLUMN_BLOCK)
+    classes, low = [], 0
+    for block in PACKED_BLOCKS:
+        if block > packed_max or block * hb > TILE_ELEMENTS:
+            break
+        classes.append((low, block, TILE_ELEMENTS // (block * hb), block))
+        low = block
+    return classes
+
+
 def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> LaunchPlan:
-    """n_rows = T (total rows), n_cols = H. Grid (upper bound on items, cdiv(H, HB)); the item count itself is
-    known only on the GPU (surplus programs exit), so `grid[0]` here is that bound for one segment: T / CHUNK + 1."""
+    """n_rows = T (total rows), n_cols = H. The item kernels' plan: grid (upper bound on items, cdiv(H, HB)); the
+    item count itself is known only on the GPU (surplus programs exit), so `grid[0]` here is that bound for one
+    segment: T / CHUNK + 1. Segments up to `packed_max` rows go to the packed launches instead (packed_classes)."""
     check_tunables(NAME, tunables, TUNABLES)
     if n_cols < 1:
         raise ValueError(f"{NAME}: H={n_cols}; allowed: H >= 1")
     hb = min(next_power_of_2(n_cols), MAX_COLUMN_BLOCK)
     chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", max(1, TILE_ELEMENTS // hb)), 1, 65536)
     num_warps = check_int_choice(
-        NAME, "num_warps", tunables.get("num_warps", min(16, max(1, chunk * hb // 512))), NUM_WARPS_ALLOWED
+        NAME, "num_warps", tunables.get("num_warps", min(16, max(1, chunk * hb // 256))), NUM_WARPS_ALLOWED
     )
+    packed_max = check_int_choice(NAME, "packed_max", tunables.get("packed_max", 0), (0, *PACKED_BLOCKS))
+    classes = packed_classes(n_cols, packed_max)
+    packed_max = classes[-1][1] if classes else 0
     return LaunchPlan(
         variant=NAME,
         kernel_name="_ragged_softmax_pass1_kernel",
@@ -225,8 +317,8 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         tile_width=chunk * hb,
         rows_per_program=chunk,
         constexprs={"CHUNK": chunk, "HB": hb},
-        scalar_args={"total": n_rows, "n_cols": n_cols},
-        tunables={"chunk": chunk, "num_warps": num_warps},
+        scalar_args={"total": n_rows, "n_cols": n_cols, "packed_max": packed_max},
+        tunables={"chunk": chunk, "num_warps": num_warps, "packed_max": packed_max},
     )
 
 
@@ -294,23 +386,38 @@ def _check_device(t: torch.Tensor) -> None:
 # ---- launchers ------------------------------------------------------------------------------------------------
 
 
-def _schedule(offsets: torch.Tensor, total: int, chunk: int) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """(segment of each item, cumulative items per segment, item bound) built on the GPU without a sync."""
+def _schedule(offsets: torch.Tensor, total: int, chunk: int, packed_max: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(segment of each item, cumulative items per segment, item bound) built on the GPU without a sync. Segments
+    of at most `packed_max` rows have no items (the packed launches take them)."""
     lengths = (offsets[1:] - offsets[:-1]).to(torch.int64).clamp_(min=0)
-    cum_items = torch.cumsum((lengths + chunk - 1) // chunk, 0)
+    items = torch.where(lengths > packed_max, (lengths + chunk - 1) // chunk, 0)
+    cum_items = torch.cumsum(items, 0)
     bound = total // chunk + offsets.numel()  # >= sum(cdiv(n_i, chunk)) = sum(n_i // chunk) + (segments with rest)
     item_seg = torch.searchsorted(cum_items, torch.arange(bound, device=offsets.device), right=True)
     return item_seg, cum_items, bound
 
 
-def _launch_two_passes(kernels, out_args, tensors, offsets, total, n_cols, dtype, tunables, n_partials):
+def _launch(kernels, packed_kernel, out_args, tensors, offsets, total, n_cols, dtype, tunables, n_partials):
+    """The packed launches (short segments), then the two item passes (the rest)."""
     launch = plan(total, n_cols, dtype, **tunables)
     chunk, hb = launch.constexprs["CHUNK"], launch.constexprs["HB"]
-    item_seg, cum_items, bound = _schedule(offsets, total, chunk)
+    packed_max = launch.scalar_args["packed_max"]
+    n_segments = offsets.numel() - 1
+    column_blocks = triton.cdiv(n_cols, hb)
+    for low, high, segs, block in packed_classes(n_cols, packed_max):
+        launch_kernel(
+            packed_kernel,
+            (triton.cdiv(n_segments, segs), column_blocks),
+            (*out_args, *tensors, offsets, n_segments, total, n_cols, low, high),
+            {"SEGS": segs, "BLOCK": block, "HB": hb},
+            min(16, max(1, segs * block * hb // 512)),
+            1,
+        )
+    item_seg, cum_items, bound = _schedule(offsets, total, chunk, packed_max)
     device = offsets.device
     partials = [torch.empty((bound, n_cols), dtype=torch.float32, device=device) for _ in range(n_partials)]
-    grid = (bound, triton.cdiv(n_cols, hb))
-    args = (*out_args, *tensors, offsets, item_seg, cum_items, *partials, offsets.numel() - 1, total, n_cols)
+    grid = (bound, column_blocks)
+    args = (*out_args, *tensors, offsets, item_seg, cum_items, *partials, n_segments, total, n_cols, packed_max)
     for kernel in kernels:
         launch_kernel(kernel, grid, args, launch.constexprs, launch.num_warps, 1)
 
@@ -330,7 +437,8 @@ def ragged_softmax_forward(
         return output
     n_cols = values.shape[1] if values.dim() == 2 else 1
     kernels = (_ragged_softmax_pass1_kernel, _ragged_softmax_pass2_kernel)
-    _launch_two_passes(kernels, (output,), (values,), offsets, total, n_cols, values.dtype, tunables, 2)
+    packed = _ragged_softmax_packed_kernel
+    _launch(kernels, packed, (output,), (values,), offsets, total, n_cols, values.dtype, tunables, 2)
     return output
 
 
@@ -343,7 +451,7 @@ def ragged_softmax_backward(y: torch.Tensor, dy: torch.Tensor, offsets: torch.Te
         return dx
     n_cols = y.shape[1] if y.dim() == 2 else 1
     kernels = (_ragged_backward_pass1_kernel, _ragged_backward_pass2_kernel)
-    _launch_two_passes(kernels, (dx,), (y, dy), offsets, y.shape[0], n_cols, y.dtype, tunables, 1)
+    _launch(kernels, _ragged_backward_packed_kernel, (dx,), (y, dy), offsets, y.shape[0], n_cols, y.dtype, tunables, 1)
     return dx
 
 

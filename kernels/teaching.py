@@ -4,9 +4,9 @@ Lanes >= N load -inf so they change neither the max nor the sum; max and sum red
 result is stored in the input dtype. Its limit is the seed's: one row must fit in one program
 (BLOCK_SIZE <= 65536), and the row offset `row * stride` is 32-bit, as written. Two changes since the seed
 (issue 37): fp32 rows take kernels/exactexp.py's exp and division (within an ULP; fast_exp=1 keeps tl.exp), and
-rows that do not start 16-byte aligned (N x itemsize % 16 != 0) are read through a window from the 16-byte boundary
-at or below the row start (`window`), so the body is whole-vector loads and stores and only the row's first and
-last vector take one predicated scalar step.
+rows that do not start 16-byte aligned (N x itemsize % 16 != 0) can be read through a window from the 16-byte
+boundary at or below the row start (`window=1`), so the body is whole-vector loads and stores and only the row's
+first and last vector take one predicated scalar step; off by default, as it measured slower on the H200.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from .plan import LaunchPlan
 
 NAME = "teaching"
 MAX_N = 65536
-MIN_WINDOW_N = 256  # narrower rows keep the seed's layout by default (a row is a few vectors: little to gain)
 TUNABLES = {
     "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default 8 if BLOCK_SIZE >= 2048 else 4",
     "fast_exp": exactexp.FAST_EXP_TUNABLE,
     "window": "1: read a row through a window starting at the 16-byte boundary at or below it (vector loads and "
     "stores of the row's body, its first and last vector in one predicated step; BLOCK_SIZE = next_pow2(N + 16 "
-    "bytes of elements - 1)), 0: from the row start; default 1 when rows are not 16-byte aligned (N x itemsize % 16 "
-    f"!= 0), N >= {MIN_WINDOW_N} and the window fits 65536 lanes",
+    "bytes of elements - 1)), 0: from the row start; default 0 (on the H200 the window was slower at every "
+    "misaligned shape measured, N = 257 to 4097 in all dtypes: experiments/2026-12-04-frontier-gpu); rows that are "
+    "16-byte aligned ignore it; the window must fit 65536 lanes",
 }
 
 
@@ -123,8 +123,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         )
     align = VECTOR_BYTES // dtype.itemsize
     fits = next_power_of_2(n_cols + align - 1) <= MAX_N
-    default_window = int(n_cols % align != 0 and n_cols >= MIN_WINDOW_N and fits)
-    window = check_int_choice(NAME, "window", tunables.get("window", default_window), (0, 1))
+    window = check_int_choice(NAME, "window", tunables.get("window", 0), (0, 1)) and n_cols % align != 0
     if window and not fits:
         raise ValueError(
             f"{NAME}: window=1 at N={n_cols} needs {n_cols + align - 1} lanes; allowed: window=0 (or N <= "

@@ -20,6 +20,15 @@ LENGTHS = {
     "all_empty": [0, 0],
     "single": [1],
     "pow2": [16, 32, 8],
+    "classes": [70, 300, 1, 65, 1100, 0, 257],  # every packed class, and items past packed_max=64
+}
+# default: every segment in items of CHUNK rows; packed: short segments several per program (every class up to
+# 1024); items: CHUNK=4 items (long ones span several); mixed: segments up to 64 packed, longer ones in items
+PATHS = {
+    "default": {},
+    "packed": {"packed_max": 1024},
+    "items": {"packed_max": 0, "chunk": 4},
+    "mixed": {"packed_max": 64, "chunk": 4},
 }
 
 
@@ -56,13 +65,12 @@ def make_values(lengths, dtype, width, seed=0):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
 @pytest.mark.parametrize("lengths", list(LENGTHS), ids=str)
 @pytest.mark.parametrize("width", [None, 1, 3, 8])
-@pytest.mark.parametrize("chunk", [None, 4])  # None: every segment one item; 4: long segments span several items
-def test_matches_per_segment_softmax(dtype, lengths, width, chunk):
+@pytest.mark.parametrize("path", list(PATHS))
+def test_matches_per_segment_softmax(dtype, lengths, width, path):
     values = make_values(LENGTHS[lengths], dtype, width)
     offsets = offsets_of(LENGTHS[lengths])
-    tunables = {} if chunk is None else {"chunk": chunk}
-    got = ragged.ragged_softmax_forward(values, offsets, **tunables)
-    assert_close(got, values, offsets, f"{lengths} H={width} chunk={chunk}")
+    got = ragged.ragged_softmax_forward(values, offsets, **PATHS[path])
+    assert_close(got, values, offsets, f"{lengths} H={width} {path}")
 
 
 @pytest.mark.parametrize("offset_dtype", [torch.int32, torch.int64])
@@ -72,11 +80,11 @@ def test_offset_dtypes_and_public_entry(offset_dtype):
     assert_close(kernels.ragged_softmax(values, offsets), values, offsets, str(offset_dtype))
 
 
-@pytest.mark.parametrize("chunk", [None, 4])
-def test_invariants(chunk):
+@pytest.mark.parametrize("path", list(PATHS))
+def test_invariants(path):
     lengths = [5, 1, 0, 33, 9]
     values, offsets = make_values(lengths, torch.float32, 3), offsets_of(lengths)
-    tunables = {} if chunk is None else {"chunk": chunk}
+    tunables = PATHS[path]
     y = ragged.ragged_softmax_forward(values, offsets, **tunables)
     bounds = offsets.tolist()
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
@@ -90,8 +98,8 @@ def test_invariants(chunk):
     assert torch.allclose(y, y_shift, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("chunk", [None, 4])
-def test_special_values(chunk):
+@pytest.mark.parametrize("path", list(PATHS))
+def test_special_values(path):
     lengths = [6, 20, 4]
     values = make_values(lengths, torch.float32, 2)
     values[0:6, 0] = -torch.inf  # an all -inf column of a segment: NaN, as torch.softmax
@@ -99,24 +107,23 @@ def test_special_values(chunk):
     values[27, 0] = float("nan")  # NaN: its segment's column is NaN
     values[8, 0] = float("inf")
     offsets = offsets_of(lengths)
-    tunables = {} if chunk is None else {"chunk": chunk}
-    assert_close(ragged.ragged_softmax_forward(values, offsets, **tunables), values, offsets, f"special {chunk}")
+    assert_close(ragged.ragged_softmax_forward(values, offsets, **PATHS[path]), values, offsets, f"special {path}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
-@pytest.mark.parametrize("chunk", [None, 4])
-def test_grads(dtype, chunk):
-    lengths = [7, 0, 1, 30, 3]
+@pytest.mark.parametrize("path", list(PATHS))
+def test_grads(dtype, path):
+    lengths = [7, 0, 1, 30, 3, 90]
     values = make_values(lengths, dtype, 3)
     offsets = offsets_of(lengths)
     dy = torch.randn(values.shape, generator=torch.Generator().manual_seed(3)).to(dtype).to(DEVICE)
-    if chunk is None:
+    if not PATHS[path]:
         values.requires_grad_()
         y = kernels.ragged_softmax(values, offsets)
         (dx,) = torch.autograd.grad(y, values, dy)
     else:
-        y = ragged.ragged_softmax_forward(values, offsets, chunk=chunk)
-        dx = ragged.ragged_softmax_backward(y, dy, offsets, chunk=chunk)
+        y = ragged.ragged_softmax_forward(values, offsets, **PATHS[path])
+        dx = ragged.ragged_softmax_backward(y, dy, offsets, **PATHS[path])
     v64 = values.detach().double().requires_grad_()
     y64 = reference(v64, offsets)
     (want,) = torch.autograd.grad(y64, v64, dy.double())
@@ -164,7 +171,8 @@ def test_bad_offsets_and_values():
         kernels.ragged_softmax(torch.randn(10, device=DEVICE).double(), good)
     with pytest.raises(TypeError, match="offsets are missing"):
         kernels.ragged_softmax(values)
-    assert kernels.ragged_softmax(torch.randn(0, 3, device=DEVICE), torch.zeros(1, dtype=torch.int64)).shape == (0, 3)
+    empty_offsets = torch.zeros(1, dtype=torch.int64, device=DEVICE)
+    assert kernels.ragged_softmax(torch.randn(0, 3, device=DEVICE), empty_offsets).shape == (0, 3)
 
 
 def test_torch_compile_fullgraph():

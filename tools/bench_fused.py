@@ -25,14 +25,16 @@ backends: blockscope (ragged.ragged_softmax_forward with check=False: offsets va
 nested (torch.softmax over the ragged dim of a jagged nested tensor), pad_unpad (scatter into a -inf padded
 (B, max_len) tensor, torch.softmax, gather back), segment_reduce (torch.segment_reduce max and sum, exp,
 repeat_interleave: the torch_geometric CSR recipe). Failures (out of memory, int32 limits) are rows with `error`.
-Last, if time is left, a tuning pass (cuda_graph only): masked_softmax at other num_warps, ragged_softmax at other
-chunk sizes, rows with backend "blockscope[name=value]" and their own table, for choosing the defaults.
+Last, if time is left, a tuning pass (cuda_graph only): masked_softmax at num_warps 1-16, ragged_softmax at other
+chunk sizes x num_warps x packed_max (0: no packed launches, 1024), rows with backend "blockscope[name=value]"
+and their own table, for choosing the defaults.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import math
 import os
 import sys
@@ -283,7 +285,7 @@ def bench_tuning(bench: Bench, dtypes: list) -> None:
             for case, kw in (("causal", {"causal": True}), ("scale_mask_bias", {"mask": mask})):
                 base = {"op": "masked_softmax", "case": case, "dtype": str(dtype).removeprefix("torch.")}
                 base["shape"] = f"{BATCH}x{HEADS}x{length}x{length}"
-                for warps in (4, 8, 16, 32):
+                for warps in (1, 2, 4, 8, 16):
                     name = f"blockscope[num_warps={warps}]" + (" (default)" if warps == default else "")
                     fn = lambda x=x, kw=kw, w=warps: masked.masked_softmax_forward(x, 0.125, num_warps=w, **kw)  # noqa: E731
                     _tune_row(bench, base, name, fn, 2 * x.numel() * x.element_size())
@@ -300,16 +302,15 @@ def bench_tuning(bench: Bench, dtypes: list) -> None:
             base = {"op": "ragged_softmax", "case": kind, "dtype": str(dtype).removeprefix("torch.")}
             base["shape"] = f"B={lengths.numel()} T={total} max={int(lengths.max())}"
             plan = ragged.plan(total, 1, dtype)
-            default = (plan.constexprs["CHUNK"], plan.num_warps)
-            for chunk in (1024, 2048, 4096, 8192, 16384):
-                for warps in (4, 8, 16):
-                    name = f"blockscope[chunk={chunk},num_warps={warps}]" + (
-                        " (default)" if (chunk, warps) == default else ""
-                    )
-                    fn = lambda v=values, o=offsets, c=chunk, w=warps: ragged.ragged_softmax_forward(  # noqa: E731
-                        v, o, check=False, chunk=c, num_warps=w
-                    )
-                    _tune_row(bench, base, name, fn, 2 * values.numel() * values.element_size())
+            default = (plan.constexprs["CHUNK"], plan.num_warps, plan.tunables["packed_max"])
+            for chunk, warps, packed in itertools.product((256, 512, 1024, 2048, 4096), (1, 2, 4, 8), (0, 1024)):
+                name = f"blockscope[chunk={chunk},num_warps={warps},packed_max={packed}]" + (
+                    " (default)" if (chunk, warps, packed) == default else ""
+                )
+                fn = lambda v=values, o=offsets, c=chunk, w=warps, p=packed: ragged.ragged_softmax_forward(  # noqa: E731
+                    v, o, check=False, chunk=c, num_warps=w, packed_max=p
+                )
+                _tune_row(bench, base, name, fn, 2 * values.numel() * values.element_size())
             del values
             torch.cuda.empty_cache()
 

@@ -92,6 +92,8 @@ def test_non_regular_binary_truncated_and_huge_files_are_refused(tmp_path: Path)
     fields = _bench_fields()
     with pytest.raises(ResultsError, match="line 2 has 3 of 16 fields"):
         load_fused((",".join(fields) + "\na,b,c\n").encode())
+    with pytest.raises(ResultsError, match="median_us appear twice"):
+        load_fused((",".join([*fields, "median_us"]) + "\n").encode())
     with pytest.raises(ResultsError, match="at most 16 MB"):
         load_fused(b"x" * (17 * 2**20))
 

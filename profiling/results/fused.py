@@ -43,7 +43,7 @@ FUSED_COLUMNS: dict[str, str] = {
     "error": "string",
     "phase": "string",
 }
-REQUIRED_FUSED = ("op", "case", "dtype", "shape", "backend", "method", "median_us", "ideal_us", "pct_of_ideal")
+REQUIRED_FUSED = tuple(FUSED_COLUMNS)  # the tool writes every column on every row (empty where not measured)
 MAX_FUSED_MB = 16  # one bench_fused.csv (a full run is ~100 kB)
 MAX_FUSED_ROWS = 100_000
 MAX_FUSED_TEXT = 2_000  # longest text cell (an error message is cut to a few hundred characters by the tool)
@@ -92,6 +92,9 @@ def load_fused(source: str | Path | bytes | Any, name: str | None = None) -> pd.
     missing = [c for c in REQUIRED_FUSED if c not in header]
     if missing:
         raise ResultsError(f"{label}: missing column(s) {', '.join(missing)}; {EXPECTED}")
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:
+        raise ResultsError(f"{label}: column(s) {', '.join(repeated)[:200]} appear twice; {EXPECTED}")
     body = [r for r in rows[1:] if r]
     for number, row in enumerate(body, start=2):
         if len(row) != len(header):
@@ -106,7 +109,7 @@ def load_fused(source: str | Path | bytes | Any, name: str | None = None) -> pd.
     raw = pd.DataFrame(body, columns=header, dtype=object)
     table = pd.DataFrame(index=range(len(raw)))
     for column, dtype in FUSED_COLUMNS.items():
-        values = raw[column] if column in raw.columns else pd.Series([""] * len(raw), dtype=object)
+        values = raw[column]
         if dtype == "string":
             table[column] = values.astype("string")
             continue

@@ -152,9 +152,11 @@ st.caption(
     "Attention scores x of shape (B, H, Lq, Lk) through softmax(where(keep, x · scale + bias, -inf)). Eager torch "
     "runs one kernel per op, each reading its inputs and writing a full tensor: `x * scale`, `+ bias` (with a "
     "bias), `torch.where(keep, t, -inf)` (with a mask or causal; keep = mask & tril, precomputed, bool) and "
-    "`softmax` (one read, one write). `kernels.masked_softmax` is one kernel: x read once (causal: only the kept "
-    "columns j ≤ i of each row), mask and bias read once per distinct element (their broadcast copies come from "
-    "L2), y written once. Building keep, allocation and launch costs are not counted."
+    "`softmax` (one read, one write: a lower bound, ATen's kernel for long rows reads a row more than once). "
+    "`kernels.masked_softmax` is one kernel: x read once (causal: only the kept columns j ≤ i of each row), mask "
+    "and bias read once per distinct element (their broadcast copies come from L2), y written once; past Lk = "
+    f"{fusion.ONEPASS_MAX_N:,} its looped path reads x, mask and bias twice. Building keep, allocation and "
+    "launch costs are not counted."
 )
 f1, f2, f3, f4, f5 = st.columns(5)
 dims = [

@@ -52,6 +52,17 @@ def test_causal_reads_only_the_kept_part() -> None:
     assert full_mask.fused[0].read_bytes == 2 * 10 * 4 + 10  # the mask's kept triangle, once
 
 
+def test_rows_past_the_onepass_width_read_x_twice() -> None:
+    from blockscope.kernels import masked
+
+    assert fusion.ONEPASS_MAX_N == masked.ONEPASS_MAX_N
+    wide = fusion.fusion_traffic((1, 1, 2, masked.ONEPASS_MAX_N + 1), "fp32", causal=True)
+    n = 2 * (masked.ONEPASS_MAX_N + 1)
+    assert wide.fused[0].read_bytes == 2 * 3 * 4 and wide.fused[0].write_bytes == n * 4
+    assert "looped" in wide.fused[0].kernel
+    assert "looped" not in fusion.fusion_traffic((1, 1, 2, masked.ONEPASS_MAX_N), "fp32").fused[0].kernel
+
+
 @pytest.mark.parametrize(
     "text, match",
     [

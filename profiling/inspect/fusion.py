@@ -17,6 +17,7 @@ import numpy as np
 
 ELEMENT_BYTES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp32": 4}
 MASK_BYTES = 1  # torch.bool
+ONEPASS_MAX_N = 16384  # kernels.masked.ONEPASS_MAX_N: wider rows take the looped path, which reads x twice
 DIM_NAMES = ("B", "H", "Lq", "Lk")
 MAX_DIM = 1 << 20  # largest B, H, Lq or Lk the traffic model takes
 MAX_ELEMENTS = 1 << 40  # largest B*H*Lq*Lk (4 TiB of fp32 scores): past any GPU, still exact in Python ints
@@ -159,7 +160,9 @@ def fusion_traffic(
     keep = mask & tril precomputed, bool of the broadcast of mask and (Lq, Lk)), `softmax` (read t once, write y).
     Fused (kernels.masked_softmax, one kernel): read x once (causal: only each row's kept columns j <= i), read
     mask and bias once per distinct element (causal: only the elements a kept position uses), write y once (all
-    of it: zeros past the diagonal). Building keep and allocation are not counted. ValueError for bad inputs."""
+    of it: zeros past the diagonal); for Lk > ONEPASS_MAX_N the looped path reads x, mask and bias twice (max and
+    sum, then the pass that writes y). Eager softmax counts one read: a lower bound (ATen's kernel for long rows
+    reads a row more than once). Building keep and allocation are not counted. ValueError for bad inputs."""
     dims = check_shape(shape)
     if dtype not in ELEMENT_BYTES:
         raise ValueError(f"dtype {dtype!r}; allowed: {', '.join(ELEMENT_BYTES)}")
@@ -176,13 +179,14 @@ def fusion_traffic(
             keep = (keep[0], keep[1], dims[2], dims[3])
         eager.append(Step("where(keep, t, -inf)", n * e + math.prod(keep) * MASK_BYTES, n * e))
     eager.append(Step("softmax", n * e, n * e))
-    x_read = _read_elements(dims, dims, causal) * e
-    extra = 0
+    reads = _read_elements(dims, dims, causal) * e
     if mask is not None:
-        extra += _read_elements(mask, dims, causal) * MASK_BYTES
+        reads += _read_elements(mask, dims, causal) * MASK_BYTES
     if bias is not None:
-        extra += _read_elements(bias, dims, causal) * e
-    fused = (Step("masked_softmax (fused)", x_read + extra, n * e),)
+        reads += _read_elements(bias, dims, causal) * e
+    looped = dims[3] > ONEPASS_MAX_N
+    name = "masked_softmax (fused, looped: 2 reads)" if looped else "masked_softmax (fused)"
+    fused = (Step(name, reads * (2 if looped else 1), n * e),)
     return FusionTraffic(dims, dtype, mask, bias, causal, tuple(eager), fused)
 
 

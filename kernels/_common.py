@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import torch
 
+from . import aot
 from .plan import LaunchPlan
 
 SUPPORTED_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16, torch.float32)
@@ -326,9 +327,11 @@ def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, optio
         from triton import knobs
         from triton.runtime import driver
 
-        compiled = kernel.warmup(
-            *args, grid=grid, num_warps=num_warps, num_stages=num_stages, **(options or {}), **constexprs
-        )
+        compiled = aot.load(kernel, args, constexprs, num_warps, num_stages, options, args[0].device.index)
+        if compiled is None:  # not compiled ahead (kernels/aot.py): Triton's JIT
+            compiled = kernel.warmup(
+                *args, grid=grid, num_warps=num_warps, num_stages=num_stages, **(options or {}), **constexprs
+            )
         compiled._init_handles()
         slots = [constexprs[p.name] if p.is_constexpr else None for p in kernel.params]
         if sum(slot is None for slot in slots) != len(args):

@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
+import importlib
 import inspect as pyinspect
 import json
 import os
@@ -494,3 +495,82 @@ def load(
         with contextlib.suppress(Exception):
             report(f"lookup failed ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})")
         return None
+
+
+# ---------------------------------------------------------------- packages (`python -m profiling package`)
+
+PACKAGE = "package.json"
+PACKAGE_FORMAT = 1
+
+
+def check_package(folder: Path | str, *, load: bool = False) -> list[str]:
+    """Problems of a package folder, one line each (empty: usable here): package.json, the tuned table (checksum,
+    format), the kernel store (manifest: this Triton, the package's arch) and every listed kernel (checksums, key,
+    arch, source hash of the kernel as installed here). With `load`, each kernel is also loaded as a Triton
+    CompiledKernel (no compiling, no GPU needed)."""
+    folder = Path(folder)
+    package = _read_json(folder / PACKAGE)
+    if not isinstance(package, dict) or package.get("format") != PACKAGE_FORMAT:
+        return [f"{folder / PACKAGE}: missing or not a Blockscope package (format {PACKAGE_FORMAT})"]
+    problems: list[str] = []
+    if package.get("triton") != triton_version():
+        problems.append(f"{folder}: packaged with Triton {package.get('triton')}, this is Triton {triton_version()}")
+        return problems
+    table = folder / str(package.get("table", ""))
+    try:
+        table_bytes = table.read_bytes()
+        entries = json.loads(table_bytes).get("entries")
+        if hashlib.sha256(table_bytes).hexdigest() != package.get("table_sha256") or not isinstance(entries, list):
+            problems.append(f"{table}: tuned table changed or corrupt (checksum differs)")
+    except (OSError, ValueError, AttributeError):
+        problems.append(f"{table}: tuned table missing or corrupt")
+    arch = str(package.get("arch", ""))
+    try:
+        store = store_dir(arch, folder / str(package.get("store", "kernels")))
+    except ValueError as error:
+        return [*problems, f"{folder / PACKAGE}: {error}"]
+    problem = check_store(store, arch)
+    if problem is not None:
+        return [*problems, f"{store}: no kernel store" if problem == "empty" else problem]
+    for listed in package.get("kernels", []):
+        try:
+            path = folder / listed["entry"]
+            entry = _read_json(path / ENTRY)
+            material = entry["material"] if isinstance(entry, dict) else None
+            if not isinstance(material, dict):
+                problems.append(f"{path / ENTRY}: corrupt or not a Blockscope kernel entry")
+                continue
+            kernel = getattr(importlib.import_module(listed["module"]), listed["attr"])
+            if material.get("source") != source_hash(kernel):
+                problems.append(f"{path}: {material.get('kernel')} changed since it was packaged")
+                continue
+            if path.resolve() != entry_dir(store, material).resolve():
+                problems.append(f"{path}: not where its key puts it")
+                continue
+            problem = check_entry(path, material)
+            if problem is not None:
+                problems.append(problem)
+            elif load and load_entry(store, kernel, material) is None:
+                problems.append(f"{path}: Triton could not load it")
+        except (KeyError, TypeError, ImportError, AttributeError, ValueError) as error:
+            problems.append(f"{folder / PACKAGE}: bad kernel listing ({type(error).__name__}: {error})")
+    return problems
+
+
+def use_package(folder: Path | str) -> dict[str, Any]:
+    """Use a package in this process: its kernel store for GPU launches (sets $BLOCKSCOPE_KERNEL_CACHE) and its
+    tuned table for `auto`, first. Call before the first launch. ValueError (one line, the first problem) when
+    check_package finds any; returns package.json."""
+    from . import auto
+
+    folder = Path(folder).resolve()
+    problems = check_package(folder)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValueError(f"{problems[0]}{more}; allowed: a folder written by `python -m profiling package`")
+    package = json.loads((folder / PACKAGE).read_text())
+    os.environ[STORE_ENV] = str(folder / package.get("store", "kernels"))
+    tuned = (folder / package["table"]).parent
+    if tuned not in auto.PACKAGE_TABLE_DIRS:
+        auto.PACKAGE_TABLE_DIRS.insert(0, tuned)
+    return package

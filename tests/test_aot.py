@@ -421,3 +421,94 @@ def test_gpu_launch_loads_the_stored_kernel(tmp_path, monkeypatch):
     torch.testing.assert_close(y, torch.softmax(x, dim=-1))
     (compiled, *_rest) = next(iter(_common._COMPILED.values()))
     assert compiled.hash == aot.entry_key(item.material(arch))
+
+
+# ---------------------------------------------------------------- packages
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory) -> Path:
+    from blockscope.kernels import auto
+
+    source = tmp_path_factory.mktemp("table") / "nvidia-h200.json"
+    table = json.loads(sorted(auto.SHIPPED_DIR.glob("*.json"))[0].read_text())
+    table["entries"] = [
+        {"dtype": "fp32", "n_cols": 256, "n_rows": 64, "variant": "teaching", "tunables": {"num_warps": 4}},
+        {"dtype": "fp32", "n_cols": 256, "n_rows": 64, "variant": "torch", "tunables": {}},
+    ]
+    source.write_text(json.dumps(table))
+    folder = tmp_path_factory.mktemp("package") / "pkg"
+    report = warm.build_package(ARCH, folder, table_path=source, backward=False, workers=1)
+    assert report.problems == [] and report.warm.failed == {}
+    return folder
+
+
+def copy_package(package: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "pkg"
+    shutil.copytree(package, target)
+    return target
+
+
+def test_package_holds_table_kernels_and_launch_metadata(package):
+    listing = json.loads((package / aot.PACKAGE).read_text())
+    assert listing["triton"] == aot.triton_version() and listing["arch"] == "sm_90"
+    assert (package / listing["table"]).is_file() and listing["table"] == "tuned/nvidia-h200.json"
+    assert [k["attr"] for k in listing["kernels"]] == ["row_softmax_kernel"]
+    kernel = listing["kernels"][0]
+    assert kernel["num_warps"] == 4 and kernel["constexprs"]["BLOCK_SIZE"] == 256
+    assert isinstance(kernel["shared_bytes"], int)
+    assert (package / kernel["entry"] / "row_softmax_kernel.cubin").read_bytes().startswith(aot.ELF_MAGIC)
+    assert aot.check_package(package, load=True) == []
+
+
+def test_package_check_cli(package, capsys):
+    assert main(["package", "--check", str(package)]) == 0
+    assert capsys.readouterr().out.strip().endswith("usable")
+    assert main(["package", "--arch", "sm_90"]) == 2
+    assert "allowed:" in capsys.readouterr().err
+
+
+def test_use_package_points_auto_and_launches_at_it(package, monkeypatch):
+    from blockscope.kernels import auto
+
+    monkeypatch.setattr(auto, "PACKAGE_TABLE_DIRS", [])
+    monkeypatch.setenv(aot.STORE_ENV, "elsewhere")
+    listing = aot.use_package(package)
+    assert listing["arch"] == "sm_90"
+    assert os.environ[aot.STORE_ENV] == str(package.resolve() / "kernels")
+    assert auto.load_table("NVIDIA H200")["entries"][0]["variant"] == "teaching"
+    assert len(auto.load_table("NVIDIA H200")["entries"]) == 2  # the package's table, not the shipped one
+    item = warm.forward_item("teaching", "fp32", 64, 256, {"num_warps": 4})
+    kernel, material = item.kernel(), item.material(ARCH)
+    compiled, reports = load_quietly(aot.store_dir(ARCH), kernel, material)
+    assert compiled is not None and reports == []
+
+
+@pytest.mark.parametrize("damage", ["table", "cubin", "triton", "listing", "missing"])
+def test_a_damaged_package_is_refused_in_one_line(package, tmp_path, monkeypatch, damage):
+    from blockscope.kernels import auto
+
+    folder = copy_package(package, tmp_path)
+    listing_file = folder / aot.PACKAGE
+    listing = json.loads(listing_file.read_text())
+    if damage == "table":
+        (folder / listing["table"]).write_text(json.dumps({"format": 1, "entries": []}))
+    elif damage == "cubin":
+        cubin = folder / listing["kernels"][0]["entry"] / "row_softmax_kernel.cubin"
+        cubin.write_bytes(cubin.read_bytes()[:-10])
+    elif damage == "triton":
+        listing["triton"] = "0.0.1"
+        listing_file.write_text(json.dumps(listing))
+    elif damage == "listing":
+        listing["kernels"][0]["attr"] = "no_such_kernel"
+        listing_file.write_text(json.dumps(listing))
+    else:
+        listing_file.unlink()
+    problems = aot.check_package(folder, load=True)
+    assert len(problems) == 1 and "\n" not in problems[0]
+    monkeypatch.setattr(auto, "PACKAGE_TABLE_DIRS", [])
+    monkeypatch.delenv(aot.STORE_ENV, raising=False)
+    with pytest.raises(ValueError, match="allowed: a folder written by") as caught:
+        aot.use_package(folder)
+    assert "\n" not in str(caught.value)
+    assert auto.PACKAGE_TABLE_DIRS == [] and aot.STORE_ENV not in os.environ  # nothing half-applied

@@ -276,3 +276,82 @@ def warm(
     aot.write_manifest(store, arch, report.kernels)
     report.seconds = time.perf_counter() - started
     return report
+
+
+@dataclass
+class PackageReport:
+    """A package build: the warm report of its kernels, the package folder, problems check_package found."""
+
+    folder: Path
+    warm: WarmReport
+    problems: list[str] = field(default_factory=list)
+
+
+def build_package(
+    arch: str,
+    out: Path | str,
+    *,
+    table_path: Path | str | None = None,
+    backward: bool = True,
+    workers: int | None = None,
+) -> PackageReport:
+    """A deployable folder: tuned/<gpu>.json (the table, default the shipped one), kernels/ (warm's store of every
+    kernel the table launches, for `arch`) and package.json (format, Triton, arch, table checksum, one line per
+    kernel: what it is for, its folder, launch metadata); then checked by loading every kernel (no compiling).
+    ValueError for a bad arch, table or unwritable folder."""
+    import hashlib
+    import json
+    import shutil
+
+    from blockscope.kernels import aot, auto
+
+    aot.parse_arch(arch)
+    folder = Path(out)
+    source = Path(table_path) if table_path is not None else next(iter(sorted(auto.SHIPPED_DIR.glob("*.json"))), None)
+    if source is None or not source.is_file():
+        raise ValueError(f"tuning table {source} not found; allowed: a table written by `python -m profiling tune`")
+    try:
+        table = json.loads(source.read_text())
+        if table.get("format") != auto.TABLE_FORMAT or not isinstance(table.get("entries"), list):
+            raise ValueError
+    except (OSError, ValueError, AttributeError):
+        raise ValueError(f"{source}: not a Blockscope tuning table (format {auto.TABLE_FORMAT})") from None
+    items, _ = table_items(table, backward=backward)
+    report = warm(arch, folder / "kernels", items=items, workers=workers)
+    (folder / "tuned").mkdir(exist_ok=True)
+    table_file = folder / "tuned" / source.name
+    if source.resolve() != table_file.resolve():
+        shutil.copyfile(source, table_file)
+    store = aot.store_dir(arch, folder / "kernels")
+    listed = []
+    for item in items:
+        material = item.material(arch)
+        path = aot.entry_dir(store, material)
+        if item.label in report.failed or not path.is_dir():
+            continue
+        metadata = json.loads((path / f"{material['kernel']}.json").read_text())
+        listed.append(
+            {
+                "label": item.label,
+                "module": item.module,
+                "attr": item.attr,
+                "entry": str(path.relative_to(folder)),
+                "kinds": list(item.kinds),
+                "constexprs": dict(item.constexprs),
+                "num_warps": item.num_warps,
+                "num_stages": item.num_stages,
+                "options": dict(item.options),
+                "shared_bytes": metadata.get("shared"),
+            }
+        )
+    package = {
+        "format": aot.PACKAGE_FORMAT,
+        "triton": aot.triton_version(),
+        "arch": aot.arch_name(aot.parse_arch(arch)),
+        "table": f"tuned/{source.name}",
+        "table_sha256": hashlib.sha256(table_file.read_bytes()).hexdigest(),
+        "store": "kernels",
+        "kernels": listed,
+    }
+    (folder / aot.PACKAGE).write_text(json.dumps(package, indent=1, sort_keys=True))
+    return PackageReport(folder=folder, warm=report, problems=aot.check_package(folder, load=True))

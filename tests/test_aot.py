@@ -231,6 +231,20 @@ def test_arg_kinds_follow_triton_specialization():
     assert aot.source_hash(small_items()[0].kernel()) == aot.source_hash(aot.jit_function(small_items()[0].kernel()))
 
 
+def test_arg_kinds_agree_with_tritons_own_specialization():
+    """kernels.aot.arg_kind says what Triton's JIT specializes on (its native specialize, as the launch uses it)."""
+    libtriton = pytest.importorskip("triton._C.libtriton")
+    from triton.backends.compiler import BaseBackend
+
+    half = torch.empty(64, dtype=torch.float16)
+    values = [half, half[1:], half[8:], torch.empty(4, dtype=torch.bfloat16), torch.empty(3, dtype=torch.int64)]
+    values += [1, 0, 16, 32, 33, -16, 2**31 - 16, 2**31, 2**40 + 1]
+    for value in values:
+        kind, key = libtriton.native_specialize_impl(BaseBackend, value, False, True, True)[:2]
+        expected = "1" if kind == "constexpr" else kind + (":16" if key == "D" else "")
+        assert aot.arg_kind(value) == expected, value
+
+
 def test_the_table_items_cover_forward_and_backward():
     items, skipped = warm.table_items()
     attrs = {item.attr for item in items}

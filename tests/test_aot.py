@@ -416,25 +416,80 @@ def test_load_never_raises_and_reports_once(monkeypatch, tmp_path):
 # ---------------------------------------------------------------- GPU: the launch loads the stored cubin
 
 
-@pytest.mark.gpu
-def test_gpu_launch_loads_the_stored_kernel(tmp_path, monkeypatch):
-    from blockscope.kernels import softmax_teaching
-
+def gpu_arch() -> str:
     major, minor = torch.cuda.get_device_capability()
-    arch = f"sm_{major}{minor}"
-    item = warm.forward_item("teaching", "fp32", 64, 256)
+    return f"sm_{major}{minor}"
+
+
+def record_loads(monkeypatch) -> list:
+    """Every aot.load result of the launches that follow (None: a miss, the JIT compiled)."""
+    results: list = []
+    real = aot.load
+
+    def load(*args, **kwargs):
+        compiled = real(*args, **kwargs)
+        results.append(compiled)
+        return compiled
+
+    monkeypatch.setattr(aot, "load", load)
+    monkeypatch.setattr(_common, "_COMPILED", {})
+    return results
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("which", ["teaching", "backward"])
+def test_gpu_launch_loads_the_stored_kernel(tmp_path, monkeypatch, which):
+    from blockscope.kernels import softmax_backward, softmax_teaching
+
+    arch = gpu_arch()
+    item = (
+        warm.forward_item("teaching", "fp32", 64, 256) if which == "teaching" else warm.backward_item("fp32", 64, 256)
+    )
     report = warm.warm(arch, tmp_path, items=[item], workers=1)
     assert report.failed == {} and report.compiled == 1
     monkeypatch.setenv(aot.STORE_ENV, str(tmp_path))
-    monkeypatch.setattr(_common, "_COMPILED", {})
+    loads = record_loads(monkeypatch)
     kernel = item.kernel()
     monkeypatch.setattr(kernel, "warmup", lambda *a, **k: pytest.fail("JIT-compiled instead of loading the store"))
     x = torch.randn(64, 256, device="cuda")
-    y = softmax_teaching(x)
+    if which == "teaching":
+        torch.testing.assert_close(softmax_teaching(x), torch.softmax(x, dim=-1))
+    else:
+        y, dy = torch.softmax(x, dim=-1), torch.randn_like(x)
+        expected = y * (dy - (dy * y).sum(dim=-1, keepdim=True))
+        torch.testing.assert_close(softmax_backward(y, dy), expected)
     torch.cuda.synchronize()
-    torch.testing.assert_close(y, torch.softmax(x, dim=-1))
-    (compiled, *_rest) = next(iter(_common._COMPILED.values()))
-    assert compiled.hash == aot.entry_key(item.material(arch))
+    assert [compiled.hash for compiled in loads] == [aot.entry_key(item.material(arch))]
+
+
+@pytest.mark.gpu
+def test_gpu_every_table_variant_launches_from_the_store(tmp_path, monkeypatch):
+    """The first table entry of each variant: warm it, launch it, and the launch finds warm's kernel (the key a
+    launch computes from its real arguments is the one warm stored, for the Gluon and cluster variants too)."""
+    from blockscope.kernels import auto, dtype_from_name, get_variant
+
+    arch = gpu_arch()
+    firsts: dict[str, dict] = {}
+    for entry in auto.load_table(None)["entries"]:
+        if entry["variant"] != "torch":
+            firsts.setdefault(entry["variant"], entry)
+    items = {
+        v: warm.forward_item(v, e["dtype"], e["n_rows"], e["n_cols"], e.get("tunables", {})) for v, e in firsts.items()
+    }
+    report = warm.warm(arch, tmp_path, items=list(items.values()))
+    assert report.failed == {}
+    monkeypatch.setenv(aot.STORE_ENV, str(tmp_path))
+    missed = []
+    for variant, entry in firsts.items():
+        loads = record_loads(monkeypatch)
+        x = torch.randn(entry["n_rows"], entry["n_cols"], device="cuda", dtype=dtype_from_name(entry["dtype"]))
+        y = get_variant(variant).launcher(x, **entry.get("tunables", {}))
+        torch.cuda.synchronize()
+        torch.testing.assert_close(y.float(), torch.softmax(x.float(), dim=-1), atol=2e-3, rtol=2e-2)
+        wanted = aot.entry_key(items[variant].material(arch))
+        if wanted not in [getattr(compiled, "hash", None) for compiled in loads]:
+            missed.append(variant)
+    assert missed == []
 
 
 # ---------------------------------------------------------------- packages

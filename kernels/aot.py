@@ -311,7 +311,11 @@ def compile_into(store: Path, kernel: Any, material: dict[str, Any]) -> str:
         }
         (temporary / ENTRY).write_text(json.dumps(entry, indent=1, sort_keys=True))
         shutil.rmtree(path, ignore_errors=True)
-        os.replace(temporary, path)
+        try:
+            os.replace(temporary, path)
+        except OSError:  # another warm process wrote this entry meanwhile: keep its copy if it is valid
+            if check_entry(path, material) is not None:
+                raise
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     return "compiled"

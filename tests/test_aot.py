@@ -537,6 +537,17 @@ def test_package_check_cli(package, capsys):
     assert "allowed:" in capsys.readouterr().err
 
 
+def test_package_cli_builds_a_usable_folder(package, tmp_path, capsys):
+    out = tmp_path / "cli-pkg"
+    table = package / "tuned" / "nvidia-h200.json"
+    assert main(["package", "--arch", "sm_90", "--out", str(out), "--table", str(table), "--no-backward"]) == 0
+    printed = capsys.readouterr().out
+    assert "1 compiled, 0 cached" in printed and printed.strip().endswith("usable")
+    assert aot.check_package(out, load=True) == []
+    assert main(["package", "--arch", "sm_90", "--out", str(out), "--table", str(tmp_path / "none.json")]) == 2
+    assert "allowed:" in capsys.readouterr().err
+
+
 def test_use_package_points_auto_and_launches_at_it(package, monkeypatch):
     from blockscope.kernels import auto
 

@@ -127,6 +127,38 @@ def test_warm_into_a_read_only_store_is_refused(warmed, tmp_path):
         store.chmod(0o755)
 
 
+def test_warm_into_a_read_only_store_is_refused_even_as_root(warmed, tmp_path, monkeypatch):
+    """Root ignores folder permissions: the store's write probe failing stands for a read-only mount."""
+    copy_store(warmed, tmp_path)
+    real = Path.write_text
+
+    def read_only(self, *args, **kwargs):
+        if self.name.startswith(".probe-"):
+            raise PermissionError(30, "Read-only file system", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", read_only)
+    with pytest.raises(ValueError, match="not writable") as caught:
+        warm.warm(ARCH, tmp_path / "root", items=small_items(), workers=1)
+    assert "\n" not in str(caught.value) and "allowed:" in str(caught.value)
+
+
+def test_an_unreadable_manifest_is_reported_once(warmed, tmp_path, monkeypatch):
+    store = copy_store(warmed, tmp_path)
+    real = Path.stat
+
+    def unreadable(self, *args, **kwargs):
+        if self.name == aot.MANIFEST:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    kernel, material = teaching_material()
+    monkeypatch.setattr(Path, "stat", unreadable)
+    compiled, reports = load_quietly(store, kernel, material)
+    assert compiled is None
+    only_report(reports, "unreadable (PermissionError)")
+
+
 def test_a_read_only_store_still_loads(warmed, tmp_path):
     store = copy_store(warmed, tmp_path)
     for path in sorted(store.rglob("*"), reverse=True):

@@ -241,13 +241,18 @@ def key_material(
         "kernel": kernel_name(kernel),
         "source": source_hash(kernel),
         "kinds": list(kinds),
-        "constexprs": sorted([name, int(value)] for name, value in constexprs.items()),
+        "constexprs": sorted([name, value] for name, value in constexprs.items()),
         "num_warps": int(num_warps),
         "num_stages": int(num_stages),
         "options": sorted([name, value] for name, value in options.items()),
         "arch": arch_name(parse_arch(arch)),
         "triton": triton_version(),
     }
+
+
+def _plain(value: Any) -> bool:
+    """An int or bool: what the store keys hold (JSON-exact)."""
+    return isinstance(value, (bool, int))
 
 
 def entry_key(material: dict[str, Any]) -> str:
@@ -487,8 +492,10 @@ def load(
         if store is None or not store.is_dir():
             return None
         kinds = tuple(arg_kind(a) for a in args)
-        if any(k is None for k in kinds):
-            return None
+        if any(k is None for k in kinds) or not all(
+            _plain(v) for v in (*constexprs.values(), *(options or {}).values())
+        ):
+            return None  # an argument warm never stores (floats, other objects): the JIT
         material = key_material(kernel, kinds, constexprs, num_warps, num_stages, options or {}, arch)
         compiled = load_entry(store, kernel, material)
         if compiled is None:

@@ -445,6 +445,19 @@ def test_load_never_raises_and_reports_once(monkeypatch, tmp_path):
     only_report(messages, "lookup failed", "no CUDA GPU")
 
 
+def test_arguments_warm_never_stores_are_a_quiet_miss(warmed, monkeypatch):
+    root, _ = warmed
+    monkeypatch.setenv(aot.STORE_ENV, str(root))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    kernel = small_items()[0].kernel()
+    x = torch.empty(4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert aot.load(kernel, (x, x, 1.5, 4), {}, 4, 1, {}, 0) is None  # a float argument
+        assert aot.load(kernel, (x, x, 4, 4), {"SCALE": 0.5}, 4, 1, {}, 0) is None  # a float constexpr
+    assert [str(w.message) for w in caught] == []
+
+
 # ---------------------------------------------------------------- GPU: the launch loads the stored cubin
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import torch
 
+from . import aot
 from .plan import LaunchPlan
 
 SUPPORTED_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16, torch.float32)
@@ -326,9 +327,7 @@ def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, optio
         from triton import knobs
         from triton.runtime import driver
 
-        compiled = kernel.warmup(
-            *args, grid=grid, num_warps=num_warps, num_stages=num_stages, **(options or {}), **constexprs
-        )
+        compiled = compile_or_load(kernel, args, constexprs, num_warps, num_stages, options, grid)
         compiled._init_handles()
         slots = [constexprs[p.name] if p.is_constexpr else None for p in kernel.params]
         if sum(slot is None for slot in slots) != len(args):
@@ -336,6 +335,25 @@ def _compiled_entry(kernel, grid, args, constexprs, num_warps, num_stages, optio
         return compiled, slots, driver.active.get_current_stream, knobs
     except (AttributeError, ImportError, KeyError, TypeError):
         return None
+
+
+def compile_or_load(
+    kernel,
+    args: tuple,
+    constexprs: dict[str, int],
+    num_warps: int,
+    num_stages: int = 1,
+    options: dict | None = None,
+    grid: tuple[int, ...] = (1,),
+):
+    """The CompiledKernel of a GPU launch of `kernel` on `args`: the ahead-of-time store's (kernels/aot.py:
+    `python -m profiling warm`) when it holds this specialization, else Triton's JIT (kernel.warmup)."""
+    compiled = aot.load(kernel, args, constexprs, num_warps, num_stages, options, args[0].device.index)
+    if compiled is None:
+        compiled = kernel.warmup(
+            *args, grid=grid, num_warps=num_warps, num_stages=num_stages, **(options or {}), **constexprs
+        )
+    return compiled
 
 
 @functools.cache

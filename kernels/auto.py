@@ -75,14 +75,18 @@ def _read_table(path: str, mtime: float) -> dict:
     return table
 
 
+PACKAGE_TABLE_DIRS: list[Path] = []  # tuned/ folders of packages in use (kernels.aot.use_package), first to last
+
+
 def load_table(gpu_name: str | None) -> dict | None:
-    """The tuning table for a GPU name (user's over shipped); for None (no GPU) the first shipped table."""
+    """The tuning table for a GPU name (a package's in use, then the user's, then shipped); for None (no GPU) the
+    first shipped table."""
     if gpu_name is None:
         shipped = sorted(SHIPPED_DIR.glob("*.json"))
         candidates = shipped[:1]
     else:
         stem = gpu_key(gpu_name) + ".json"
-        candidates = [user_table_dir() / stem, SHIPPED_DIR / stem]
+        candidates = [*(folder / stem for folder in PACKAGE_TABLE_DIRS), user_table_dir() / stem, SHIPPED_DIR / stem]
     for path in candidates:
         if path.is_file():
             return _read_table(str(path), path.stat().st_mtime)

@@ -17,6 +17,7 @@ from ._common import (
     check_int_choice,
     check_int_range,
     check_tunables,
+    compile_or_load,
     driver_blocks_per_sm,
     interpreting,
     launch_constexprs,
@@ -140,9 +141,7 @@ def resident_programs(output: torch.Tensor, rows: torch.Tensor, launch: LaunchPl
         specialization_key(args),
     )
     if key not in _BLOCKS_PER_SM:
-        compiled = row_softmax_persistent_kernel.warmup(
-            *args, num_warps=launch.num_warps, num_stages=launch.num_stages, grid=(1,), **constexprs
-        )
+        compiled = compile_or_load(row_softmax_persistent_kernel, args, constexprs, launch.num_warps, launch.num_stages)
         compiled._init_handles()
         _BLOCKS_PER_SM[key] = max(
             1, driver_blocks_per_sm(compiled.function, launch.num_warps, compiled.metadata.shared)

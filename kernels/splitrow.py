@@ -46,6 +46,7 @@ from ._common import (
     check_int_choice,
     check_power_of_2,
     check_tunables,
+    compile_or_load,
     cooperative_launch_supported,
     driver_blocks_per_sm,
     interpreting,
@@ -345,9 +346,7 @@ def resident_programs(
     key = _residency_key(args, launch, device, constexprs)
     if key not in _BLOCKS_PER_SM:
         options = {"launch_cooperative_grid": True} if _cooperative(constexprs) else {}
-        compiled = row_softmax_splitrow_kernel.warmup(
-            *args, num_warps=launch.num_warps, num_stages=1, grid=(1,), **options, **constexprs
-        )
+        compiled = compile_or_load(row_softmax_splitrow_kernel, args, constexprs, launch.num_warps, 1, options)
         compiled._init_handles()
         _BLOCKS_PER_SM[key] = driver_blocks_per_sm(compiled.function, launch.num_warps, compiled.metadata.shared)
         _SM_COUNT[device.index] = torch.cuda.get_device_properties(device).multi_processor_count

@@ -23,6 +23,7 @@ from ._common import (
     check_int_choice,
     check_int_range,
     check_tunables,
+    compile_or_load,
     cooperative_launch_supported,
     driver_blocks_per_sm,
     prepare_launch,
@@ -280,8 +281,8 @@ def resident_programs(args: tuple, launch: LaunchPlan) -> int:
     key = _key(args, launch)
     if key not in _BLOCKS_PER_SM:
         options = {"launch_cooperative_grid": True} if launch.constexprs["CHUNKS"] > 1 else {}
-        compiled = row_softmax_staged_split_kernel.warmup(
-            *args, num_warps=launch.num_warps, num_stages=1, grid=(1,), **options, **launch.constexprs
+        compiled = compile_or_load(
+            row_softmax_staged_split_kernel, args, launch.constexprs, launch.num_warps, 1, options
         )
         compiled._init_handles()
         _BLOCKS_PER_SM[key] = driver_blocks_per_sm(compiled.function, launch.num_warps, compiled.metadata.shared)

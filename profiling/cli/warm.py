@@ -1,0 +1,44 @@
+"""`warm`: compile auto's tuned kernels ahead of time for a GPU arch, with no GPU (profiling/measure/warm.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from blockscope.profiling.cli import CLIError, positive_int
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "warm",
+        help="compile auto's tuned kernels ahead of time for a GPU arch (no GPU needed)",
+        description="Compile every kernel auto's shipped tuning table launches (forward, and the backward kernel "
+        "of each shape) for --arch with Triton's offline compiler into the kernel store: one folder per kernel "
+        "specialization with its cubin and metadata, and a manifest (Triton version, arch, kernel source hashes). "
+        "GPU launches then load these instead of JIT-compiling; anything else is JIT-compiled as before. A second "
+        "run finds them cached. Store: --out DIR, else $BLOCKSCOPE_KERNEL_CACHE, else "
+        "${XDG_CACHE_HOME:-~/.cache}/blockscope/kernels; each under <triton version>/<arch>.",
+    )
+    parser.add_argument("--arch", required=True, help="GPU arch to compile for, such as sm_90")
+    parser.add_argument("--out", default=None, help="store root (default: $BLOCKSCOPE_KERNEL_CACHE or ~/.cache/...)")
+    parser.add_argument("--workers", type=positive_int, default=None, help="compile processes (default: CPU cores)")
+    parser.add_argument("--no-backward", action="store_true", help="forward kernels only")
+    parser.set_defaults(handler=run_warm_command)
+
+
+def run_warm_command(args: argparse.Namespace) -> int:
+    from blockscope.kernels import aot
+    from blockscope.profiling.measure import warm
+
+    try:
+        aot.parse_arch(args.arch)
+        items, skipped = warm.table_items(backward=not args.no_backward)
+        print(f"kernels: {len(items)} to have for {args.arch} (Triton {aot.triton_version()})")
+        report = warm.warm(args.arch, args.out, items=items, workers=args.workers)
+    except ValueError as error:
+        raise CLIError(str(error)) from None
+    for label, why in sorted(skipped.items()):
+        print(f"skipped {label}: {why}")
+    for label, why in sorted(report.failed.items()):
+        print(f"failed {label}: {why}")
+    print(report.summary())
+    return 1 if report.failed else 0

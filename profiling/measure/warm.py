@@ -1,0 +1,357 @@
+"""`warm`: compile ahead, for one arch and with no GPU, every kernel that auto's shipped tuning table launches.
+
+What is compiled (`table_items`): for each entry of the table (kernels/tuned/, or a table given), the kernel its
+variant launches at the entry's shape, as a contiguous launch specializes it (16-byte aligned pointers, integers
+equal to 1 / divisible by 16), once at the entry's R and once at an R of the other divisible-by-16 class (the same
+kernel for any other R of that class); and the backward kernel `choose_backward` picks for that shape, where one
+exists. An R x N input `auto` sends to an entry's kernel at another N, or strided rows, specialize differently and
+are JIT-compiled at their first launch as before.
+
+`warm()` compiles what is not in the store yet (kernels/aot.py: validated entries are 'cached') in spawned worker
+processes with TRITON_INTERPRET cleared (triton.compile for a GPUTarget), writes the manifest and removes entries
+of these kernels whose source changed. Imports neither torch nor triton at module level.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PASSES_NUM_STAGES = ("online", "persistent")  # launchers that pass plan.num_stages; the others launch with 1
+
+
+@dataclass(frozen=True)
+class WarmItem:
+    """One kernel to compile: the module attribute holding it, its argument kinds (kernels.aot.arg_kind), constexprs,
+    num_warps, num_stages and compile options (name, value pairs)."""
+
+    label: str = field(compare=False)
+    module: str
+    attr: str
+    kinds: tuple[str, ...]
+    constexprs: tuple[tuple[str, int], ...]
+    num_warps: int
+    num_stages: int
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def kernel(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.attr)
+
+    def material(self, arch: str) -> dict[str, Any]:
+        from blockscope.kernels import aot
+
+        return aot.key_material(
+            self.kernel(), self.kinds, dict(self.constexprs), self.num_warps, self.num_stages, dict(self.options), arch
+        )
+
+
+@dataclass
+class WarmReport:
+    """What a warm run did: entries compiled, already cached, failed (label -> one-line error), stale entries removed,
+    the store folder, wall seconds."""
+
+    store: Path
+    compiled: int = 0
+    cached: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    removed: int = 0
+    seconds: float = 0.0
+    kernels: dict[str, str] = field(default_factory=dict)  # kernel name -> source hash
+
+    def summary(self) -> str:
+        failed = f", {len(self.failed)} failed" if self.failed else ""
+        removed = f", {self.removed} stale removed" if self.removed else ""
+        return (
+            f"{self.compiled} compiled, {self.cached} cached{failed}{removed} in {self.seconds:.1f} s -> {self.store}"
+        )
+
+
+def _int_value(name: str, plan: Any) -> int | None:
+    if name in plan.scalar_args:
+        return int(plan.scalar_args[name])
+    if name == "n_rows":
+        return plan.n_rows
+    if name == "n_cols" or "stride" in name:  # contiguous rows: row stride = N
+        return plan.n_cols
+    return None
+
+
+def _kinds(kernel: Any, plan: Any, pointer_types: dict[str, str]) -> tuple[str, ...]:
+    """Argument kinds of a contiguous launch of `plan`: pointers as declared (or the plan's dtype), 16-byte aligned."""
+    from blockscope.kernels import aot
+    from blockscope.kernels._common import DTYPE_NAMES
+
+    own = "*" + DTYPE_NAMES[plan.dtype]
+    kinds = []
+    for param in aot.jit_function(kernel).params:
+        if param.is_constexpr:
+            continue
+        declared = pointer_types.get(param.name, "")
+        if declared.startswith("*") or (not declared and param.name.endswith("_ptr")):
+            kinds.append((declared or own) + ":16")
+            continue
+        value = _int_value(param.name, plan)
+        kinds.append(aot.int_kind(value) if value is not None else (declared or "i32"))
+    return tuple(kinds)
+
+
+def _item(label: str, kernel: Any, plan: Any, declared: dict[str, str], num_stages: int, options: dict) -> WarmItem:
+    from blockscope.kernels import aot
+
+    fn = aot.jit_function(kernel).fn
+    return WarmItem(
+        label=label,
+        module=fn.__module__,
+        attr=fn.__name__,
+        kinds=_kinds(kernel, plan, declared),
+        constexprs=tuple(sorted(plan.constexprs.items())),
+        num_warps=plan.num_warps,
+        num_stages=num_stages,
+        options=tuple(sorted(options.items())),
+    )
+
+
+def _row_counts(n_rows: int) -> tuple[int, ...]:
+    """The entry's R and one R of the other divisible-by-16 class (Triton specializes n_rows on it)."""
+    other = n_rows + 1 if n_rows % 16 == 0 else -(-n_rows // 16) * 16
+    return (n_rows, other)
+
+
+def forward_item(variant: str, dtype_name: str, n_rows: int, n_cols: int, tunables: dict | None = None) -> WarmItem:
+    """The kernel `variant` launches for contiguous R x N rows of `dtype_name` with these tunables (ValueError if
+    its plan refuses them)."""
+    from blockscope.kernels import get_variant
+    from blockscope.kernels._common import dtype_from_name
+    from blockscope.kernels.splitrow import _cooperative
+
+    dtype = dtype_from_name(dtype_name)
+    spec = get_variant(variant)
+    plan = spec.plan(n_rows, n_cols, dtype, **dict(tunables or {}))
+    options = dict(plan.compile_options)
+    if variant == "splitrow" and _cooperative(dict(plan.constexprs)):  # the launcher adds it (kernels/splitrow.py)
+        options["launch_cooperative_grid"] = True
+    stages = plan.num_stages if variant in PASSES_NUM_STAGES else 1
+    label = f"{variant} {dtype_name} {n_rows}x{n_cols}"
+    return _item(label, spec.kernel, plan, spec.signature(dtype), stages, options)
+
+
+def backward_item(dtype_name: str, n_rows: int, n_cols: int) -> WarmItem:
+    """The backward kernel `choose_backward` picks for contiguous R x N rows of `dtype_name`."""
+    from blockscope.kernels import backward
+    from blockscope.kernels._common import dtype_from_name
+
+    plan = backward.plan(n_rows, n_cols, dtype_from_name(dtype_name))
+    kernel = backward.KERNELS[plan.variant.removeprefix(f"{backward.NAME}_")]
+    return _item(f"{plan.variant} {dtype_name} {n_rows}x{n_cols}", kernel, plan, {}, 1, {})
+
+
+def table_items(table: dict | None = None, *, backward: bool = True) -> tuple[list[WarmItem], dict[str, str]]:
+    """(distinct kernels to compile, skipped: label -> why) for a tuning table (default: the first shipped one)."""
+    from blockscope.kernels import auto
+
+    table = table if table is not None else auto.load_table(None)
+    if table is None:
+        raise ValueError(
+            f"no tuning table in {auto.SHIPPED_DIR}; allowed: a table written by `python -m profiling tune`"
+        )
+    items: dict[WarmItem, None] = {}
+    skipped: dict[str, str] = {}
+    for entry in table["entries"]:
+        variant, dtype_name = entry["variant"], entry["dtype"]
+        label = f"{variant} {dtype_name} {entry['n_rows']}x{entry['n_cols']}"
+        if variant == "torch":
+            skipped[label] = "torch.softmax: nothing to compile"
+            continue
+        n_cols = int(entry["n_cols"])
+        for n_rows in _row_counts(int(entry["n_rows"])):
+            calls: list[tuple[Any, tuple]] = [
+                (forward_item, (variant, dtype_name, n_rows, n_cols, entry.get("tunables", {})))
+            ]
+            if backward:
+                calls.append((backward_item, (dtype_name, n_rows, n_cols)))
+            for make, arguments in calls:
+                try:
+                    items.setdefault(make(*arguments))
+                except (ValueError, KeyError, TypeError) as error:
+                    skipped[label] = f"{type(error).__name__}: {error}"
+    return list(items), skipped
+
+
+def _worker_init() -> None:
+    os.environ.pop("TRITON_INTERPRET", None)
+
+
+def compile_items(items: Sequence[WarmItem], store: str, arch: str) -> list[tuple[str, str, str]]:
+    """Worker task: (label, 'compiled' | 'cached' | 'failed', error) per item."""
+    from blockscope.kernels import aot
+
+    results = []
+    for item in items:
+        try:
+            status = aot.compile_into(Path(store), item.kernel(), item.material(arch))
+            results.append((item.label, status, ""))
+        except Exception as error:
+            text = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            results.append((item.label, "failed", f"{type(error).__name__}: {text}"))
+    return results
+
+
+def _writable(folder: Path) -> str | None:
+    """Why `folder` cannot hold a store (one line), or None."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        return (
+            f"kernel store {folder} is not writable ({type(error).__name__}); allowed: a writable folder "
+            "(--out or BLOCKSCOPE_KERNEL_CACHE)"
+        )
+    return None
+
+
+def warm(
+    arch: str,
+    out: Path | str | None = None,
+    *,
+    items: Sequence[WarmItem] | None = None,
+    workers: int | None = None,
+    timeout_s: float = 3600.0,
+) -> WarmReport:
+    """Compile `items` (default: table_items()) for `arch` into the store under `out` (default: the kernel store
+    root, kernels.aot.store_root()). ValueError for a bad arch, an unwritable store or a store that is off."""
+    import multiprocessing
+
+    from blockscope.kernels import aot
+
+    started = time.perf_counter()
+    aot.parse_arch(arch)
+    store = aot.store_dir(arch, out)
+    if store is None:
+        raise ValueError(f"{aot.STORE_ENV} is off; allowed: --out DIR or {aot.STORE_ENV} set to a folder")
+    problem = _writable(store)
+    if problem is not None:
+        raise ValueError(problem)
+    if items is None:
+        items, _ = table_items()
+    report = WarmReport(store=store)
+    todo: list[WarmItem] = []
+    for item in items:
+        kernel = item.kernel()
+        report.kernels[aot.kernel_name(kernel)] = aot.source_hash(kernel)
+        material = item.material(arch)
+        if aot.check_entry(aot.entry_dir(store, material), material) is None:
+            report.cached += 1
+        else:
+            todo.append(item)
+    report.removed = aot.remove_stale(store, report.kernels)
+    if todo:
+        count = max(1, min(workers or os.cpu_count() or 1, len(todo)))
+        groups = [todo[index::count] for index in range(count)]
+        with ProcessPoolExecutor(
+            max_workers=count, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
+        ) as executor:
+            futures = [executor.submit(compile_items, group, str(store), arch) for group in groups]
+            for future, group in zip(futures, groups, strict=True):
+                try:
+                    results = future.result(timeout=timeout_s)
+                except Exception as error:  # a crashed worker or the timeout: its items stay uncompiled
+                    for item in group:
+                        report.failed[item.label] = f"worker failed: {type(error).__name__}"
+                    continue
+                for label, status, error in results:
+                    if status == "failed":
+                        report.failed[label] = error
+                    elif status == "cached":
+                        report.cached += 1
+                    else:
+                        report.compiled += 1
+    aot.write_manifest(store, arch, report.kernels)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+@dataclass
+class PackageReport:
+    """A package build: the warm report of its kernels, the package folder, problems check_package found."""
+
+    folder: Path
+    warm: WarmReport
+    problems: list[str] = field(default_factory=list)
+
+
+def build_package(
+    arch: str,
+    out: Path | str,
+    *,
+    table_path: Path | str | None = None,
+    backward: bool = True,
+    workers: int | None = None,
+) -> PackageReport:
+    """A deployable folder: tuned/<gpu>.json (the table, default the shipped one), kernels/ (warm's store of every
+    kernel the table launches, for `arch`) and package.json (format, Triton, arch, table checksum, one line per
+    kernel: what it is for, its folder, launch metadata); then checked by loading every kernel (no compiling).
+    ValueError for a bad arch, table or unwritable folder."""
+    import hashlib
+    import json
+    import shutil
+
+    from blockscope.kernels import aot, auto
+
+    aot.parse_arch(arch)
+    folder = Path(out)
+    source = Path(table_path) if table_path is not None else next(iter(sorted(auto.SHIPPED_DIR.glob("*.json"))), None)
+    if source is None or not source.is_file():
+        raise ValueError(f"tuning table {source} not found; allowed: a table written by `python -m profiling tune`")
+    try:
+        table = json.loads(source.read_text())
+        if table.get("format") != auto.TABLE_FORMAT or not isinstance(table.get("entries"), list):
+            raise ValueError
+    except (OSError, ValueError, AttributeError):
+        raise ValueError(f"{source}: not a Blockscope tuning table (format {auto.TABLE_FORMAT})") from None
+    items, _ = table_items(table, backward=backward)
+    report = warm(arch, folder / "kernels", items=items, workers=workers)
+    (folder / "tuned").mkdir(exist_ok=True)
+    table_file = folder / "tuned" / source.name
+    if source.resolve() != table_file.resolve():
+        shutil.copyfile(source, table_file)
+    store = aot.store_dir(arch, folder / "kernels")
+    listed = []
+    for item in items:
+        material = item.material(arch)
+        path = aot.entry_dir(store, material)
+        if item.label in report.failed or not path.is_dir():
+            continue
+        metadata = json.loads((path / f"{material['kernel']}.json").read_text())
+        listed.append(
+            {
+                "label": item.label,
+                "module": item.module,
+                "attr": item.attr,
+                "entry": str(path.relative_to(folder)),
+                "kinds": list(item.kinds),
+                "constexprs": dict(item.constexprs),
+                "num_warps": item.num_warps,
+                "num_stages": item.num_stages,
+                "options": dict(item.options),
+                "shared_bytes": metadata.get("shared"),
+            }
+        )
+    package = {
+        "format": aot.PACKAGE_FORMAT,
+        "triton": aot.triton_version(),
+        "arch": aot.arch_name(aot.parse_arch(arch)),
+        "table": f"tuned/{source.name}",
+        "table_sha256": hashlib.sha256(table_file.read_bytes()).hexdigest(),
+        "store": "kernels",
+        "kernels": listed,
+    }
+    (folder / aot.PACKAGE).write_text(json.dumps(package, indent=1, sort_keys=True))
+    return PackageReport(folder=folder, warm=report, problems=aot.check_package(folder, load=True))

@@ -341,3 +341,50 @@ def test_old_files_without_the_pruned_column_load_with_it_false(tmp_path):
     for suffix in (".csv", ".parquet"):
         back = load_results(save_results(table, tmp_path / f"new{suffix}"))
         assert back["pruned"].tolist() == [True, False]
+
+
+# ------------------------------------------------------------------ trace pass: one profiler session per shape
+
+
+def test_split_at_markers_gives_each_call_its_kernels():
+    from blockscope.profiling.measure.trace import MARKER, split_at_markers
+
+    m = f"void at::native::{MARKER}(long)"
+    events = [(m, 0.0), (m, 1.0), ("a_kernel", 5.0), ("b_kernel", 6.0), (m, 7.0), ("c_kernel", 9.0), (m, 10.0)]
+    shuffled = events[::-1]  # the profiler's event order does not matter, start times do
+    assert split_at_markers(shuffled, calls=2, pad=2) == [["a_kernel", "b_kernel"], ["c_kernel"]]
+    assert split_at_markers(events, calls=3, pad=2) is None  # marker count off
+    assert split_at_markers([(m, 0.0), (m, 1.0), (m, 2.0)], calls=2, pad=1) is None  # a call with no kernel
+    assert split_at_markers([("x", 0.0), (m, 1.0), ("a", 2.0), (m, 3.0)], calls=1, pad=1) is None  # kernel in the pad
+
+
+def test_trace_pass_names_a_shapes_configs_in_one_batch_and_falls_back_one_by_one():
+    configs = [make_config(v, "fp32", 4, n) for n in (100, 200) for v in ("teaching", "torch")]
+    batches, single = [], []
+
+    def batch_tracer(fns):
+        batches.append(len(fns))
+        if len(batches) == 2:
+            return None  # the second shape's trace is not separable: traced one by one
+        return [[f"kernel_{i}"] for i in range(len(fns))]
+
+    def tracer(fn):
+        single.append(fn)
+        return ["one_by_one"]
+
+    table = sweep.run_sweep(
+        configs,
+        methods=["per_call_events"],
+        clock=FakeClock(tick_us=5.0),
+        device="cpu",
+        env=ENV,
+        warmup=0,
+        reps=2,
+        compile_facts=fake_facts,
+        tracer=tracer,
+        batch_tracer=batch_tracer,
+    )
+    assert batches == [2, 2] and len(single) == 2
+    names = dict(zip(zip(table["variant"], table["n_cols"], strict=True), table["kernel_names"], strict=True))
+    assert {names[("teaching", 100)], names[("torch", 100)]} == {"kernel_0", "kernel_1"}
+    assert names[("teaching", 200)] == names[("torch", 200)] == "one_by_one"

@@ -99,6 +99,8 @@ Progress = Callable[[int, int, "Config"], None]
 Status = Callable[[SweepStatus], None]  # phase, done/total and seconds left (profiling.measure.progress)
 Cancel = Callable[[], bool]
 Tracer = Callable[[Callable[[], Any]], list[str]]
+BatchTracer = Callable[[Sequence[Callable[[], Any]]], "list[list[str]] | None"]  # one session, names per call
+TRACE_BATCH = 64  # configs per profiler session of the trace pass (those of one shape)
 ChromeTracer = Callable[[Callable[[], Any], Path], list[str]]  # run once, write a Chrome trace, return kernel names
 CompileFacts = Callable[["Config", "LaunchPlan", "str | None"], dict[str, Any]]
 
@@ -811,6 +813,7 @@ def run_sweep(
     prune_margin: float = timing.DEFAULT_PRUNE_MARGIN,
     prune_min_samples: int = timing.DEFAULT_PRUNE_MIN_SAMPLES,
     status: Status | None = None,
+    batch_tracer: BatchTracer | None = None,
 ) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
@@ -840,6 +843,8 @@ def run_sweep(
     `status(SweepStatus)` is called as each phase starts ('precompile', 'timing', 'trace'), as compile tasks
     finish (and every few seconds while they run), after each config, and with seconds left from the measured
     per-config cost of each phase (profiling.measure.progress.EtaEstimator).
+    `batch_tracer` names the kernels of a shape's configs in one profiler session (default on CUDA with the default
+    tracer: trace.kernel_names_batch; where it cannot, `tracer` traces them one by one).
     """
     started = time.perf_counter()
     methods = list(dict.fromkeys(methods))
@@ -853,9 +858,10 @@ def run_sweep(
             raise ValueError(f"timing on {device} needs an injected clock; allowed: a cuda device")
         clock = timing.CudaClock(device)
     if tracer is None and trace and device.type == "cuda":
-        from blockscope.profiling.measure.trace import kernel_names
+        from blockscope.profiling.measure.trace import kernel_names, kernel_names_batch
 
         tracer = kernel_names
+        batch_tracer = batch_tracer or kernel_names_batch
     env = dict(env) if env is not None else fingerprint(device)
     env_row = {name: env.get(name) for name in ENV_COLUMNS}
     machine_warnings = machine.warnings(env_row)
@@ -1014,7 +1020,15 @@ def run_sweep(
                     report("trace", done, total)
 
                 existing, filled = _trace_pass(
-                    existing, new_rows, tracer, device, gpu_name, cancel, seed, on_progress=traced
+                    existing,
+                    new_rows,
+                    tracer,
+                    device,
+                    gpu_name,
+                    cancel,
+                    seed,
+                    on_progress=traced,
+                    batch_tracer=batch_tracer,
                 )
                 state.add_phase("trace", time.perf_counter() - tic)
             eta.finish("trace")
@@ -1218,9 +1232,12 @@ def _trace_pass(
     cancel: Cancel | None,
     seed: int,
     on_progress: Callable[[int, int], None] | None = None,
+    batch_tracer: BatchTracer | None = None,
 ) -> tuple[pd.DataFrame, bool]:
     """Fill kernel_names of error-free rows lacking them (this run's and the file's), one traced call per config;
-    `on_progress(done, total)` (configs) before the first and after each.
+    `batch_tracer` (the default on CUDA: trace.kernel_names_batch) traces the configs of one shape in one profiler
+    session, and where it returns None they are traced one by one with `tracer`; `on_progress(done, total)`
+    (configs) before the first and as they are named.
 
     Updates `new_rows` in place; returns `existing` with names filled and whether any of its rows changed."""
     key_cols = ["variant", "dtype", "n_rows", "n_cols", "tunables", "direction"]
@@ -1237,11 +1254,9 @@ def _trace_pass(
     keys = sorted(wanted, key=lambda k: (str(k[1]), int(k[2]), int(k[3]), str(k[0])))
     if on_progress is not None:
         on_progress(0, len(keys))
-    for done, key in enumerate(keys, 1):
-        if cancel is not None and cancel():
-            break
-        if on_progress is not None and done > 1:
-            on_progress(done - 1, len(keys))
+
+    def make(key: tuple) -> Callable[[], Any] | None:
+        """The config's call on the shape's input (its setup, a compile, done outside any trace); None on failure."""
         try:
             config = _config_from_row(*key)
             dtype = dtype_from_name(config.dtype)
@@ -1251,16 +1266,16 @@ def _trace_pass(
                 shape.x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
                 shape.key = (config.dtype, config.n_rows, config.n_cols)
             if config.direction == FORWARD:
-                fn = backend_callable(config, shape.x)
-            else:
-                shape.gradients = shape.gradients or gradient_inputs(shape.x, seed)
-                fn = direction_callable(
-                    config.direction, config.variant, config.tunables_dict, shape.x, shape.gradients
-                )
-                fn()  # setup (a compile) outside the trace, as the timed rows had it
-            names = tracer(fn)
-        except Exception:  # names are evidence: a failing trace leaves NA
-            continue
+                return backend_callable(config, shape.x)
+            shape.gradients = shape.gradients or gradient_inputs(shape.x, seed)
+            fn = direction_callable(config.direction, config.variant, config.tunables_dict, shape.x, shape.gradients)
+            fn()  # setup (a compile) outside the trace, as the timed rows had it
+            return fn
+        except Exception:  # names are evidence: a failing config leaves NA
+            return None
+
+    def fill(key: tuple, names: list[str]) -> None:
+        nonlocal changed
         text = "; ".join(names) if names else None
         for target in wanted[key]:
             if isinstance(target, dict):
@@ -1268,6 +1283,31 @@ def _trace_pass(
             elif text is not None:
                 existing.loc[target, "kernel_names"] = text
                 changed = True
+
+    done, index = 0, 0
+    while index < len(keys) and not (cancel is not None and cancel()):
+        batch = [keys[index]]  # the configs of one shape (one input), at most TRACE_BATCH per profiler session
+        index += 1
+        while index < len(keys) and keys[index][1:4] == batch[0][1:4] and len(batch) < TRACE_BATCH:
+            batch.append(keys[index])
+            index += 1
+        calls = [(key, fn) for key in batch if (fn := make(key)) is not None]
+        names_of = batch_tracer([fn for _, fn in calls]) if batch_tracer is not None and calls else None
+        for position, (key, fn) in enumerate(calls):
+            if names_of is not None:
+                fill(key, names_of[position])
+                continue
+            if cancel is not None and cancel():
+                break
+            try:
+                fill(key, tracer(fn))
+            except Exception:  # names are evidence: a failing trace leaves NA
+                pass
+            if on_progress is not None:
+                on_progress(done + position + 1, len(keys))
+        done += len(batch)
+        if on_progress is not None:
+            on_progress(done, len(keys))
     shape.x = shape.gradients = None
     return existing, changed
 

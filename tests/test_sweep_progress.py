@@ -388,3 +388,29 @@ def test_trace_pass_names_a_shapes_configs_in_one_batch_and_falls_back_one_by_on
     names = dict(zip(zip(table["variant"], table["n_cols"], strict=True), table["kernel_names"], strict=True))
     assert {names[("teaching", 100)], names[("torch", 100)]} == {"kernel_0", "kernel_1"}
     assert names[("teaching", 200)] == names[("torch", 200)] == "one_by_one"
+
+
+def test_later_methods_of_a_config_warm_up_with_one_chunk(monkeypatch):
+    calls = []
+
+    def fake_callable(config, x):
+        def fn():
+            calls.append(1)
+            return torch.softmax(x.float(), dim=-1).to(x.dtype)
+
+        return fn
+
+    monkeypatch.setattr(sweep, "backend_callable", fake_callable)
+    sweep.run_sweep(
+        [make_config("torch", "fp32", 4, 100)],
+        methods=["per_call_events", "back_to_back_flushed"],
+        clock=FakeClock(tick_us=5.0),
+        device="cpu",
+        env=ENV,
+        warmup=25,
+        reps=2,
+        compile_facts=fake_facts,
+        tracer=None,
+        trace=False,
+    )
+    assert len(calls) == 1 + 25 + 2 + timing.WARMUP_CHUNK + 2  # first call, warmup + reps, one chunk + reps

@@ -79,7 +79,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="timed reps per method (default: adaptive, 10-1000 reps "
         "until the median's 95%% CI is within 1%%, or the method's time budget)",
     )
-    sweep.add_argument("--warmup", type=_non_negative_int, default=25, help="warmup calls per method (default 25)")
+    sweep.add_argument(
+        "--warmup",
+        type=_non_negative_int,
+        default=25,
+        help="warmup calls before a config's first method (default 25, cut short after 15 ms; its later methods "
+        "follow at once on the same input and warm up with at most 5)",
+    )
     sweep.add_argument(
         "--no-prune",
         action="store_true",

@@ -1481,14 +1481,15 @@ def _run_config(
     tic = time.perf_counter()
     rows = []
     unsafe = capture_unsafe_reason(config) if "cuda_graph" in methods else None
-    for method in methods:
+    for position, method in enumerate(methods):
         capture = not (method == "cuda_graph" and unsafe)
         try:
             stats = timing.benchmark(
                 fn,
                 method,
                 reps=reps,
-                warmup=warmup,
+                # the first method warms the kernel up; the later ones follow it at once on the same input
+                warmup=warmup if position == 0 else min(warmup, timing.WARMUP_CHUNK),
                 clock=clock,
                 first_call_s=first_call_s,
                 target_ms=target_ms,

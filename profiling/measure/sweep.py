@@ -15,6 +15,11 @@ another GPU stay in the file and are measured again here), and never error rows 
 out of memory, CUDA/driver errors, RuntimeErrors from a launch): those are retried and replaced by the new
 result; deterministic errors (over a limit, bad tunables, a predicted pathological compile, a wrong result)
 are kept unless `retry_errors`. Timer, tracer, compile facts and environment are injectable for CPU tests.
+Timing prunes by default (`prune`, PruneBoard): within a group (shape, dtype, direction, method, backend group:
+the Blockscope variants together, torch and each peer alone), a config whose median's 95 % CI lies clearly above the
+best so far (timing.clearly_slower) stops sampling after a few samples and its rows say pruned=True; 'auto' runs
+first in each shape. `status` reports phases (precompile, timing, trace) with time left measured per phase
+(profiling.measure.progress). A config's later methods warm up with one chunk (the first method warmed it).
 The default N (`default_n_values`) include the tiny rows TINY_N (8-64), whose rows the CLI's default sweep scales
 per N and dtype so a config moves >= TINY_MIN_BYTES = 32 MB (`sweep_rows`: R = max(R, ceil(32 MB / (2 x N x
 itemsize)))).

@@ -47,6 +47,20 @@ def test_trace_names_triton_and_aten_kernels(x, tmp_path):
     assert (tmp_path / "trace.json").stat().st_size > 100
 
 
+def test_batched_trace_names_each_call_as_one_session_each(x):
+    """kernel_names_batch (one profiler session for a shape's configs) agrees with one session per call."""
+    from blockscope.kernels import softmax_online, softmax_teaching
+    from blockscope.profiling.measure.trace import kernel_names, kernel_names_batch
+
+    fns = [lambda: softmax_teaching(x), lambda: torch.softmax(x, dim=-1), lambda: softmax_online(x)]
+    for fn in fns:
+        fn()  # compiled outside the traces, as the sweep's trace pass has them
+    for _ in range(2):  # the second session pads past CUPTI's mangled first records as well
+        batched = kernel_names_batch(fns)
+        assert batched is not None
+        assert batched == [kernel_names(fn) for fn in fns], batched
+
+
 def test_copy_bandwidth_is_hbm_class():
     from blockscope.profiling.measure.timing import measure_copy_gbps
 

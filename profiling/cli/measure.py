@@ -433,7 +433,12 @@ def _progress_reporter(stream: Any = None, every_s: float = 5.0) -> tuple[Any, A
             text = clock.text(done, total)
         if tqdm is not None:
             if "bar" not in bar:
-                bar["bar"] = tqdm(total=total, unit="config", file=stream)
+                bar["bar"] = tqdm(  # no tqdm time left: the postfix has the one measured per phase
+                    total=total,
+                    unit="config",
+                    file=stream,
+                    bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]",
+                )
             bar["bar"].set_postfix_str(f"{config.label()}; {text}", refresh=False)
             bar["bar"].update(done - bar["bar"].n)
         else:

@@ -61,6 +61,21 @@ def test_batched_trace_names_each_call_as_one_session_each(x):
         assert batched == [kernel_names(fn) for fn in fns], batched
 
 
+def test_adaptive_hold_gives_the_full_holds_median(monkeypatch):
+    """back_to_back_flushed's later batches hold only 2.5 x the measured queueing time: same median as the full
+    250 us per rep on a launch-bound kernel (where host gaps would show), within 5 %."""
+    from blockscope.kernels import softmax_teaching
+    from blockscope.profiling.measure import timing
+
+    small = torch.randn(256, 128, device="cuda", dtype=torch.float16)
+    fn = lambda: softmax_teaching(small)  # noqa: E731
+    fn()
+    adaptive = timing.benchmark(fn, "back_to_back_flushed", reps=600, warmup=10)
+    monkeypatch.setattr(timing, "MIN_HOLD_US_PER_REP", timing.HOLD_US_PER_REP)
+    full = timing.benchmark(fn, "back_to_back_flushed", reps=600, warmup=10)
+    assert abs(adaptive.median_us / full.median_us - 1) < 0.05, (adaptive, full)
+
+
 def test_copy_bandwidth_is_hbm_class():
     from blockscope.profiling.measure.timing import measure_copy_gbps
 

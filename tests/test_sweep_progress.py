@@ -414,3 +414,27 @@ def test_later_methods_of_a_config_warm_up_with_one_chunk(monkeypatch):
         trace=False,
     )
     assert len(calls) == 1 + 25 + 2 + timing.WARMUP_CHUNK + 2  # first call, warmup + reps, one chunk + reps
+
+
+# ------------------------------------------------------------------ back_to_back_flushed: the hold adapts
+
+
+def test_later_batches_hold_for_the_measured_queueing_time_and_a_starved_batch_is_redone():
+    clock = FakeClock()
+    cost = [1.0]
+
+    def fn():
+        clock.advance(cost[0])  # the fake clock's wall moves with it: the host's queueing time
+
+    hold = timing.HoldState()
+    first = timing._back_to_back(fn, clock, 10, hold)
+    assert len(first) == 10 and clock.held_us == pytest.approx(10 * timing.HOLD_US_PER_REP)
+    assert timing.MIN_HOLD_US_PER_REP <= hold.us_per_rep < timing.HOLD_US_PER_REP  # ~2.5 x 1 us, at least the floor
+    held = clock.held_us
+    timing._back_to_back(fn, clock, 10, hold)
+    assert clock.held_us - held == pytest.approx(10 * timing.MIN_HOLD_US_PER_REP)  # a short hold now
+    cost[0] = 100.0  # the host slows down: queueing outlasts the short hold, so the batch is taken again
+    holds = clock.holds
+    again = timing._back_to_back(fn, clock, 10, hold)
+    assert len(again) == 10 and hold.redone == 1 and clock.holds == holds + 2
+    assert hold.us_per_rep == timing.HOLD_US_PER_REP

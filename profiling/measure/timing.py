@@ -6,7 +6,9 @@ Methods (named in every results row):
                         events around each call, reps queued back to back, one synchronize at the end; the GPU
                         is first held by a spin kernel while the host queues the reps (at most MAX_QUEUED_REPS),
                         so host launch gaps cannot enter a sample even when the host path is slower than
-                        flush + kernel (launch-bound shapes on a slow host)
+                        flush + kernel (launch-bound shapes on a slow host); the first batch holds 250 us per rep,
+                        later ones 2.5 x the host's measured queueing time (HoldState; a batch whose queueing
+                        outlasted 80 % of its hold is taken again at the full hold)
   cuda_graph            `graph_calls` calls captured in a CUDA graph; a sample is replay time / graph_calls
 
 Warmup calls are separate (default 25, as the seed, cut short after `warmup_ms` of wall time for long kernels);
@@ -43,6 +45,11 @@ DEFAULT_GRAPH_CALLS = 10
 FLUSH_BYTES = 256 * 2**20  # > H200 L2 (60 MB)
 MAX_QUEUED_REPS = 200  # back_to_back_flushed: reps queued behind the spin kernel (launch queue stays shallow)
 HOLD_US_PER_REP = 250.0  # spin time per queued rep: more than the host needs to queue flush + 2 events + a call
+# later batches of one benchmark hold HOLD_FACTOR x the host's measured queueing time per rep (at least
+# MIN_HOLD_US_PER_REP); a batch queued in over HOLD_SAFE of its hold is taken again at HOLD_US_PER_REP
+HOLD_FACTOR = 2.5
+MIN_HOLD_US_PER_REP = 20.0
+HOLD_SAFE = 0.8
 DEFAULT_PRUNE_MARGIN = 0.10  # pruned only when the CI's lower bound is > 1.10 x the best's CI upper bound
 DEFAULT_PRUNE_MIN_SAMPLES = MIN_SAMPLES  # samples before a config may be pruned
 
@@ -286,24 +293,49 @@ def _per_call(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
     return samples
 
 
-def _back_to_back(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
+@dataclass
+class HoldState:
+    """The spin time per queued rep of back_to_back_flushed (us), adapted batch to batch: the first batch holds
+    HOLD_US_PER_REP; later ones HOLD_FACTOR x the host's measured queueing time per rep (within MIN_HOLD_US_PER_REP
+    .. HOLD_US_PER_REP). A batch whose queueing took over HOLD_SAFE of its hold (the GPU may have run dry and a host
+    gap entered a sample) is thrown away and taken again at the full hold."""
+
+    us_per_rep: float = HOLD_US_PER_REP
+    redone: int = 0  # batches taken again at the full hold
+
+
+def _back_to_back(fn: Callable[[], Any], clock: Clock, reps: int, hold: HoldState | None = None) -> list[float]:
+    hold = hold if hold is not None else HoldState()
     samples: list[float] = []
     while len(samples) < reps:  # batches of at most MAX_QUEUED_REPS, each queued behind a spin kernel
-        samples += _queued_batch(fn, clock, min(MAX_QUEUED_REPS, reps - len(samples)))
+        batch = min(MAX_QUEUED_REPS, reps - len(samples))
+        held_us = hold.us_per_rep * batch
+        taken, queued_us = _queued_batch(fn, clock, batch, held_us)
+        if queued_us > HOLD_SAFE * held_us and hold.us_per_rep < HOLD_US_PER_REP:
+            hold.us_per_rep, hold.redone = HOLD_US_PER_REP, hold.redone + 1  # possibly starved: again, held in full
+            continue
+        samples += taken
+        if not hold.redone:  # after a redo the full hold stays for the rest of the benchmark
+            hold.us_per_rep = min(HOLD_US_PER_REP, max(MIN_HOLD_US_PER_REP, HOLD_FACTOR * queued_us / batch))
     return samples
 
 
-def _queued_batch(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
+def _queued_batch(
+    fn: Callable[[], Any], clock: Clock, reps: int, hold_us: float = HOLD_US_PER_REP * 1.0
+) -> tuple[list[float], float]:
+    """(samples in us, wall us the host took to queue the reps after launching the `hold_us` spin)."""
     starts = [clock.event() for _ in range(reps)]
     ends = [clock.event() for _ in range(reps)]
-    clock.hold(HOLD_US_PER_REP * reps)
+    clock.hold(hold_us)
+    queue_start = clock.wall_s()
     for start, end in zip(starts, ends, strict=True):
         clock.flush_l2()
         start.record()
         fn()
         end.record()
+    queued_us = (clock.wall_s() - queue_start) * 1e6
     clock.synchronize()
-    return [start.elapsed_ms(end) * 1000.0 for start, end in zip(starts, ends, strict=True)]
+    return [start.elapsed_ms(end) * 1000.0 for start, end in zip(starts, ends, strict=True)], queued_us
 
 
 def _replay(fn: Callable[[], Any], clock: Clock, calls: int, capture: bool) -> Callable[[], None]:
@@ -438,10 +470,10 @@ def _adaptive(
 
         per_sample = graph_calls
     else:
-        sampler = _back_to_back if method == "back_to_back_flushed" else _per_call
+        hold = HoldState()
 
         def take(k: int) -> list[float]:
-            return sampler(fn, clock, k)
+            return _back_to_back(fn, clock, k, hold) if method == "back_to_back_flushed" else _per_call(fn, clock, k)
 
         per_sample = 1
     pruned: list[bool] = []

@@ -438,3 +438,12 @@ def test_later_batches_hold_for_the_measured_queueing_time_and_a_starved_batch_i
     again = timing._back_to_back(fn, clock, 10, hold)
     assert len(again) == 10 and hold.redone == 1 and clock.holds == holds + 2
     assert hold.us_per_rep == timing.HOLD_US_PER_REP
+
+
+def test_cli_report_counts_pruned_rows():
+    lines = cli_measure.sweep_report_lines({"pruned_rows": 7})
+    assert lines == [
+        "pruned: 7 rows stopped sampling early, clearly slower than their group's best (pruned=True; --no-prune "
+        "samples every config in full)"
+    ]
+    assert cli_measure.sweep_report_lines({"pruned_rows": 0}) == []

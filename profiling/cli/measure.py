@@ -705,6 +705,11 @@ def sweep_report_lines(info: dict[str, Any]) -> list[str]:
         )
     if info.get("traces"):
         lines.append(f"Chrome traces kept: {', '.join(info['traces'])}")
+    if info.get("pruned_rows"):
+        lines.append(
+            f"pruned: {info['pruned_rows']} rows stopped sampling early, clearly slower than their group's best "
+            "(pruned=True; --no-prune samples every config in full)"
+        )
     return lines
 
 

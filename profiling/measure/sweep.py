@@ -846,7 +846,8 @@ def run_sweep(
     the best config's of its group (PruneBoard, timing.clearly_slower: CI low > best's CI high x (1 + prune_margin)
     after >= prune_min_samples); its rows keep the samples they have and say `pruned=True`.
     `status(SweepStatus)` is called as each phase starts ('precompile', 'timing', 'trace'), as compile tasks
-    finish (and every few seconds while they run), after each config, and with seconds left from the measured
+    finish (and every few seconds while they run), before each config (label 'running <config>') and after it,
+    with seconds left from the measured
     per-config cost of each phase (profiling.measure.progress.EtaEstimator).
     `batch_tracer` names the kernels of a shape's configs in one profiler session (default on CUDA with the default
     tracer: trace.kernel_names_batch; where it cannot, `tracer` traces them one by one).
@@ -973,6 +974,7 @@ def run_sweep(
                 if cancel is not None and cancel():
                     state.cancelled = True
                     break
+                report("timing", state.done, state.total, f"running {config.label()}")
                 rows = _run_config(
                     config,
                     plan,

@@ -847,8 +847,7 @@ def run_sweep(
     after >= prune_min_samples); its rows keep the samples they have and say `pruned=True`.
     `status(SweepStatus)` is called as each phase starts ('precompile', 'timing', 'trace'), as compile tasks
     finish (and every few seconds while they run), before each config (label 'running <config>') and after it,
-    with seconds left from the measured
-    per-config cost of each phase (profiling.measure.progress.EtaEstimator).
+    with seconds left from the measured per-config cost of each phase (profiling.measure.progress.EtaEstimator).
     `batch_tracer` names the kernels of a shape's configs in one profiler session (default on CUDA with the default
     tracer: trace.kernel_names_batch; where it cannot, `tracer` traces them one by one).
     """

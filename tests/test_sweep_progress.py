@@ -447,3 +447,12 @@ def test_cli_report_counts_pruned_rows():
         "samples every config in full)"
     ]
     assert cli_measure.sweep_report_lines({"pruned_rows": 0}) == []
+
+
+def test_cli_reporter_prints_a_phase_end_once():
+    stream = io.StringIO()
+    callback, close = cli_measure._progress_reporter(stream, every_s=1e9)
+    for _ in range(3):
+        callback.status(SweepStatus("trace", 6, 6, 4.0, 0.0))
+    close()
+    assert stream.getvalue().count("naming kernels") == 1

@@ -421,8 +421,9 @@ def _progress_reporter(stream: Any = None, every_s: float = 5.0) -> tuple[Any, A
         latest["phase"] = update.phase
         if update.phase == "timing" and not new_phase:
             return  # the per-config callback shows it
-        if new_phase or update.done >= update.total or now - latest["printed"] >= every_s:
-            latest["printed"] = now
+        changed = latest.get("last") != (update.phase, update.done, update.total)
+        if new_phase or (changed and update.done >= update.total) or now - latest["printed"] >= every_s:
+            latest["printed"], latest["last"] = now, (update.phase, update.done, update.total)
             write(f"[{update.text()}]")
 
     def callback(done: int, total: int, config: Any) -> None:

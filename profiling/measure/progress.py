@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 
 PHASES: tuple[str, ...] = ("precompile", "timing", "trace")
 # prior seconds per unit of weight before a phase has measured its own rate (H200, 2026-12-03 default sweep of 1602
-# configs: precompile 99.6 s with 16 workers, 0.06 s per config; trace 124 s, 0.08 s per config; the sweep's timing
-# weights are already predicted seconds, sweep.predicted_config_weight)
-PRIOR_S: dict[str, float] = {"precompile": 0.06, "timing": 1.0, "trace": 0.08}
+# configs: precompile 99.6 s with 16 workers, 0.06 s per config; trace 124 s at one profiler session per config,
+# now one per shape of ~9 configs: ~0.01 s per config; the sweep's timing weights are already predicted seconds,
+# sweep.predicted_config_weight)
+PRIOR_S: dict[str, float] = {"precompile": 0.06, "timing": 1.0, "trace": 0.01}
 
 
 def format_duration(seconds: float) -> str:

@@ -50,6 +50,14 @@ c = st.columns(3)
 n_text = c[0].text_input("N values", "256, 1000, 1024, 1025, 4096, 16384", key="sw_n")
 n_rows = c[1].number_input("R (rows)", 1, 2**20, 4096, key="sw_rows")
 warps = c[2].multiselect("num_warps", (1, 2, 4, 8, 16, 32), default=[4, 8], key="sw_warps")
+prune = st.checkbox(
+    "Prune clearly slower configs",
+    value=True,
+    key="sw_prune",
+    help="Stop sampling a config once its median's 95 % CI lies over 10 % above the best config's of the same shape, "
+    "dtype, method and backend group; its rows keep the samples taken and say pruned=True (as `sweep --no-prune` "
+    "turns off).",
+)
 
 try:  # the CLI's own parser: positive integers, one message naming what is allowed
     n_values = int_list(n_text.replace(" ", ","))
@@ -76,11 +84,12 @@ if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs 
     st.session_state["sw_cancelled"] = False
     out = Path(st.session_state.get("sw_out") or Path(tempfile.mkdtemp(prefix="blockscope-sweep-")) / "live.parquet")
     st.session_state["sw_out"] = str(out)  # a rerun of the same configs resumes from this file
-    bar = st.progress(0.0, text="compiling the kernels ahead of timing…")
-    clock = sweep.ProgressClock()
+    bar = st.progress(0.0, text="preparing the sweep…")
 
-    def progress(done: int, total: int, config) -> None:
-        bar.progress(done / max(total, 1), text=f"{clock.text(done, total)} — {config.label()}")
+    def status(update: sweep.SweepStatus) -> None:
+        """Phase, done/total and time left (measured per phase: compile, then timing) on the progress bar."""
+        label = f" — {update.label}" if update.label else ""
+        bar.progress(update.fraction(), text=f"{update.text()}{label}")
 
     from blockscope.profiling.measure.precompile import default_workers
 
@@ -89,10 +98,10 @@ if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs 
             configs,
             methods=methods,
             out=out,
-            progress=progress,
+            status=status,
+            prune=prune,
             cancel=lambda: bool(st.session_state.get("sw_cancelled")),
             compile_workers=default_workers(),
-            timing_started=clock.start,
             on_warning=lambda line: st.warning(f"Machine: {line}"),
         )
         bar.progress(1.0, text=f"done: {len(table)} rows")

@@ -79,7 +79,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="timed reps per method (default: adaptive, 10-1000 reps "
         "until the median's 95%% CI is within 1%%, or the method's time budget)",
     )
-    sweep.add_argument("--warmup", type=_non_negative_int, default=25, help="warmup calls per method (default 25)")
+    sweep.add_argument(
+        "--warmup",
+        type=_non_negative_int,
+        default=25,
+        help="warmup calls before a config's first method (default 25, cut short after 15 ms; its later methods "
+        "follow at once on the same input and warm up with at most 5)",
+    )
+    sweep.add_argument(
+        "--no-prune",
+        action="store_true",
+        help="sample every config in full (default: prune - stop sampling a config once its median's 95%% CI lies "
+        "over 10%% above the best config's of the same shape, dtype, method and backend group (the Blockscope "
+        "variants together, torch and each peer alone); its rows keep the samples taken, with pruned=True; "
+        "adaptive reps only, not with --reps)",
+    )
     sweep.add_argument("--max-minutes", type=_positive_float, help="stop cleanly after this long (resume later)")
     sweep.add_argument("--no-trace", action="store_true", help="skip the torch.profiler kernel-name trace")
     sweep.add_argument(
@@ -377,8 +391,11 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
     return configs
 
 
-def _progress_reporter(stream: Any = None) -> tuple[Any, Any]:
-    """(callback, close) for progress: tqdm when installed, else one line per config on stderr."""
+def _progress_reporter(stream: Any = None, every_s: float = 5.0) -> tuple[Any, Any]:
+    """(callback, close) for progress: tqdm when installed, else one line per config on stderr.
+
+    `callback.status` takes run_sweep's SweepStatus: a line per phase start, then compile and trace progress at most
+    every `every_s` seconds (and at the end of each); while timing, the per-config text carries its time left."""
     stream = stream or sys.stderr
     try:
         from tqdm import tqdm
@@ -388,12 +405,41 @@ def _progress_reporter(stream: Any = None) -> tuple[Any, Any]:
 
     bar: dict[str, Any] = {}
     clock = ProgressClock()
+    latest: dict[str, Any] = {"phase": None, "printed": -math.inf}
+
+    def write(line: str) -> None:
+        if "bar" in bar and tqdm is not None:
+            tqdm.write(line, file=stream)
+        else:
+            stream.write(line + "\n")
+            stream.flush()
+
+    def status(update: Any) -> None:
+        latest["status"] = update
+        now = time.monotonic()
+        new_phase = update.phase != latest["phase"]
+        latest["phase"] = update.phase
+        if update.phase == "timing" and not new_phase:
+            return  # the per-config callback shows it
+        changed = latest.get("last") != (update.phase, update.done, update.total)
+        if new_phase or (changed and update.done >= update.total) or now - latest["printed"] >= every_s:
+            latest["printed"], latest["last"] = now, (update.phase, update.done, update.total)
+            write(f"[{update.text()}]")
 
     def callback(done: int, total: int, config: Any) -> None:
-        text = clock.text(done, total)
+        update = latest.get("status")
+        if update is not None and update.phase == "timing" and update.done == done:
+            text = update.text()
+        else:
+            text = clock.text(done, total)
         if tqdm is not None:
             if "bar" not in bar:
-                bar["bar"] = tqdm(total=total, unit="config", file=stream)
+                bar["bar"] = tqdm(  # no tqdm time left: the postfix has the one measured per phase
+                    total=total,
+                    unit="config",
+                    file=stream,
+                    bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]",
+                )
             bar["bar"].set_postfix_str(f"{config.label()}; {text}", refresh=False)
             bar["bar"].update(done - bar["bar"].n)
         else:
@@ -405,6 +451,7 @@ def _progress_reporter(stream: Any = None) -> tuple[Any, Any]:
             bar["bar"].close()
 
     callback.start = clock.start  # type: ignore[attr-defined]  # run_sweep's timing_started
+    callback.status = status  # type: ignore[attr-defined]  # run_sweep's status
     return callback, close
 
 
@@ -459,7 +506,7 @@ def check_out_path(text: str) -> Path:
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
-    from blockscope.profiling.measure.sweep import ResultsLockError, estimate_seconds, run_sweep
+    from blockscope.profiling.measure.sweep import ResultsLockError, format_duration, predicted_seconds, run_sweep
     from blockscope.profiling.results import ResultsError, load_results
 
     out = check_out_path(args.out)
@@ -489,9 +536,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from blockscope.profiling.measure.timing import TIMING_METHODS
 
     methods = args.methods or list(TIMING_METHODS)
-    estimate = estimate_seconds(configs, methods, reps=args.reps, warmup=args.warmup)
+    estimate = predicted_seconds(configs, methods, compile_workers=args.compile_workers != 0, trace=not args.no_trace)
     sys.stderr.write(
-        f"{len(configs)} configs x {len(methods)} methods, estimated {estimate / 60:.1f} min (less when resuming)\n"
+        f"{len(configs)} configs x {len(methods)} methods, first estimate {format_duration(estimate)} (less when "
+        "resuming; the time left shown as it runs is measured per phase)\n"
     )
     old_table = None
     if args.compare_with:
@@ -539,6 +587,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                 on_warning=lambda line: sys.stderr.write(f"warning: {line}\n"),
                 env=_worker_env(args.run_id),
                 proton=args.proton,
+                prune=not args.no_prune,
+                status=callback.status,
             )
     except Stopped as stop:
         close()
@@ -656,6 +706,11 @@ def sweep_report_lines(info: dict[str, Any]) -> list[str]:
         )
     if info.get("traces"):
         lines.append(f"Chrome traces kept: {', '.join(info['traces'])}")
+    if info.get("pruned_rows"):
+        lines.append(
+            f"pruned: {info['pruned_rows']} rows stopped sampling early, clearly slower than their group's best "
+            "(pruned=True; --no-prune samples every config in full)"
+        )
     return lines
 
 

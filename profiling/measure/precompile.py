@@ -6,7 +6,10 @@ Two steps:
     arguments: == 1, divisible by 16), every peer-backend shape (Inductor compiles per shape), none for torch or
     configs the sweep skips - grouped into at most `workers` lists balanced by estimated cost; configs with a
     large input (>= HEAVY_BYTES read + write) all go to one group so the workers' GPU memory stays bounded.
-  * `run_precompile(groups, ...)`: a spawn-context ProcessPoolExecutor, one task per group. A worker runs each
+  * `run_precompile(groups, ...)`: a spawn-context ProcessPoolExecutor with one worker per group; each group is
+    submitted as tasks of at most `chunk` configs (the heavy group as one task, so its inputs are never on the GPU
+    twice at once), so `on_progress(configs done, configs in all)` is reported as tasks finish and at least every
+    `heartbeat_s` seconds (also while the workers still import torch). A worker runs each
     config once on the GPU (mode 'run': Triton's on-disk cache (TRITON_CACHE_DIR, ~/.triton/cache), Inductor's
     and Liger's caches fill) and gathers its compile facts (registers, spills, shared memory, occupancy: the
     sweep's compile columns), or compiles offline for an arch without a GPU (mode 'offline', `triton.compile`
@@ -24,7 +27,7 @@ import heapq
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +36,8 @@ DEFAULT_MAX_WORKERS = 16
 # estimated compile cost relative to one Triton variant kernel
 COMPILE_COST: dict[str, float] = {"inductor": 4.0, "quack": 3.0, "liger": 1.5, "auto": 1.5}
 DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_CHUNK = 4  # configs per worker task: progress granularity (a task's configs report together)
+HEARTBEAT_S = 2.0  # on_progress at least this often, seconds
 
 
 def default_workers() -> int:
@@ -185,17 +190,34 @@ def run_precompile(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     env: dict[str, str | None] | None = None,
     task: Callable[..., list[dict[str, Any]]] = compile_group,
+    on_progress: Callable[[int, int], None] | None = None,
+    chunk: int = DEFAULT_CHUNK,
+    heartbeat_s: float = HEARTBEAT_S,
 ) -> PrecompileReport:
-    """Run `task(group, mode, arch, gpu_name)` for each group in its own spawned worker process; never raises.
+    """Run `task(configs, mode, arch, gpu_name)` over the groups in len(groups) spawned worker processes, in
+    tasks of at most `chunk` configs (a heavy group, one of inputs >= HEAVY_BYTES, as one task); never raises.
 
     `env` is applied in each worker before imports (mode 'offline' clears TRITON_INTERPRET by default). Whatever
-    has not finished after `timeout_s` seconds is abandoned (its workers terminated)."""
+    has not finished after `timeout_s` seconds is abandoned (its workers terminated). `on_progress(done, total)`
+    (configs) is called at the start, whenever tasks finish and at least every `heartbeat_s` seconds."""
     if mode not in ("run", "offline"):
         raise ValueError(f"mode={mode!r}; allowed: 'run' (on the GPU) or 'offline' (compile for an arch)")
+    if chunk < 1:
+        raise ValueError(f"chunk={chunk}; allowed: an integer >= 1")
     report = PrecompileReport(workers=len(groups))
     started = time.perf_counter()
     if not groups:
         return report
+    tasks = [
+        part
+        for group in groups
+        for part in ([group] if _bytes(group[0]) >= HEAVY_BYTES else _chunks(group, chunk))
+        if part
+    ]
+    total = sum(len(part) for part in tasks)
+    finished = 0
+    if on_progress is not None:
+        on_progress(0, total)
     import multiprocessing
 
     worker_env = {"TRITON_INTERPRET": None} if mode == "offline" else {}
@@ -208,23 +230,32 @@ def run_precompile(
             initializer=_worker_init,
             initargs=(worker_env,),
         )
-        futures = {executor.submit(task, group, mode, arch, gpu_name): group for group in groups}
-        done, not_done = wait(futures, timeout=timeout_s)
-        for future in done:
-            try:
-                results = future.result()
-            except Exception as error:  # a crashed worker (BrokenProcessPool) or a task that raised
-                report.broken = report.broken or f"{type(error).__name__}: {error}"
-                for config in futures[future]:
-                    report.failed[config.label()] = f"worker failed: {type(error).__name__}"
-                continue
-            for entry in results:
-                if entry.get("error"):
-                    report.failed[entry["label"]] = entry["error"]
-                else:
-                    report.compiled += 1
-                if entry.get("key") is not None and entry.get("facts"):
-                    report.facts[entry["key"]] = entry["facts"]
+        futures = {executor.submit(task, part, mode, arch, gpu_name): part for part in tasks}
+        not_done = set(futures)
+        deadline = started + timeout_s
+        while not_done:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            done, not_done = wait(not_done, timeout=min(heartbeat_s, left), return_when=FIRST_COMPLETED)
+            for future in done:
+                finished += len(futures[future])
+                try:
+                    results = future.result()
+                except Exception as error:  # a crashed worker (BrokenProcessPool) or a task that raised
+                    report.broken = report.broken or f"{type(error).__name__}: {error}"
+                    for config in futures[future]:
+                        report.failed[config.label()] = f"worker failed: {type(error).__name__}"
+                    continue
+                for entry in results:
+                    if entry.get("error"):
+                        report.failed[entry["label"]] = entry["error"]
+                    else:
+                        report.compiled += 1
+                    if entry.get("key") is not None and entry.get("facts"):
+                        report.facts[entry["key"]] = entry["facts"]
+            if on_progress is not None:
+                on_progress(finished, total)
         if not_done:
             report.broken = report.broken or f"timed out after {timeout_s:g} s"
             for future in not_done:
@@ -243,6 +274,15 @@ def run_precompile(
     return report
 
 
+def _chunks(group: list[Any], size: int) -> list[list[Any]]:
+    return [group[start : start + size] for start in range(0, len(group), size)]
+
+
+def planned_count(groups: list[list[Any]]) -> int:
+    """Configs the groups compile."""
+    return sum(len(group) for group in groups)
+
+
 def precompile(
     configs: Sequence[Any],
     workers: int | None = None,
@@ -253,8 +293,12 @@ def precompile(
     max_lanes_per_thread: float | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     env: dict[str, str | None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> PrecompileReport:
-    """plan_precompile + run_precompile (workers default: min(16, CPU cores))."""
+    """plan_precompile + run_precompile (workers default: min(16, CPU cores)); `on_progress(done, total)` as
+    run_precompile's."""
     workers = default_workers() if workers is None else workers
     groups = plan_precompile(configs, workers, gpu_name=gpu_name, max_lanes_per_thread=max_lanes_per_thread)
-    return run_precompile(groups, mode=mode, arch=arch, gpu_name=gpu_name, timeout_s=timeout_s, env=env)
+    return run_precompile(
+        groups, mode=mode, arch=arch, gpu_name=gpu_name, timeout_s=timeout_s, env=env, on_progress=on_progress
+    )

@@ -15,6 +15,11 @@ another GPU stay in the file and are measured again here), and never error rows 
 out of memory, CUDA/driver errors, RuntimeErrors from a launch): those are retried and replaced by the new
 result; deterministic errors (over a limit, bad tunables, a predicted pathological compile, a wrong result)
 are kept unless `retry_errors`. Timer, tracer, compile facts and environment are injectable for CPU tests.
+Timing prunes by default (`prune`, PruneBoard): within a group (shape, dtype, direction, method, backend group:
+the Blockscope variants together, torch and each peer alone), a config whose median's 95 % CI lies clearly above the
+best so far (timing.clearly_slower) stops sampling after a few samples and its rows say pruned=True; 'auto' runs
+first in each shape. `status` reports phases (precompile, timing, trace) with time left measured per phase
+(profiling.measure.progress). A config's later methods warm up with one chunk (the first method warmed it).
 The default N (`default_n_values`) include the tiny rows TINY_N (8-64), whose rows the CLI's default sweep scales
 per N and dtype so a config moves >= TINY_MIN_BYTES = 32 MB (`sweep_rows`: R = max(R, ceil(32 MB / (2 x N x
 itemsize)))).
@@ -56,6 +61,7 @@ from blockscope.profiling.measure.directions import (
     parse_directions,
 )
 from blockscope.profiling.measure.env import arch_of, fingerprint, utc_now_iso
+from blockscope.profiling.measure.progress import EtaEstimator, SweepStatus, format_duration
 from blockscope.profiling.results import (
     COLUMNS,
     COMPILE_COLUMNS,
@@ -95,8 +101,11 @@ DEFAULT_COMPILE_CAP_S = 30.0
 TOLERANCES: dict[str, tuple[float, float]] = {"fp32": (5e-5, 1e-6), "fp16": (2e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}
 
 Progress = Callable[[int, int, "Config"], None]
+Status = Callable[[SweepStatus], None]  # phase, done/total and seconds left (profiling.measure.progress)
 Cancel = Callable[[], bool]
 Tracer = Callable[[Callable[[], Any]], list[str]]
+BatchTracer = Callable[[Sequence[Callable[[], Any]]], "list[list[str]] | None"]  # one session, names per call
+TRACE_BATCH = 64  # configs per profiler session of the trace pass (those of one shape)
 ChromeTracer = Callable[[Callable[[], Any], Path], list[str]]  # run once, write a Chrome trace, return kernel names
 CompileFacts = Callable[["Config", "LaunchPlan", "str | None"], dict[str, Any]]
 
@@ -678,6 +687,98 @@ class SweepState:
         self.phase_s[name] = self.phase_s.get(name, 0.0) + seconds
 
 
+def prune_group(variant: str) -> str:
+    """The backend group a config is pruned within: 'blockscope' for every Blockscope Triton variant (they compete
+    with each other), the backend's own name for torch and each peer (the baselines are always sampled in full)."""
+    return variant if is_peer(variant) else "blockscope"
+
+
+class PruneBoard:
+    """The best (median, 95 % CI) so far per pruning group - (dtype, R, N, direction, method, prune_group) - and
+    the stop rule of the configs timed after it (timing.clearly_slower with `margin` and `min_samples`)."""
+
+    def __init__(
+        self, margin: float = timing.DEFAULT_PRUNE_MARGIN, min_samples: int = timing.DEFAULT_PRUNE_MIN_SAMPLES
+    ) -> None:
+        if margin < 0:
+            raise ValueError(f"prune margin {margin!r}; allowed: a number >= 0 (0.10 = 10 %)")
+        self.margin, self.min_samples = float(margin), int(min_samples)
+        self._best: dict[tuple, tuple[float, float, float]] = {}  # group -> (median, ci lo, ci hi), us
+
+    @staticmethod
+    def group(config: Config, method: str) -> tuple:
+        return (config.dtype, config.n_rows, config.n_cols, config.direction, method, prune_group(config.variant))
+
+    def best(self, config: Config, method: str) -> tuple[float, float, float] | None:
+        """(median, CI low, CI high) in us of the best config so far in this config's group, or None."""
+        return self._best.get(self.group(config, method))
+
+    def stop_for(self, config: Config, method: str) -> Callable[[list[float]], bool]:
+        """The `stop` rule for timing.benchmark: True once the samples are clearly slower than the group's best."""
+        key = self.group(config, method)
+
+        def stop(samples: list[float]) -> bool:
+            best = self._best.get(key)
+            return timing.clearly_slower(
+                samples, None if best is None else best[1:], min_samples=self.min_samples, margin=self.margin
+            )
+
+        return stop
+
+    def record(self, config: Config, method: str, stats: timing.TimingStats) -> None:
+        """A timed row: it becomes its group's best when its median is the lowest so far (pruned rows never are)."""
+        if stats.pruned or stats.ci_lo_us is None or stats.ci_hi_us is None:
+            return
+        key = self.group(config, method)
+        best = self._best.get(key)
+        if best is None or stats.median_us < best[0]:
+            self._best[key] = (stats.median_us, stats.ci_lo_us, stats.ci_hi_us)
+
+
+def predicted_config_weight(config: Config, n_methods: int) -> float:
+    """Relative wall cost of running and timing one config (the ETA's weights; seconds on an H200-class GPU, roughly):
+    0.06 s of first call and check, plus per method 15 ms (host side, syncs, graph capture), the warmup (25 calls,
+    at most 15 ms) and ~10 samples (kernel
+    time from bytes at 3.5 TB/s, + 20 us of sync), capped by the per-method budgets (calibrated on the 2026-12-03
+    H200 default sweep: 97 s of first calls and checks, 112 s of timing for 1602 configs)."""
+    kernel_us = bytes_moved(config.n_rows, config.n_cols, config.dtype, config.direction) / 3.5e6 + 4.0  # 3.5 B/ps
+    warm_us = min(timing.DEFAULT_WARMUP * kernel_us, timing.DEFAULT_WARMUP_MS * 1000.0)
+    per_method = min(
+        (timing.DEFAULT_BUDGET_MS + timing.DEFAULT_WARMUP_MS) / 1000.0,
+        0.015 + (warm_us + 10 * (kernel_us + 20.0)) * 1e-6,
+    )
+    return 0.06 + max(1, n_methods) * per_method
+
+
+def predicted_seconds(
+    configs: Sequence[Config],
+    methods: Sequence[str] = timing.TIMING_METHODS,
+    *,
+    compile_workers: bool = True,
+    trace: bool = True,
+) -> float:
+    """A first estimate of a sweep's wall seconds before it runs, from the same priors its running time left starts
+    from (profiling.measure.progress.PRIOR_S and predicted_config_weight); the running estimate replaces each
+    phase's prior with its measured rate."""
+    from blockscope.profiling.measure.progress import PRIOR_S
+
+    total = sum(predicted_config_weight(config, len(methods)) for config in configs) * PRIOR_S["timing"]
+    if compile_workers:
+        total += len(configs) * PRIOR_S["precompile"]
+    if trace:
+        total += len(configs) * PRIOR_S["trace"]
+    return total
+
+
+def _run_order(configs: Sequence[Config]) -> list[int]:
+    """Indices of `configs` in run order: by dtype, R and N (inputs shared by a shape), 'auto' first within a shape
+    (the tuning table's pick: most often the best, so the configs after it are pruned soonest), then as given."""
+    return sorted(
+        range(len(configs)),
+        key=lambda i: (configs[i].dtype, configs[i].n_rows, configs[i].n_cols, configs[i].variant != "auto"),
+    )
+
+
 def run_sweep(
     configs: Sequence[Config],
     *,
@@ -713,6 +814,11 @@ def run_sweep(
     on_warning: Callable[[str], None] | None = None,
     proton: bool = False,
     proton_profiler: Callable[..., Path] | None = None,
+    prune: bool = True,
+    prune_margin: float = timing.DEFAULT_PRUNE_MARGIN,
+    prune_min_samples: int = timing.DEFAULT_PRUNE_MIN_SAMPLES,
+    status: Status | None = None,
+    batch_tracer: BatchTracer | None = None,
 ) -> pd.DataFrame:
     """Run `configs` x `methods`; return the whole table (rows already in `out` first, then the new ones).
 
@@ -736,6 +842,14 @@ def run_sweep(
     `proton`: after all timing, profile every config that ran in this run with Proton (profiling.measure.proton,
     `proton_profiler` replaces profile_configs in tests) into '<out stem>_proton/<run_id>.hatchet';
     `df.attrs['sweep']['proton']` names the file, or why there is none.
+    `prune` (default on; adaptive reps only): stop sampling a config once its median's 95 % CI lies clearly above
+    the best config's of its group (PruneBoard, timing.clearly_slower: CI low > best's CI high x (1 + prune_margin)
+    after >= prune_min_samples); its rows keep the samples they have and say `pruned=True`.
+    `status(SweepStatus)` is called as each phase starts ('precompile', 'timing', 'trace'), as compile tasks
+    finish (and every few seconds while they run), before each config (label 'running <config>') and after it,
+    with seconds left from the measured per-config cost of each phase (profiling.measure.progress.EtaEstimator).
+    `batch_tracer` names the kernels of a shape's configs in one profiler session (default on CUDA with the default
+    tracer: trace.kernel_names_batch; where it cannot, `tracer` traces them one by one).
     """
     started = time.perf_counter()
     methods = list(dict.fromkeys(methods))
@@ -749,9 +863,10 @@ def run_sweep(
             raise ValueError(f"timing on {device} needs an injected clock; allowed: a cuda device")
         clock = timing.CudaClock(device)
     if tracer is None and trace and device.type == "cuda":
-        from blockscope.profiling.measure.trace import kernel_names
+        from blockscope.profiling.measure.trace import kernel_names, kernel_names_batch
 
         tracer = kernel_names
+        batch_tracer = batch_tracer or kernel_names_batch
     env = dict(env) if env is not None else fingerprint(device)
     env_row = {name: env.get(name) for name in ENV_COLUMNS}
     machine_warnings = machine.warnings(env_row)
@@ -792,8 +907,7 @@ def run_sweep(
             last_save = time.perf_counter()
 
         pending: list[tuple[Config, kernels.LaunchPlan | None, str, str, list[str]]] = []
-        order = sorted(range(len(configs)), key=lambda i: (configs[i].dtype, configs[i].n_rows, configs[i].n_cols))
-        for i in order:
+        for i in _run_order(configs):
             config = configs[i]
             plan, plan_error = None, ""
             rule = (
@@ -820,6 +934,20 @@ def run_sweep(
             else:
                 state.skipped_existing += 1
         state.total = len(pending)
+        weights = [predicted_config_weight(config, len(todo)) for config, _p, _e, _t, todo in pending]
+        eta = EtaEstimator(
+            {
+                "precompile": len(pending) if compile_workers else 0,
+                "timing": sum(weights),
+                "trace": len(pending) if tracer is not None else 0,
+            },
+            {"precompile": None, "timing": None, "trace": None} if not pending else None,
+        )
+
+        def report(phase: str, done: int, total: int, label: str = "", workers: int = 0) -> None:
+            if status is not None:
+                status(eta.status(phase, done, total, label, workers))
+
         if compile_workers and pending:
             _precompile(
                 pending,
@@ -830,15 +958,22 @@ def run_sweep(
                 gpu_name=gpu_name,
                 max_lanes=max_lanes_per_thread,
                 timeout_s=precompile_timeout_s,
+                eta=eta,
+                report=report,
             )
         if timing_started is not None:
             timing_started()
+        board = PruneBoard(prune_margin, prune_min_samples) if prune else None
+        eta.begin("timing")
+        report("timing", 0, state.total)
+        weight_done = 0.0
         shape = _Shape()
         try:
-            for config, plan, plan_error, tunables, todo in pending:
+            for (config, plan, plan_error, tunables, todo), weight in zip(pending, weights, strict=True):
                 if cancel is not None and cancel():
                     state.cancelled = True
                     break
+                report("timing", state.done, state.total, f"running {config.label()}")
                 rows = _run_config(
                     config,
                     plan,
@@ -862,6 +997,7 @@ def run_sweep(
                     graph_calls=graph_calls,
                     rel_ci=rel_ci,
                     budget_ms=budget_ms,
+                    board=board,
                 )
                 for row in rows:
                     row.update(env_row)
@@ -873,14 +1009,35 @@ def run_sweep(
                     replaced.extend(replaceable.pop(row_key(*(row[c] for c in KEY_COLUMNS)), ()))
                 new_rows.extend(rows)
                 state.done += 1
+                weight_done += weight
+                eta.advance("timing", weight_done)
+                report("timing", state.done, state.total, config.label())
                 if progress is not None:
                     progress(state.done, state.total, config)
                 if time.perf_counter() - last_save >= save_every_s:
                     save()
+            eta.finish("timing")
             if tracer is not None and not state.cancelled:
                 tic = time.perf_counter()
-                existing, filled = _trace_pass(existing, new_rows, tracer, device, gpu_name, cancel, seed)
+
+                def traced(done: int, total: int) -> None:
+                    eta.set_weight("trace", total)
+                    eta.advance("trace", done)
+                    report("trace", done, total)
+
+                existing, filled = _trace_pass(
+                    existing,
+                    new_rows,
+                    tracer,
+                    device,
+                    gpu_name,
+                    cancel,
+                    seed,
+                    on_progress=traced,
+                    batch_tracer=batch_tracer,
+                )
                 state.add_phase("trace", time.perf_counter() - tic)
+            eta.finish("trace")
             if trace_configs and not state.cancelled and (chrome_tracer is not None or device.type == "cuda"):
                 tic = time.perf_counter()
                 folder = (
@@ -902,6 +1059,7 @@ def run_sweep(
         state.seconds = time.perf_counter() - started
         table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
         table.attrs["sweep"]["machine_warnings"] = machine_warnings
+        table.attrs["sweep"]["pruned_rows"] = sum(1 for row in new_rows if row.get("pruned"))
         return table
 
 
@@ -1031,16 +1189,6 @@ def pick_trace_configs(configs: Sequence[Config], specs: Sequence[str], *, stric
     return list(dict.fromkeys(picked))
 
 
-def format_duration(seconds: float) -> str:
-    """'45 s', '3 min 05 s', '1 h 02 min' (seconds rounded)."""
-    seconds = max(0, int(round(seconds)))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
-
-
 def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:
     """Seconds left at the mean rate so far (None before the first config is done)."""
     if done <= 0 or total <= 0 or elapsed_s < 0:
@@ -1089,8 +1237,13 @@ def _trace_pass(
     gpu_name: str | None,
     cancel: Cancel | None,
     seed: int,
+    on_progress: Callable[[int, int], None] | None = None,
+    batch_tracer: BatchTracer | None = None,
 ) -> tuple[pd.DataFrame, bool]:
-    """Fill kernel_names of error-free rows lacking them (this run's and the file's), one traced call per config.
+    """Fill kernel_names of error-free rows lacking them (this run's and the file's), one traced call per config;
+    `batch_tracer` (the default on CUDA: trace.kernel_names_batch) traces the configs of one shape in one profiler
+    session, and where it returns None they are traced one by one with `tracer`; `on_progress(done, total)`
+    (configs) before the first and as they are named.
 
     Updates `new_rows` in place; returns `existing` with names filled and whether any of its rows changed."""
     key_cols = ["variant", "dtype", "n_rows", "n_cols", "tunables", "direction"]
@@ -1104,9 +1257,12 @@ def _trace_pass(
         for index in existing.index[missing]:
             wanted.setdefault(tuple(existing.loc[index, c] for c in key_cols), []).append(index)
     shape = _Shape()
-    for key in sorted(wanted, key=lambda k: (str(k[1]), int(k[2]), int(k[3]), str(k[0]))):
-        if cancel is not None and cancel():
-            break
+    keys = sorted(wanted, key=lambda k: (str(k[1]), int(k[2]), int(k[3]), str(k[0])))
+    if on_progress is not None:
+        on_progress(0, len(keys))
+
+    def make(key: tuple) -> Callable[[], Any] | None:
+        """The config's call on the shape's input (its setup, a compile, done outside any trace); None on failure."""
         try:
             config = _config_from_row(*key)
             dtype = dtype_from_name(config.dtype)
@@ -1116,16 +1272,16 @@ def _trace_pass(
                 shape.x = torch.randn(config.n_rows, config.n_cols, device=device, dtype=dtype, generator=generator)
                 shape.key = (config.dtype, config.n_rows, config.n_cols)
             if config.direction == FORWARD:
-                fn = backend_callable(config, shape.x)
-            else:
-                shape.gradients = shape.gradients or gradient_inputs(shape.x, seed)
-                fn = direction_callable(
-                    config.direction, config.variant, config.tunables_dict, shape.x, shape.gradients
-                )
-                fn()  # setup (a compile) outside the trace, as the timed rows had it
-            names = tracer(fn)
-        except Exception:  # names are evidence: a failing trace leaves NA
-            continue
+                return backend_callable(config, shape.x)
+            shape.gradients = shape.gradients or gradient_inputs(shape.x, seed)
+            fn = direction_callable(config.direction, config.variant, config.tunables_dict, shape.x, shape.gradients)
+            fn()  # setup (a compile) outside the trace, as the timed rows had it
+            return fn
+        except Exception:  # names are evidence: a failing config leaves NA
+            return None
+
+    def fill(key: tuple, names: list[str]) -> None:
+        nonlocal changed
         text = "; ".join(names) if names else None
         for target in wanted[key]:
             if isinstance(target, dict):
@@ -1133,6 +1289,31 @@ def _trace_pass(
             elif text is not None:
                 existing.loc[target, "kernel_names"] = text
                 changed = True
+
+    done, index = 0, 0
+    while index < len(keys) and not (cancel is not None and cancel()):
+        batch = [keys[index]]  # the configs of one shape (one input), at most TRACE_BATCH per profiler session
+        index += 1
+        while index < len(keys) and keys[index][1:4] == batch[0][1:4] and len(batch) < TRACE_BATCH:
+            batch.append(keys[index])
+            index += 1
+        calls = [(key, fn) for key in batch if (fn := make(key)) is not None]
+        names_of = batch_tracer([fn for _, fn in calls]) if batch_tracer is not None and calls else None
+        for position, (key, fn) in enumerate(calls):
+            if names_of is not None:
+                fill(key, names_of[position])
+                continue
+            if cancel is not None and cancel():
+                break
+            try:
+                fill(key, tracer(fn))
+            except Exception:  # names are evidence: a failing trace leaves NA
+                pass
+            if on_progress is not None:
+                on_progress(done + position + 1, len(keys))
+        done += len(batch)
+        if on_progress is not None:
+            on_progress(done, len(keys))
     shape.x = shape.gradients = None
     return existing, changed
 
@@ -1222,6 +1403,7 @@ def _run_config(
     graph_calls: int,
     rel_ci: float | None = timing.DEFAULT_REL_CI,
     budget_ms: float = timing.DEFAULT_BUDGET_MS,
+    board: PruneBoard | None = None,
 ) -> list[dict[str, Any]]:
     base = _base_row(config, plan, tunables)
 
@@ -1305,14 +1487,15 @@ def _run_config(
     tic = time.perf_counter()
     rows = []
     unsafe = capture_unsafe_reason(config) if "cuda_graph" in methods else None
-    for method in methods:
+    for position, method in enumerate(methods):
         capture = not (method == "cuda_graph" and unsafe)
         try:
             stats = timing.benchmark(
                 fn,
                 method,
                 reps=reps,
-                warmup=warmup,
+                # the first method warms the kernel up; the later ones follow it at once on the same input
+                warmup=warmup if position == 0 else min(warmup, timing.WARMUP_CHUNK),
                 clock=clock,
                 first_call_s=first_call_s,
                 target_ms=target_ms,
@@ -1322,12 +1505,15 @@ def _run_config(
                 rel_ci=rel_ci,
                 budget_ms=budget_ms,
                 capture=capture,
+                stop=board.stop_for(config, method) if board is not None else None,
             )
         except Exception as error:
             if device.type == "cuda":
                 torch.cuda.empty_cache()
             rows.append({**base, "method": method, "error": _error_text(error)})
             continue
+        if board is not None:
+            board.record(config, method, stats)
         row = {**base, **stats.as_dict()}
         if not capture:
             row["timing_note"] = (
@@ -1350,15 +1536,30 @@ def _precompile(
     gpu_name: str | None,
     max_lanes: float | None,
     timeout_s: float,
+    eta: EtaEstimator | None = None,
+    report: Callable[..., None] | None = None,
 ) -> None:
     """Compile the pending configs' kernels in worker processes (profiling.measure.precompile) and seed the in-process
-    compile-facts cache with what they found; whatever fails is compiled in-process later, as without it."""
+    compile-facts cache with what they found; whatever fails is compiled in-process later, as without it.
+    `report('precompile', done, total, '', workers)` as compile tasks finish (and `eta` advanced)."""
     from blockscope.profiling.measure import precompile
 
     tic = time.perf_counter()
     configs = [config for config, _plan, plan_error, _tunables, _todo in pending if not plan_error]
     mode = "run" if device.type == "cuda" else "offline"
-    report = precompile.precompile(
+    if eta is not None:
+        eta.begin("precompile")
+    if report is not None:
+        report("precompile", 0, len(configs), "", workers)
+
+    def compiled(done: int, total: int) -> None:
+        if eta is not None:
+            eta.set_weight("precompile", total)
+            eta.advance("precompile", done)
+        if report is not None:
+            report("precompile", done, total, "", workers)
+
+    result = precompile.precompile(
         configs,
         workers,
         mode=mode,
@@ -1366,14 +1567,15 @@ def _precompile(
         gpu_name=gpu_name,
         max_lanes_per_thread=max_lanes,
         timeout_s=timeout_s,
+        on_progress=compiled,
     )
-    _COMPILE_CACHE.update(report.facts)
+    _COMPILE_CACHE.update(result.facts)
     state.precompile = {
-        "compiled": report.compiled,
-        "failed": len(report.failed),
-        "workers": report.workers,
-        "seconds": round(report.seconds, 2),
-        "broken": report.broken,
+        "compiled": result.compiled,
+        "failed": len(result.failed),
+        "workers": result.workers,
+        "seconds": round(result.seconds, 2),
+        "broken": result.broken,
     }
     state.add_phase("precompile", time.perf_counter() - tic)
 

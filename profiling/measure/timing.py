@@ -6,14 +6,18 @@ Methods (named in every results row):
                         events around each call, reps queued back to back, one synchronize at the end; the GPU
                         is first held by a spin kernel while the host queues the reps (at most MAX_QUEUED_REPS),
                         so host launch gaps cannot enter a sample even when the host path is slower than
-                        flush + kernel (launch-bound shapes on a slow host)
+                        flush + kernel (launch-bound shapes on a slow host); the first batch holds 250 us per rep,
+                        later ones 2.5 x the host's measured queueing time (HoldState; a batch whose queueing
+                        outlasted 80 % of its hold is taken again at the full hold)
   cuda_graph            `graph_calls` calls captured in a CUDA graph; a sample is replay time / graph_calls
 
 Warmup calls are separate (default 25, as the seed, cut short after `warmup_ms` of wall time for long kernels);
 the first call (JIT compile + launch) is timed on the wall clock, cold, separately. Reps are adaptive by default:
 samples are taken in growing batches until the 95 % order-statistics confidence interval of the median is within
 `rel_ci` (1 %) of it either side, with `min_reps`..`max_reps` and a per-method wall budget (`budget_ms`); the
-row's `reps` says how many were used. The device clock is injectable (`Clock` protocol) so CPU tests use a fake
+row's `reps` says how many were used. Pruning (`stop`, see `clearly_slower`): the sweep may stop sampling a config
+whose median's CI lies clearly above the best config's of its group; its stats come from the samples it has
+(`pruned=True`). The device clock is injectable (`Clock` protocol) so CPU tests use a fake
 one.
 """
 
@@ -41,6 +45,13 @@ DEFAULT_GRAPH_CALLS = 10
 FLUSH_BYTES = 256 * 2**20  # > H200 L2 (60 MB)
 MAX_QUEUED_REPS = 200  # back_to_back_flushed: reps queued behind the spin kernel (launch queue stays shallow)
 HOLD_US_PER_REP = 250.0  # spin time per queued rep: more than the host needs to queue flush + 2 events + a call
+# later batches of one benchmark hold HOLD_FACTOR x the host's measured queueing time per rep (at least
+# MIN_HOLD_US_PER_REP); a batch queued in over HOLD_SAFE of its hold is taken again at HOLD_US_PER_REP
+HOLD_FACTOR = 2.5
+MIN_HOLD_US_PER_REP = 20.0
+HOLD_SAFE = 0.8
+DEFAULT_PRUNE_MARGIN = 0.10  # pruned only when the CI's lower bound is > 1.10 x the best's CI upper bound
+DEFAULT_PRUNE_MIN_SAMPLES = MIN_SAMPLES  # samples before a config may be pruned
 
 
 class Event(Protocol):
@@ -72,6 +83,9 @@ class TimingStats:
     max_us: float
     reps: int
     first_call_s: float
+    pruned: bool = False  # sampling stopped early: clearly slower than the best config of its group
+    ci_lo_us: float | None = None  # 95 % confidence interval of the median (median_ci), microseconds
+    ci_hi_us: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,12 +168,15 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def summarize(method: str, samples_us: list[float], first_call_s: float, reps: int | None = None) -> TimingStats:
-    """TimingStats from per-call samples in microseconds."""
+def summarize(
+    method: str, samples_us: list[float], first_call_s: float, reps: int | None = None, pruned: bool = False
+) -> TimingStats:
+    """TimingStats from per-call samples in microseconds (with the median's 95 % CI)."""
     if method not in TIMING_METHODS:
         raise ValueError(f"unknown timing method {method!r}; allowed: {', '.join(TIMING_METHODS)}")
     if not samples_us:
         raise ValueError(f"{method}: no samples")
+    lo, hi = median_ci(samples_us)
     return TimingStats(
         method=method,
         median_us=float(statistics.median(samples_us)),
@@ -169,6 +186,9 @@ def summarize(method: str, samples_us: list[float], first_call_s: float, reps: i
         max_us=float(max(samples_us)),
         reps=len(samples_us) if reps is None else reps,
         first_call_s=float(first_call_s),
+        pruned=bool(pruned),
+        ci_lo_us=float(lo),
+        ci_hi_us=float(hi),
     )
 
 
@@ -219,6 +239,23 @@ def relative_ci_half_width(samples: list[float], z: float = CI_Z) -> float:
     return (hi - lo) / 2.0 / median
 
 
+def clearly_slower(
+    samples: list[float],
+    best_ci: tuple[float, float] | None,
+    *,
+    min_samples: int = DEFAULT_PRUNE_MIN_SAMPLES,
+    margin: float = DEFAULT_PRUNE_MARGIN,
+) -> bool:
+    """True when a config's `samples` (us) separate it clearly from the best config's: at least `min_samples`,
+    and the lower bound of their median's 95 % CI (median_ci) is above the best's CI upper bound x (1 + margin).
+    `best_ci` None (no best yet) is never clearly slower; a config whose CI overlaps the best's never is either, so
+    the best itself is never pruned."""
+    if best_ci is None or len(samples) < max(2, min_samples):
+        return False
+    lo, _ = median_ci(samples)
+    return lo > best_ci[1] * (1.0 + margin)
+
+
 def sample_until_stable(
     take: Callable[[int], list[float]],
     *,
@@ -227,13 +264,17 @@ def sample_until_stable(
     rel_ci: float,
     budget_s: float,
     wall_s: Callable[[], float],
+    stop: Callable[[list[float]], bool] | None = None,
 ) -> list[float]:
     """Call `take(k)` (k new samples) in growing batches until the median's relative CI half-width is <= rel_ci
-    (with >= min_samples), max_samples are taken, or `budget_s` wall seconds have passed (min_samples always)."""
+    (with >= min_samples), max_samples are taken, `budget_s` wall seconds have passed (min_samples always), or
+    `stop(samples)` says so after a batch (pruning: a clearly slower config)."""
     start = wall_s()
     samples = take(min_samples)
     while len(samples) < max_samples:
         if relative_ci_half_width(samples) <= rel_ci or wall_s() - start >= budget_s:
+            break
+        if stop is not None and stop(samples):
             break
         batch = min(max_samples - len(samples), max(min_samples, len(samples) // 2))
         samples += take(batch)
@@ -252,24 +293,49 @@ def _per_call(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
     return samples
 
 
-def _back_to_back(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
+@dataclass
+class HoldState:
+    """The spin time per queued rep of back_to_back_flushed (us), adapted batch to batch: the first batch holds
+    HOLD_US_PER_REP; later ones HOLD_FACTOR x the host's measured queueing time per rep (within MIN_HOLD_US_PER_REP
+    .. HOLD_US_PER_REP). A batch whose queueing took over HOLD_SAFE of its hold (the GPU may have run dry and a host
+    gap entered a sample) is thrown away and taken again at the full hold."""
+
+    us_per_rep: float = HOLD_US_PER_REP
+    redone: int = 0  # batches taken again at the full hold
+
+
+def _back_to_back(fn: Callable[[], Any], clock: Clock, reps: int, hold: HoldState | None = None) -> list[float]:
+    hold = hold if hold is not None else HoldState()
     samples: list[float] = []
     while len(samples) < reps:  # batches of at most MAX_QUEUED_REPS, each queued behind a spin kernel
-        samples += _queued_batch(fn, clock, min(MAX_QUEUED_REPS, reps - len(samples)))
+        batch = min(MAX_QUEUED_REPS, reps - len(samples))
+        held_us = hold.us_per_rep * batch
+        taken, queued_us = _queued_batch(fn, clock, batch, held_us)
+        if queued_us > HOLD_SAFE * held_us and hold.us_per_rep < HOLD_US_PER_REP:
+            hold.us_per_rep, hold.redone = HOLD_US_PER_REP, hold.redone + 1  # possibly starved: again, held in full
+            continue
+        samples += taken
+        if not hold.redone:  # after a redo the full hold stays for the rest of the benchmark
+            hold.us_per_rep = min(HOLD_US_PER_REP, max(MIN_HOLD_US_PER_REP, HOLD_FACTOR * queued_us / batch))
     return samples
 
 
-def _queued_batch(fn: Callable[[], Any], clock: Clock, reps: int) -> list[float]:
+def _queued_batch(
+    fn: Callable[[], Any], clock: Clock, reps: int, hold_us: float = HOLD_US_PER_REP * 1.0
+) -> tuple[list[float], float]:
+    """(samples in us, wall us the host took to queue the reps after launching the `hold_us` spin)."""
     starts = [clock.event() for _ in range(reps)]
     ends = [clock.event() for _ in range(reps)]
-    clock.hold(HOLD_US_PER_REP * reps)
+    clock.hold(hold_us)
+    queue_start = clock.wall_s()
     for start, end in zip(starts, ends, strict=True):
         clock.flush_l2()
         start.record()
         fn()
         end.record()
+    queued_us = (clock.wall_s() - queue_start) * 1e6
     clock.synchronize()
-    return [start.elapsed_ms(end) * 1000.0 for start, end in zip(starts, ends, strict=True)]
+    return [start.elapsed_ms(end) * 1000.0 for start, end in zip(starts, ends, strict=True)], queued_us
 
 
 def _replay(fn: Callable[[], Any], clock: Clock, calls: int, capture: bool) -> Callable[[], None]:
@@ -311,6 +377,7 @@ def benchmark(
     budget_ms: float = DEFAULT_BUDGET_MS,
     warmup_ms: float | None = DEFAULT_WARMUP_MS,
     capture: bool = True,
+    stop: Callable[[list[float]], bool] | None = None,
 ) -> TimingStats:
     """Time `fn` (a zero-arg closure) under `method`; microseconds per call.
 
@@ -321,7 +388,8 @@ def benchmark(
     `first_call_s=None` times this function's first call of `fn` as the cold call (seconds); pass it in when
     `fn` has already run. For cuda_graph, `reps` is rounded up to whole replays of `graph_calls` calls;
     `capture=False` (a callable that cannot be captured) times each sample as `graph_calls` eager calls between
-    two events instead of a graph replay.
+    two events instead of a graph replay. `stop(samples_us)` (adaptive reps only): checked after each batch of
+    samples; True stops sampling there and marks the stats `pruned` (the sweep's pruning, `clearly_slower`).
     """
     if method not in TIMING_METHODS:
         raise ValueError(f"unknown timing method {method!r}; allowed: {', '.join(TIMING_METHODS)}")
@@ -343,6 +411,7 @@ def benchmark(
             budget_ms=budget_ms,
             graph_calls=graph_calls,
             capture=capture,
+            stop=stop,
         )
     if reps is None:
         estimate = _back_to_back(fn, clock, 5) if method == "back_to_back_flushed" else _per_call(fn, clock, 5)
@@ -387,8 +456,10 @@ def _adaptive(
     budget_ms: float,
     graph_calls: int,
     capture: bool = True,
+    stop: Callable[[list[float]], bool] | None = None,
 ) -> TimingStats:
-    """Samples under `method` until the median is stable (sample_until_stable); reps = calls timed."""
+    """Samples under `method` until the median is stable or `stop` prunes it (sample_until_stable); reps = calls
+    timed."""
     if method == "cuda_graph":
         replay = _replay(fn, clock, graph_calls, capture)
         replay()  # first replay uploads the graph
@@ -399,12 +470,20 @@ def _adaptive(
 
         per_sample = graph_calls
     else:
-        sampler = _back_to_back if method == "back_to_back_flushed" else _per_call
+        hold = HoldState()
 
         def take(k: int) -> list[float]:
-            return sampler(fn, clock, k)
+            return _back_to_back(fn, clock, k, hold) if method == "back_to_back_flushed" else _per_call(fn, clock, k)
 
         per_sample = 1
+    pruned: list[bool] = []
+
+    def stopped(samples: list[float]) -> bool:
+        if stop is not None and stop(samples):
+            pruned.append(True)
+            return True
+        return False
+
     samples = sample_until_stable(
         take,
         min_samples=max(MIN_SAMPLES, math.ceil(min_reps / per_sample)),
@@ -412,8 +491,9 @@ def _adaptive(
         rel_ci=rel_ci,
         budget_s=budget_ms / 1000.0,
         wall_s=clock.wall_s,
+        stop=stopped,
     )
-    return summarize(method, samples, first_call_s, len(samples) * per_sample)
+    return summarize(method, samples, first_call_s, len(samples) * per_sample, pruned=bool(pruned))
 
 
 def measure_copy_gbps(device: Any = None, bytes: int = 1 << 30, reps: int = 20, clock: Clock | None = None) -> float:

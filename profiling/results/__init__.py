@@ -27,6 +27,10 @@ Timing (one row per method)
   copy_fraction: Float64 - gbps / copy_gbps (same GPU, same run)
   timing_note: string - how the method deviated, NA otherwise (a capture-unsafe backend's cuda_graph row: "not
     captured (...)", each sample the graph's calls run eagerly between two events)
+  pruned: boolean - True when the sweep stopped sampling this row early because its median's 95 % CI lay clearly
+    above the best config's of its group (same shape, dtype, direction, method and backend group; sweep --no-prune
+    turns it off): its statistics come from the `reps` it has (fewer, wider); False otherwise, and in files written
+    before the column
 Compile facts (Triton variants; <NA> for torch)
   n_regs: Int64 - registers per thread
   spill_store_bytes, spill_load_bytes: Int64 - local-memory spill traffic per thread, bytes
@@ -119,6 +123,7 @@ TIMING_COLUMNS: dict[str, str] = {
     "gbps": "Float64",
     "copy_fraction": "Float64",
     "timing_note": "string",
+    "pruned": "boolean",
 }
 COMPILE_COLUMNS: dict[str, str] = {
     "n_regs": "Int64",
@@ -229,8 +234,10 @@ def _cast(series: pd.Series, name: str, dtype: str) -> pd.Series:
                 words = {"true": True, "1": True, "false": False, "0": False}
                 if not text.dropna().isin([*words, ""]).all():
                     raise ValueError("not a boolean")
-                return text.map(words, na_action="ignore").astype("boolean")
-            return series.astype("boolean")
+                out = text.map(words, na_action="ignore").astype("boolean")
+                return out.fillna(False) if name == "pruned" else out
+            out = series.astype("boolean")
+            return out.fillna(False) if name == "pruned" else out
         if dtype == "Int64":
             if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
                 series = pd.to_numeric(series.mask(series.astype("string") == ""), errors="raise")

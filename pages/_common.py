@@ -153,7 +153,7 @@ def _catalog_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
     root = Path.cwd().resolve()
     folder = (root / text.strip()).resolve()
     if not folder.is_relative_to(root):
-        st.sidebar.error(f"{text}: outside the working directory; allowed: a folder under {root}")
+        st.sidebar.error(dd.md(f"{text}: outside the working directory; allowed: a folder under {root}"))
         return None, "", False
     try:
         table = _catalog(str(folder))
@@ -163,7 +163,7 @@ def _catalog_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
     results = table[table["status"] == "results"]
     foreign = len(table) - len(results)
     if foreign:
-        st.sidebar.caption(f"{foreign} other Parquet file(s) under {text} are not results files.")
+        st.sidebar.caption(dd.md(f"{foreign} other Parquet file(s) under {text} are not results files."))
     labels = {
         f"{r.file} ({r.gpus or '?'}, {r.rows} rows, {r.last_measured or 'undated'})": r.file
         for r in results.itertuples()
@@ -171,7 +171,7 @@ def _catalog_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
     picked = st.sidebar.multiselect("Runs", list(labels), key="catalog_runs")
     if not picked:
         if results.empty:
-            st.sidebar.info(f"No results files under {text}.")
+            st.sidebar.info(dd.md(f"No results files under {text}."))
         return None, "", False
     loaded: dict[str, pd.DataFrame] = {}
     for label in picked:
@@ -385,7 +385,7 @@ def setups_notice(df: pd.DataFrame) -> str | None:
     gpus = sorted(str(g) for g in df["gpu_name"].dropna().unique())
     runs = df["run_id"].nunique()
     return (
-        f"{len(labels)} GPUs / runs / files loaded ({', '.join(labels)}; {len(gpus)} GPU(s), {runs} run(s)). "
+        f"{len(labels)} GPUs / runs / files loaded ({dd.md(', '.join(labels))}; {len(gpus)} GPU(s), {runs} run(s)). "
         "They are compared side by side, never mixed: one line per variant and GPU/run (dash style), "
         "speedups against the torch.softmax of the same GPU/run, fastest config per N and findings per "
         "GPU/run, one heatmap each."
@@ -394,6 +394,9 @@ def setups_notice(df: pd.DataFrame) -> str | None:
 
 def chart(fig, data: pd.DataFrame, key: str, caption: str | None = None) -> None:
     """A plotly chart with its caption; its data table (and PNG/SVG/CSV downloads) one click away."""
+    from blockscope.profiling.views.figures import escape_markup
+
+    fig = escape_markup(fig)  # names from a loaded file in titles, legends, axes and hovers: text, never HTML
     st.plotly_chart(fig, key=key, config={"displaylogo": False})
     if caption:
         st.caption(caption)

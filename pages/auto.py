@@ -10,6 +10,7 @@ import streamlit as st
 from blockscope.kernels import auto
 from blockscope.pages import _common as ui
 from blockscope.profiling.views import backends as views
+from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import figures, tuning_view
 
 
@@ -160,7 +161,7 @@ if compared.empty or not (compared["variant"] == "auto").any():
         + (f"; the nearest measured N: {', '.join(f'{n:,}' for n in near)}." if near else ".")
     )
 else:
-    versions = ", ".join(sorted({f"Triton {v}" for v in rows["triton_version"].dropna().unique()}))
+    versions = dd.md(", ".join(sorted({f"Triton {v}" for v in rows["triton_version"].dropna().unique()})))
     st.dataframe(
         compared,
         hide_index=True,

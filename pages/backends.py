@@ -7,6 +7,7 @@ import streamlit as st
 
 from blockscope.pages import _common as ui
 from blockscope.profiling.views import backends as views
+from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views.figures import backends as bf
 
 
@@ -40,7 +41,9 @@ if use_loaded and absent and views.BUNDLED_BACKENDS_PATH.exists():
         [True, False],
         horizontal=True,
         key="be_source",
-        format_func=lambda loaded: f"loaded ({ctx.label})" if loaded else f"bundled backends capture ({bundled_name})",
+        format_func=lambda loaded: (
+            f"loaded ({dd.md(ctx.label)})" if loaded else f"bundled backends capture ({dd.md(bundled_name)})"
+        ),
         help=f"The loaded data has no {', '.join(absent)} rows. The bundled backends capture has every peer; it was "
         "measured in an earlier run, with the kernels and tuning table of that time (its rows' "
         "kernel_revision says which).",
@@ -63,7 +66,7 @@ else:
     st.info(
         f"This page shows the bundled H200 backends capture (`data/{bundled_name}`), with the sidebar's dtype "
         "and timing method"
-        + ("" if views.has_peers(ctx.df) else f"; the loaded data ({ctx.label}) has no peer backends.")
+        + ("" if views.has_peers(ctx.df) else f"; the loaded data ({dd.md(ctx.label)}) has no peer backends.")
     )
 
 method, dtype = ctx.method, ctx.dtype
@@ -79,15 +82,16 @@ if (
         help="Off: also the other Blockscope variants selected in the sidebar's Variants filter.",
     )
 ):
-    st.caption(f"Not drawn: {', '.join(n for n in names if n not in headline)} (turn the toggle off to add them).")
+    hidden = dd.md(", ".join(n for n in names if n not in headline))
+    st.caption(f"Not drawn: {hidden} (turn the toggle off to add them).")
     df = df[df["variant"].isin(headline)]
 if dtype not in set(df["dtype"].dropna()):
-    ui.empty(f"no {dtype} rows in {label}")
+    ui.empty(f"no {dtype} rows in {dd.md(label)}")
     st.stop()
 
 table = views.fastest(df, method, dtype)
 if table.empty:
-    ui.empty(f"no timed {dtype} rows with {method} in {label}")
+    ui.empty(f"no timed {dtype} rows with {method} in {dd.md(label)}")
     st.stop()
 ui.chart(
     bf.latency_figure(table, df, method, dtype),

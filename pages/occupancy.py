@@ -182,7 +182,7 @@ if row is not None and (arch == data_arch or facts is None):
             f" ({gap:+d}: Triton versions differ, the GPU's own numbers are shown)" if gap else " (the same)"
         )
     estimate = estimate or (f"; {source}" if source else "")
-    source = f"the sweep's compile on {gpu} with Triton {live} (measured){estimate}"
+    source = f"the sweep's compile on {dd.md(gpu)} with Triton {dd.md(live)} (measured){estimate}"
 elif facts is not None:
     source += " — an offline estimate: the GPU's own Triton may allocate differently (not measured for this config)"
 if facts is not None:
@@ -208,7 +208,7 @@ else:
     m[2].metric("Shared memory / program", f"{facts.get('shared_bytes') or 0:,} B")
     if occ:
         m[3].metric("Blocks (programs) / SM", occ["blocks_per_sm"])
-        m[4].metric("Occupancy", f"{occ['occupancy']:.0%}", help=f"limited by {occ['limiter']}")
+        m[4].metric("Occupancy", f"{occ['occupancy']:.0%}", help=f"limited by {dd.md(occ['limiter'])}")
     st.caption(source)
     if occ and occ.get("limits"):
         ui.chart(

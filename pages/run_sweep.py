@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from blockscope.pages import _common as ui
+from blockscope.profiling.views import dashboard_data as dd
 
 st.title("Run sweep")
 
@@ -99,10 +100,10 @@ if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs 
         saved_to = table.attrs.get("sweep", {}).get("saved_to")
         if saved_to:  # the output's disk was full: the rows went elsewhere
             st.session_state["sw_out"] = saved_to
-            st.warning(f"No space left for {out}: the {len(table)} rows are saved in {saved_to}")
+            st.warning(dd.md(f"No space left for {out}: the {len(table)} rows are saved in {saved_to}"))
     except sweep.ResultsLockError as error:  # another sweep (another tab, the CLI) writes this file
         bar.progress(0.0, text="not started")
-        st.error(f"Not started: {error}")
+        st.error(dd.md(f"Not started: {error}"))
 
 out_path = st.session_state.get("sw_out")
 if out_path and Path(out_path).exists():
@@ -111,7 +112,7 @@ if out_path and Path(out_path).exists():
     try:
         st.session_state[ui.LIVE_KEY] = load_results(out_path)
     except ResultsError as error:
-        st.error(f"Could not read the live results: {error}")
+        st.error(dd.md(f"Could not read the live results: {error}"))
 
 live = st.session_state.get(ui.LIVE_KEY)
 if live is not None and len(live):

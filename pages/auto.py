@@ -72,8 +72,23 @@ if ctx.df is not None and ctx.dtype in dtypes:  # the sidebar's dtype, as on eve
     c1.metric("dtype (sidebar)", dtype)
 else:  # no data loaded: no sidebar dtype to follow
     dtype = c1.selectbox("dtype", dtypes, key="auto_dtype")
-n_rows = int(c2.number_input("R (rows)", min_value=1, max_value=2**31 - 1, value=4096, step=1, key="auto_rows"))
-n_cols = int(c3.number_input("N (columns)", min_value=1, max_value=auto.MAX_N, value=5000, step=1, key="auto_n"))
+MAX_ROWS = 2**31 - 1
+n_rows = int(
+    c2.number_input(
+        "R (rows)", min_value=1, max_value=MAX_ROWS, value=4096, step=1, key="auto_rows", help=ui.allowed(1, MAX_ROWS)
+    )
+)
+n_cols = int(
+    c3.number_input(
+        "N (columns)",
+        min_value=1,
+        max_value=auto.MAX_N,
+        value=5000,
+        step=1,
+        key="auto_n",
+        help=ui.allowed(1, auto.MAX_N),
+    )
+)
 try:
     pick = tuning_view.explain(dtype, n_rows, n_cols, gpu)
 except ValueError as error:

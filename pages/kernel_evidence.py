@@ -160,7 +160,7 @@ st.subheader("PTX / SASS of one config")
 c = st.columns(4)
 variants = [v for v in ("teaching", "multirow", "online", "persistent", "splitrow") if v in set(ctx.df["variant"])]
 variant = c[0].selectbox("Variant", variants or ["teaching"], key="ev_variant")
-n_cols = c[1].number_input("N (any)", 1, 1 << 24, 1024, key="ev_n")
+n_cols = c[1].number_input("N (any)", 1, 1 << 24, 1024, key="ev_n", help=ui.allowed(1, 1 << 24))
 num_warps = c[2].selectbox("num_warps", (1, 2, 4, 8, 16, 32), index=2, key="ev_warps")
 dtype = ctx.dtype
 arch_names = dd.arch_names()

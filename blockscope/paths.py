@@ -44,7 +44,7 @@ def confined(path: str | Path, roots: list[Path] | None = None) -> Path | None:
     """`path` resolved (symlinks followed) when it lies inside one of `roots` (default allowed_roots()), else None."""
     try:
         resolved = Path(path).expanduser().resolve()
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):  # ValueError: a NUL byte in the name
         return None
     for root in allowed_roots() if roots is None else roots:
         if resolved == root or root in resolved.parents:

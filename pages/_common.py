@@ -18,6 +18,7 @@ LIVE = "Live sweep results"
 DEMO = "Demo data (synthetic)"
 CATALOG = "Catalog folder"
 CONTEXT_KEY = "_blockscope_context"
+MAX_PATH_CHARS = 4096  # a typed path or folder (Linux's PATH_MAX)
 LIVE_KEY = "live_results"
 # The sidebar's timing method is the only one in the app: every page and the export use it. The default measures the
 # kernel (launches queued behind a GPU hold, L2 flushed; the method of `python -m profiling bench` and the README);
@@ -80,9 +81,21 @@ def _demo() -> pd.DataFrame:
     return synthetic_results()
 
 
+def typed_path_problem(text: str) -> str | None:
+    """Why `text` cannot name a file (a control character such as NUL, or longer than MAX_PATH_CHARS), or None."""
+    if len(text) > MAX_PATH_CHARS:
+        return f"a path of {len(text):,} characters; allowed: at most {MAX_PATH_CHARS:,}"
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        return f"{text[:80]!r}: contains a control character; allowed: a path of printable characters"
+    return None
+
+
 def load_path(path: str | Path) -> pd.DataFrame:
     """A results file by path (cached on path + modification time); ResultsError when it is bad or when it lies
     outside the folders a typed path may name (paths.allowed_roots)."""
+    problem = typed_path_problem(str(path))
+    if problem:
+        raise dd.ResultsError(problem)
     inside = paths.confined(path)
     if inside is None:
         roots = ", ".join(str(r) for r in paths.allowed_roots())
@@ -123,6 +136,7 @@ def _source_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
             "Results file path",
             key="typed_path",
             placeholder="my_sweep.parquet",
+            max_chars=MAX_PATH_CHARS,
             help="A file under the working directory or the bundled data; $BLOCKSCOPE_ALLOWED_ROOTS adds folders.",
         )
         st.sidebar.caption("Readable here: " + dd.md(", ".join(str(r) for r in paths.allowed_roots())))
@@ -149,11 +163,17 @@ def _catalog(folder: str) -> pd.DataFrame:
 
 def _catalog_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
     """A folder under the working directory, its results files (profiling.results.catalog) and the runs picked."""
-    text = st.sidebar.text_input("Catalog folder (under the working directory)", value="results", key="catalog_dir")
+    text = st.sidebar.text_input(
+        "Catalog folder (under the working directory)", value="results", key="catalog_dir", max_chars=MAX_PATH_CHARS
+    )
     root = Path.cwd().resolve()
+    problem = typed_path_problem(text)
+    if problem:
+        st.sidebar.error(dd.md(f"Catalog folder: {problem}"))
+        return None, "", False
     folder = (root / text.strip()).resolve()
     if not folder.is_relative_to(root):
-        st.sidebar.error(f"{text}: outside the working directory; allowed: a folder under {root}")
+        st.sidebar.error(dd.md(f"{text}: outside the working directory; allowed: a folder under {root}"))
         return None, "", False
     try:
         table = _catalog(str(folder))
@@ -163,7 +183,7 @@ def _catalog_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
     results = table[table["status"] == "results"]
     foreign = len(table) - len(results)
     if foreign:
-        st.sidebar.caption(f"{foreign} other Parquet file(s) under {text} are not results files.")
+        st.sidebar.caption(dd.md(f"{foreign} other Parquet file(s) under {text} are not results files."))
     labels = {
         f"{r.file} ({r.gpus or '?'}, {r.rows} rows, {r.last_measured or 'undated'})": r.file
         for r in results.itertuples()
@@ -171,7 +191,7 @@ def _catalog_sidebar() -> tuple[pd.DataFrame | None, str, bool]:
     picked = st.sidebar.multiselect("Runs", list(labels), key="catalog_runs")
     if not picked:
         if results.empty:
-            st.sidebar.info(f"No results files under {text}.")
+            st.sidebar.info(dd.md(f"No results files under {text}."))
         return None, "", False
     loaded: dict[str, pd.DataFrame] = {}
     for label in picked:
@@ -385,7 +405,7 @@ def setups_notice(df: pd.DataFrame) -> str | None:
     gpus = sorted(str(g) for g in df["gpu_name"].dropna().unique())
     runs = df["run_id"].nunique()
     return (
-        f"{len(labels)} GPUs / runs / files loaded ({', '.join(labels)}; {len(gpus)} GPU(s), {runs} run(s)). "
+        f"{len(labels)} GPUs / runs / files loaded ({dd.md(', '.join(labels))}; {len(gpus)} GPU(s), {runs} run(s)). "
         "They are compared side by side, never mixed: one line per variant and GPU/run (dash style), "
         "speedups against the torch.softmax of the same GPU/run, fastest config per N and findings per "
         "GPU/run, one heatmap each."
@@ -394,6 +414,9 @@ def setups_notice(df: pd.DataFrame) -> str | None:
 
 def chart(fig, data: pd.DataFrame, key: str, caption: str | None = None) -> None:
     """A plotly chart with its caption; its data table (and PNG/SVG/CSV downloads) one click away."""
+    from blockscope.profiling.views.figures import escape_markup
+
+    fig = escape_markup(fig)  # names from a loaded file in titles, legends, axes and hovers: text, never HTML
     st.plotly_chart(fig, key=key, config={"displaylogo": False})
     if caption:
         st.caption(caption)
@@ -417,6 +440,11 @@ def _display(data: pd.DataFrame) -> pd.DataFrame:
 
         data = with_revision_columns(data)
     return data.dropna(axis=1, how="all")
+
+
+def allowed(low: int, high: int) -> str:
+    """The range a number input takes, for its tooltip: the widget refuses anything outside it."""
+    return f"Allowed: {low:,} to {high:,}."
 
 
 def empty(what: str) -> None:

@@ -49,7 +49,7 @@ def ncu_source(key: str) -> tuple[pd.DataFrame | None, str]:
     try:
         return _imported(upload.getvalue(), upload.name), upload.name
     except ValueError as error:  # NcuError: one line naming the problem
-        st.error(f"Could not read {upload.name}: {error}")
+        st.error(dd.md(f"Could not read {upload.name}: {error}"))
         return None, ""
 
 
@@ -63,13 +63,13 @@ def occupancy_section(df: pd.DataFrame | None) -> None:
         return
     plotted = ncu.dropna(subset=["theoretical_occupancy_pct", "achieved_occupancy_pct"])
     if plotted.empty:
-        st.info(f"{label} has no occupancy metrics (profile with --section Occupancy or the raw page).")
+        st.info(f"{dd.md(label)} has no occupancy metrics (profile with --section Occupancy or the raw page).")
     else:
         ui.chart(
             figures.ncu_figure(plotted),
             plotted,
             "occ_ncu",
-            f"Theoretical vs achieved occupancy and DRAM throughput measured by ncu ({label}).",
+            f"Theoretical vs achieved occupancy and DRAM throughput measured by ncu ({dd.md(label)}).",
         )
     beside = dd.ncu_beside_estimates(ncu, df)
     columns = [c for c in dd.NCU_ESTIMATE_COLUMNS if c in beside.columns]
@@ -91,7 +91,7 @@ def launches_section(df: pd.DataFrame | None) -> None:
     beside = dd.ncu_beside_estimates(ncu, df)
     columns = [c for c in LAUNCH_COLUMNS if c in beside.columns]
     st.caption(
-        f"{len(beside)} profiled launches from {label}: registers/thread as ncu saw them (ncu_registers) and as "
+        f"{len(beside)} profiled launches from {dd.md(label)}: registers/thread as ncu saw them (ncu_registers) and as "
         "Blockscope's compile recorded them (n_regs, from the loaded results); shared memory in bytes per program; "
         "gpu_time_ns = gpu__time_duration.sum under ncu (clock control as the run chose)."
     )

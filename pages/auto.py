@@ -10,6 +10,7 @@ import streamlit as st
 from blockscope.kernels import auto
 from blockscope.pages import _common as ui
 from blockscope.profiling.views import backends as views
+from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import figures, tuning_view
 
 
@@ -71,8 +72,23 @@ if ctx.df is not None and ctx.dtype in dtypes:  # the sidebar's dtype, as on eve
     c1.metric("dtype (sidebar)", dtype)
 else:  # no data loaded: no sidebar dtype to follow
     dtype = c1.selectbox("dtype", dtypes, key="auto_dtype")
-n_rows = int(c2.number_input("R (rows)", min_value=1, max_value=2**31 - 1, value=4096, step=1, key="auto_rows"))
-n_cols = int(c3.number_input("N (columns)", min_value=1, max_value=auto.MAX_N, value=5000, step=1, key="auto_n"))
+MAX_ROWS = 2**31 - 1
+n_rows = int(
+    c2.number_input(
+        "R (rows)", min_value=1, max_value=MAX_ROWS, value=4096, step=1, key="auto_rows", help=ui.allowed(1, MAX_ROWS)
+    )
+)
+n_cols = int(
+    c3.number_input(
+        "N (columns)",
+        min_value=1,
+        max_value=auto.MAX_N,
+        value=5000,
+        step=1,
+        key="auto_n",
+        help=ui.allowed(1, auto.MAX_N),
+    )
+)
 try:
     pick = tuning_view.explain(dtype, n_rows, n_cols, gpu)
 except ValueError as error:
@@ -160,7 +176,7 @@ if compared.empty or not (compared["variant"] == "auto").any():
         + (f"; the nearest measured N: {', '.join(f'{n:,}' for n in near)}." if near else ".")
     )
 else:
-    versions = ", ".join(sorted({f"Triton {v}" for v in rows["triton_version"].dropna().unique()}))
+    versions = dd.md(", ".join(sorted({f"Triton {v}" for v in rows["triton_version"].dropna().unique()})))
     st.dataframe(
         compared,
         hide_index=True,

@@ -52,7 +52,7 @@ def _row_softmax(ctx: ui.Context) -> None:
             horizontal=True,
             key="be_source",
             format_func=lambda loaded: (
-                f"loaded ({ctx.label})" if loaded else f"bundled backends capture ({bundled_name})"
+                f"loaded ({dd.md(ctx.label)})" if loaded else f"bundled backends capture ({dd.md(bundled_name)})"
             ),
             help=f"The loaded data has no {', '.join(absent)} rows. The bundled backends capture has every peer; "
             "it was measured in an earlier run, with the kernels and tuning table of that time (its rows' "
@@ -76,7 +76,7 @@ def _row_softmax(ctx: ui.Context) -> None:
         st.info(
             f"This page shows the bundled H200 backends capture (`data/{bundled_name}`), with the sidebar's dtype "
             "and timing method"
-            + ("" if views.has_peers(ctx.df) else f"; the loaded data ({ctx.label}) has no peer backends.")
+            + ("" if views.has_peers(ctx.df) else f"; the loaded data ({dd.md(ctx.label)}) has no peer backends.")
         )
 
     method, dtype = ctx.method, ctx.dtype
@@ -92,15 +92,16 @@ def _row_softmax(ctx: ui.Context) -> None:
             help="Off: also the other Blockscope variants selected in the sidebar's Variants filter.",
         )
     ):
-        st.caption(f"Not drawn: {', '.join(n for n in names if n not in headline)} (turn the toggle off to add them).")
+        hidden = dd.md(", ".join(n for n in names if n not in headline))
+        st.caption(f"Not drawn: {hidden} (turn the toggle off to add them).")
         df = df[df["variant"].isin(headline)]
     if dtype not in set(df["dtype"].dropna()):
-        ui.empty(f"no {dtype} rows in {label}")
+        ui.empty(f"no {dtype} rows in {dd.md(label)}")
         return
 
     table = views.fastest(df, method, dtype)
     if table.empty:
-        ui.empty(f"no timed {dtype} rows with {method} in {label}")
+        ui.empty(f"no timed {dtype} rows with {method} in {dd.md(label)}")
         return
     ui.chart(
         bf.latency_figure(table, df, method, dtype),

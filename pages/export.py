@@ -42,7 +42,7 @@ if st.button("Run export", type="primary", disabled=not formats, key="exp_run"):
     bar = st.progress(0.0, text="Drawing figures…")
 
     def progress(done: int, total: int, name: str) -> None:
-        bar.progress(done / max(total, 1), text=f"{done}/{total} {name}")
+        bar.progress(done / max(total, 1), text=f"{done}/{total} {dd.md(name)}")
 
     with tempfile.TemporaryDirectory(prefix="blockscope-export-") as tmp:
         warning = None
@@ -51,7 +51,7 @@ if st.button("Run export", type="primary", disabled=not formats, key="exp_run"):
         except export.ChromiumMissing as error:
             written, warning = error.written, str(error)
         except export.ExportError as error:
-            st.error(f"Export failed: {error}")
+            st.error(dd.md(f"Export failed: {error}"))
             st.stop()
         report = Path(tmp) / export.REPORT_NAME
         st.session_state[RESULT_KEY] = {
@@ -67,9 +67,9 @@ if st.button("Run export", type="primary", disabled=not formats, key="exp_run"):
 
 result = st.session_state.get(RESULT_KEY)
 if result:
-    st.success(f"Exported {result['files']} files ({result['label']}, {result['method']}) at {result['when']}.")
+    st.success(dd.md(f"Exported {result['files']} files ({result['label']}, {result['method']}) at {result['when']}."))
     if result["warning"]:
-        st.warning(result["warning"])
+        st.warning(dd.md(result["warning"]))
     stamp = dt.date.today().isoformat()
     left, right = st.columns(2)
     left.download_button(

@@ -114,7 +114,7 @@ else:
             key="ev_trace_kernels",
         )
     except ValueError as error:
-        st.error(f"{entry['file']}: {error}")
+        st.error(dd.md(f"{entry['file']}: {error}"))
 
 ncu_section.launches_section(ctx.df)
 
@@ -146,12 +146,12 @@ else:
     try:
         tree = hatchet_table(tree_source, tree_label)
     except HatchetError as error:
-        st.error(f"Could not read {tree_label}: {error}")
+        st.error(dd.md(f"Could not read {tree_label}: {error}"))
     else:
         shown = tree.assign(name=["  " * d + n for d, n in zip(tree["depth"], tree["name"], strict=True)])
         columns = [c for c in ("name", "count", "time_ns", "inclusive_time_ns", "avg_time_ns", "pct_of_root", "bytes")]
         st.caption(
-            f"{tree_label}: Proton's tree (ROOT, one scope per config, its kernels); time_ns summed over the "
+            f"{dd.md(tree_label)}: Proton's tree (ROOT, one scope per config, its kernels); time_ns summed over the "
             "profiled calls (count), avg_time_ns per call, pct_of_root of the whole session's kernel time."
         )
         st.dataframe(shown[[c for c in columns if c in shown.columns]], hide_index=True, key="ev_proton_tree")
@@ -160,7 +160,7 @@ st.subheader("PTX / SASS of one config")
 c = st.columns(4)
 variants = [v for v in ("teaching", "multirow", "online", "persistent", "splitrow") if v in set(ctx.df["variant"])]
 variant = c[0].selectbox("Variant", variants or ["teaching"], key="ev_variant")
-n_cols = c[1].number_input("N (any)", 1, 1 << 24, 1024, key="ev_n")
+n_cols = c[1].number_input("N (any)", 1, 1 << 24, 1024, key="ev_n", help=ui.allowed(1, 1 << 24))
 num_warps = c[2].selectbox("num_warps", (1, 2, 4, 8, 16, 32), index=2, key="ev_warps")
 dtype = ctx.dtype
 arch_names = dd.arch_names()

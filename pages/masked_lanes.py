@@ -82,7 +82,12 @@ st.subheader("Any N: BLOCK_SIZE and masked lanes")
 a1, a2 = st.columns([1, 3])
 typed_n = int(
     a1.number_input(
-        "N", 1, 1 << 24, 5000, key="lanes_any_n", help="Any number of columns; each variant's default tile for it."
+        "N",
+        1,
+        1 << 24,
+        5000,
+        key="lanes_any_n",
+        help=f"Any number of columns; each variant's default tile for it. {ui.allowed(1, 1 << 24)}",
     )
 )
 try:
@@ -118,10 +123,16 @@ st.caption(
     "GPU). The seed's example: `[0, 1, 2, 3, 4]`, N = 5, BLOCK_SIZE = 8."
 )
 c1, c2 = st.columns([3, 1])
-text = c1.text_input("Row values", DEFAULT_ROW, key="lanes_row")
+text = c1.text_input(
+    "Row values",
+    DEFAULT_ROW,
+    key="lanes_row",
+    max_chars=dd.ROW_MAX_CHARS,
+    help=f"Up to {dd.ROW_MAX_VALUES:,} finite numbers, separated by commas or spaces.",
+)
 dtype = c2.selectbox("dtype", ("fp32", "fp16", "bf16"), key="lanes_dtype")
 try:
-    values = dd.parse_row(text)
+    values = dd.parse_row(text, dtype)
     table, block = worked_example(tuple(values), dtype)
 except ValueError as error:
     st.error(str(error))

@@ -113,7 +113,7 @@ if not len(stored):
     if len(stored):
         source_label = f"bundled data/{nm.BUNDLED_PATH.name}"
         st.info(
-            f"The loaded data ({ctx.label}) has no numerics columns: this page shows the bundled H200 numerics "
+            f"The loaded data ({dd.md(ctx.label)}) has no numerics columns: this page shows the bundled H200 numerics "
             f"capture (`data/{nm.BUNDLED_PATH.name}`: every backend x 3 dtypes x 9 N x 6 input distributions, "
             "R=64)."
         )
@@ -124,21 +124,21 @@ if len(stored):
         stored = stored[stored["n_rows"] == r_pick]
     table, platform = stored, platform_label(stored)
     st.caption(
-        f"Numerics columns of {source_label}: {len(stored)} measurements on **{platform}** "
+        f"Numerics columns of {dd.md(source_label)}: {len(stored)} measurements on **{dd.md(platform)}** "
         "(sidebar filters apply, except R and dtype; several configs at one N: the least exact is drawn)."
     )
 else:
     platform = _platform_of_device()
-    what = f"The loaded data ({ctx.label})" if ctx.df is not None else "No results are loaded, and so the page"
+    what = f"The loaded data ({dd.md(ctx.label)})" if ctx.df is not None else "No results are loaded, and so the page"
     st.info(
         f"{what} has no numerics columns (`ulp_max`, … filled by `python -m profiling numerics` or a sweep "
-        f"made after they existed). Showing numbers computed live on the **{platform}**: "
+        f"made after they existed). Showing numbers computed live on the **{dd.md(platform)}**: "
         f"{', '.join(LIVE_VARIANTS)} at N ∈ {{{', '.join(map(str, LIVE_N))}}}, {LIVE_ROWS} rows."
     )
     table = None
 
 st.info(
-    "**Which platform.** This page shows **" + platform + "**. The CPU interpreter's numbers differ from a "
+    "**Which platform.** This page shows **" + dd.md(platform) + "**. The CPU interpreter's numbers differ from a "
     "GPU's: on the interpreter `tl.exp` is numpy's float32 exp and `/` a correctly rounded division, while on "
     "NVIDIA GPUs Triton compiles `tl.exp` to a multiply by log2(e) + `ex2.approx.f32` and the division to "
     "`div.full.f32` (both approximate), and torch.softmax runs its CUDA kernel instead of its CPU one. In "
@@ -174,7 +174,7 @@ failed = table[table["error"].fillna("") != ""]
 if len(failed):
     st.warning(
         f"{len(failed)} measurement(s) failed: "
-        + "; ".join(f"{r.variant} {r.dtype} N={r.n_cols}: {r.error}" for r in failed.head(3).itertuples())
+        + dd.md("; ".join(f"{r.variant} {r.dtype} N={r.n_cols}: {r.error}" for r in failed.head(3).itertuples()))
     )
 shown = fn.numerics_rows(table)
 shown = shown[(shown["dtype"] == dtype) & (shown["numerics_input"] == input_name)] if len(shown) else shown

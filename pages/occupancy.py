@@ -25,6 +25,8 @@ COMPILE_VARIANTS = (
     "stagedrows",
 )
 MAX_TYPED_N = 1 << 24  # splitrow's widest N; each variant's plan names its own range
+MAX_ROWS = 1 << 22  # R of the waves
+MAX_SMS = 1024
 
 
 @st.cache_data(show_spinner=False)
@@ -94,7 +96,7 @@ n_cols = int(
         MAX_TYPED_N,
         min(n_values, key=lambda n: abs(n - 1000)),
         key="occ_n",
-        help="Columns per row; any N, not only the swept ones.",
+        help=f"Columns per row; any N, not only the swept ones. {ui.allowed(1, MAX_TYPED_N)}",
     )
 )
 launcher_warps = typed_config.launcher_num_warps(variant, n_cols, dtype)
@@ -182,7 +184,7 @@ if row is not None and (arch == data_arch or facts is None):
             f" ({gap:+d}: Triton versions differ, the GPU's own numbers are shown)" if gap else " (the same)"
         )
     estimate = estimate or (f"; {source}" if source else "")
-    source = f"the sweep's compile on {gpu} with Triton {live} (measured){estimate}"
+    source = f"the sweep's compile on {dd.md(gpu)} with Triton {dd.md(live)} (measured){estimate}"
 elif facts is not None:
     source += " — an offline estimate: the GPU's own Triton may allocate differently (not measured for this config)"
 if facts is not None:
@@ -208,7 +210,7 @@ else:
     m[2].metric("Shared memory / program", f"{facts.get('shared_bytes') or 0:,} B")
     if occ:
         m[3].metric("Blocks (programs) / SM", occ["blocks_per_sm"])
-        m[4].metric("Occupancy", f"{occ['occupancy']:.0%}", help=f"limited by {occ['limiter']}")
+        m[4].metric("Occupancy", f"{occ['occupancy']:.0%}", help=f"limited by {dd.md(occ['limiter'])}")
     st.caption(source)
     if occ and occ.get("limits"):
         ui.chart(
@@ -232,16 +234,16 @@ else:
 st.subheader("Waves")
 data_sms = int(ctx.df["sm_count"].dropna().iloc[0]) if ctx.df["sm_count"].notna().any() else None
 w = st.columns(3)
-n_rows = int(w[0].number_input("R (rows)", 1, 2**22, 4096, key="occ_rows"))
+n_rows = int(w[0].number_input("R (rows)", 1, MAX_ROWS, 4096, key="occ_rows", help=ui.allowed(1, MAX_ROWS)))
 sm_count = int(
     w[1].number_input(
         f"SMs ({arch})",
         1,
-        1024,
+        MAX_SMS,
         typed_config.default_sm_count(arch, data_arch, data_sms),
         key=f"occ_sms_{arch}",
         help="Editable. Default: the loaded data's SM count when its GPU is this arch, else "
-        "the arch's reference GPU (blockscope.profiling.inspect.occupancy.ARCHS).",
+        f"the arch's reference GPU (blockscope.profiling.inspect.occupancy.ARCHS). {ui.allowed(1, MAX_SMS)}",
     )
 )
 grid = None

@@ -63,8 +63,8 @@ cols[3].metric(
 cols[4].metric("R (rows)", ", ".join(f"{r:,}" for r in info["rows_r"]))
 cols[5].metric("Timing methods", len(info["methods"]), help=", ".join(info["methods"]))
 st.caption(
-    f"Variants: {', '.join(info['variants'])} · dtypes: {', '.join(info['dtypes'])} · num_warps: "
-    f"{', '.join(map(str, info['num_warps']))} · measured {', '.join(info['measured_at'])[:80]}"
+    f"Variants: {dd.md(', '.join(info['variants']))} · dtypes: {', '.join(info['dtypes'])} · num_warps: "
+    f"{', '.join(map(str, info['num_warps']))} · measured {dd.md(', '.join(info['measured_at'])[:80])}"
 )
 
 with st.expander("Sweep extent: configs per variant and dtype"):

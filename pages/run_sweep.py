@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from blockscope.pages import _common as ui
+from blockscope.profiling.views import dashboard_data as dd
 
 st.title("Run sweep")
 
@@ -29,9 +30,11 @@ if not ui.cuda_available():
 
 import torch  # noqa: E402
 
-from blockscope.profiling.cli import int_list  # noqa: E402 - the CLI's validator of N lists
+from blockscope.profiling.cli import MAX_SWEEP_N, int_list_within  # noqa: E402 - the CLI's validator of N lists
 from blockscope.profiling.measure.backends import backend_names  # noqa: E402
 
+MAX_N_VALUES = 64
+MAX_ROWS = 2**20
 VARIANTS = backend_names()  # the peers, then every registered variant; peers not installed get "unavailable" rows
 st.caption(
     f"GPU: {torch.cuda.get_device_name()} — results are stored in this session; pick "
@@ -47,8 +50,14 @@ methods = c[2].multiselect(
     key="sw_methods",
 )
 c = st.columns(3)
-n_text = c[0].text_input("N values", "256, 1000, 1024, 1025, 4096, 16384", key="sw_n")
-n_rows = c[1].number_input("R (rows)", 1, 2**20, 4096, key="sw_rows")
+n_text = c[0].text_input(
+    "N values",
+    "256, 1000, 1024, 1025, 4096, 16384",
+    key="sw_n",
+    max_chars=2000,
+    help=f"Up to {MAX_N_VALUES} values, each from 1 to {MAX_SWEEP_N:,}, separated by commas or spaces.",
+)
+n_rows = c[1].number_input("R (rows)", 1, MAX_ROWS, 4096, key="sw_rows", help=ui.allowed(1, MAX_ROWS))
 warps = c[2].multiselect("num_warps", (1, 2, 4, 8, 16, 32), default=[4, 8], key="sw_warps")
 prune = st.checkbox(
     "Prune clearly slower configs",
@@ -59,10 +68,10 @@ prune = st.checkbox(
     "turns off).",
 )
 
-try:  # the CLI's own parser: positive integers, one message naming what is allowed
-    n_values = int_list(n_text.replace(" ", ","))
+try:  # the CLI's own parser: integers in range, one message naming what is allowed
+    n_values = int_list_within(n_text.replace(" ", ","), 1, MAX_SWEEP_N, most=MAX_N_VALUES)
 except argparse.ArgumentTypeError as error:
-    st.error(f"N values: {error}")
+    st.error(dd.md(f"N values: {error}"))
     st.stop()
 
 from blockscope.profiling.measure import sweep  # noqa: E402
@@ -108,10 +117,10 @@ if start.button("Run sweep", type="primary", key="sw_run", disabled=not configs 
         saved_to = table.attrs.get("sweep", {}).get("saved_to")
         if saved_to:  # the output's disk was full: the rows went elsewhere
             st.session_state["sw_out"] = saved_to
-            st.warning(f"No space left for {out}: the {len(table)} rows are saved in {saved_to}")
+            st.warning(dd.md(f"No space left for {out}: the {len(table)} rows are saved in {saved_to}"))
     except sweep.ResultsLockError as error:  # another sweep (another tab, the CLI) writes this file
         bar.progress(0.0, text="not started")
-        st.error(f"Not started: {error}")
+        st.error(dd.md(f"Not started: {error}"))
 
 out_path = st.session_state.get("sw_out")
 if out_path and Path(out_path).exists():
@@ -120,7 +129,7 @@ if out_path and Path(out_path).exists():
     try:
         st.session_state[ui.LIVE_KEY] = load_results(out_path)
     except ResultsError as error:
-        st.error(f"Could not read the live results: {error}")
+        st.error(dd.md(f"Could not read the live results: {error}"))
 
 live = st.session_state.get(ui.LIVE_KEY)
 if live is not None and len(live):

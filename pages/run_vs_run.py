@@ -44,7 +44,7 @@ if len(loaded) < 2 and ctx.label.startswith("bundled") and repeat_path.exists():
     )
 if len(loaded) < 2:
     st.info(
-        f"One run is loaded ({ctx.label or 'one GPU / run / file'}). To compare two: pick **Upload results "
+        f"One run is loaded ({dd.md(ctx.label) or 'one GPU / run / file'}). To compare two: pick **Upload results "
         "files** in the sidebar and add two results files (e.g. two GPUs, or a sweep before and after a "
         "change), or load one file holding two runs of the same configs; the sidebar's **Files** filter must "
         "keep both. Or try the view on two synthetic demo runs:",
@@ -76,10 +76,10 @@ if compare.gpu_uuids(run_a.rows) and compare.gpu_uuids(run_b.rows):
     try:
         different = compare.check_same_gpu(run_a.rows, run_b.rows, force=force)
     except compare.DifferentGPUError as error:
-        st.warning(f"Not compared: {error}.")
+        st.warning(dd.md(f"Not compared: {error}."))
         st.stop()
     if different:
-        st.warning(f"Compared although {different}.")
+        st.warning(dd.md(f"Compared although {different}."))
 
 mode = (
     st.segmented_control(

@@ -38,18 +38,23 @@ if not triton:
     st.stop()
 if from_grid is not None:
     st.info(
-        f"The loaded data ({ctx.label}) times each variant at one num_warps only: these heatmaps show the bundled "
-        f"num_warps grid `data/{from_grid.name}` (H200, measured {str(source['measured_at'].min())[:10]}, with the "
-        "kernels of that day: its split-row rows predate the current split-row kernel), with the sidebar's "
+        f"The loaded data ({dd.md(ctx.label)}) times each variant at one num_warps only: these heatmaps show the "
+        f"bundled num_warps grid `data/{from_grid.name}` (H200, measured {str(source['measured_at'].min())[:10]}, "
+        "with the kernels of that day: its split-row rows predate the current split-row kernel), with the sidebar's "
         "dtype and timing method. Sweep with `--num-warps 1,2,4,8,16,32` for your own.",
         icon=":material/info:",
     )
-variant = st.segmented_control("Variant", triton, default=triton[0], key="trade_variant") or triton[0]
+variant = (
+    st.segmented_control("Variant", triton, default=triton[0], format_func=dd.md, key="trade_variant") or triton[0]
+)
 part = source[(source["variant"] == variant) & (source["dtype"] == dtype)]
 split = dd.split_setups(part)
 if len(split) > 1:  # a heatmap holds one GPU / run / file: pick which (never the min over several)
     labels = [label for label, _ in split]
-    chosen = st.segmented_control("GPU / run / file", labels, default=labels[0], key="trade_setup") or labels[0]
+    chosen = (
+        st.segmented_control("GPU / run / file", labels, default=labels[0], format_func=dd.md, key="trade_setup")
+        or labels[0]
+    )
     part = dict(split).get(chosen, split[0][1])
 timed = part[part["method"] == method]
 
@@ -71,7 +76,7 @@ for tab, (value, what, unit, fmt, relative, reverse, rows) in zip(tabs[:3], pane
         if dense:
             grid = tradeoffs.keep_dense(grid)
         if grid.empty:
-            ui.empty(f"no {what} for {variant} {dtype}")
+            ui.empty(f"no {what} for {dd.md(variant)} {dtype}")
             continue
         what_by = what if relative else f"{what} by N x num_warps"
         title = figures.title_for(f"{variant}: {what_by}", source, dtype, method if value == "median_us" else None)
@@ -105,5 +110,5 @@ with tabs[3]:
             },
         )
         st.caption(
-            f"{variant} {dtype}, {method}: the fastest num_warps at each N and how much slower the runner-up is."
+            f"{dd.md(variant)} {dtype}, {method}: the fastest num_warps at each N and how much slower the runner-up is."
         )

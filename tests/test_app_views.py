@@ -17,6 +17,7 @@ from tests.test_app import (
     load_path,
     new_app,
 )
+from tests.texts import plain
 
 SMALL = {"n_values": (256, 1024, 1025, 4096), "dtypes": ("fp16",), "variants": ("torch", "teaching", "online")}
 
@@ -220,11 +221,11 @@ def test_run_vs_run_refuses_different_gpu_uuids_until_forced() -> None:
     ).run()
     at.switch_page("pages/run_vs_run.py").run()
     assert not at.exception, at.exception
-    assert any("Not compared" in w.value and "GPU-aaaa" in w.value for w in at.warning)
+    assert any("Not compared" in plain(w.value) and "GPU-aaaa" in plain(w.value) for w in at.warning)
     assert not [d for d in at.dataframe if "ratio_high" in d.value.columns]
     at.checkbox(key="rvr_force").check().run()
     assert not at.exception, at.exception
-    assert any("Compared although" in w.value for w in at.warning)
+    assert any("Compared although" in plain(w.value) for w in at.warning)
     assert len(ratio_table(at))
 
 

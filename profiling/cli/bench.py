@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from blockscope.profiling.cli import CLIError, int_list, str_list
+from blockscope.profiling.cli import CLIError, check_writable_file, int_list, str_list
 
 DTYPES = ("fp16", "bf16", "fp32")
 
@@ -117,6 +117,9 @@ def run_bench_command(args: argparse.Namespace) -> int:
     bad = [p for p in asked or () if p not in PEERS]
     if bad:
         raise CLIError(f"unknown peer(s) {', '.join(bad)}; allowed: {', '.join(PEERS)} or none")
+    check_writable_file(args.markdown, "--markdown")
+    if args.csv:
+        check_writable_file(args.csv, "--csv")
     _need_cuda("bench")
     from blockscope.profiling.measure.backends import get_backend
     from blockscope.profiling.measure.bench import peer_summary, run_bench, summary, write_outputs

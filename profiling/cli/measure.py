@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from blockscope.profiling.cli import CLIError, int_list, positive_int, str_list
+from blockscope.profiling.cli import CLIError, check_writable_file, int_list, positive_int, str_list
 
 NUM_WARPS_ALLOWED = (1, 2, 4, 8, 16, 32)
 
@@ -493,8 +493,10 @@ def save_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) 
 
 
 def check_out_path(text: str) -> Path:
-    """--out as a Path: CLIError for a directory or a suffix other than .parquet/.csv."""
+    """--out as a Path: CLIError for a directory, a FIFO or device (also at its lock file) or a suffix other than
+    .parquet/.csv."""
     out = Path(text)
+    check_writable_file(text)
     if out.is_dir() or text.endswith(("/", "\\")):
         raise CLIError(
             f"--out {text} is a directory; allowed: a results file path ending in .parquet or .csv "
@@ -502,6 +504,7 @@ def check_out_path(text: str) -> Path:
         )
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise CLIError(f"--out {text}: unsupported suffix {out.suffix!r}; allowed: .parquet or .csv")
+    check_writable_file(str(out.with_name(out.name + ".lock")), "--out's lock file")
     return out
 
 
@@ -720,6 +723,8 @@ def run_drift_command(args: argparse.Namespace) -> int:
     from blockscope.profiling.results.drift import DriftMismatch, check_same_gpu, drift_lines, repeat_drift
 
     tables = []
+    if args.out:
+        check_writable_file(args.out)
     for label, path in (("FIRST", args.first), ("SECOND", args.second)):
         try:
             tables.append(load_results(path))

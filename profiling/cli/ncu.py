@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from blockscope.profiling.cli import CLIError
+from blockscope.profiling.cli import CLIError, check_writable_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,6 +32,7 @@ def run_ncu_import(args: argparse.Namespace) -> int:
 
     if not args.out.lower().endswith((".parquet", ".csv")):
         raise CLIError(f"--out {args.out}: allowed: a .parquet or .csv path")
+    check_writable_file(args.out)
     try:
         configs = load_results(args.configs) if args.configs else None
         table = import_ncu(args.file, configs)

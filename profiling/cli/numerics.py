@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from blockscope.profiling.cli import CLIError, int_list, positive_int, str_list
+from blockscope.profiling.cli import CLIError, check_writable_file, int_list, positive_int, str_list
 
 DEFAULT_VARIANTS = ("torch", "teaching", "online")
 DEFAULT_N = (128, 1000, 1024, 4096)
@@ -136,6 +136,8 @@ def run_numerics_command(args: argparse.Namespace) -> int:
         raise CLIError(f"--out {args.out}: unsupported suffix {out.suffix!r}; allowed: .parquet or .csv")
     if out is not None and out.is_dir():
         raise CLIError(f"--out {args.out} is a directory; allowed: a .parquet or .csv file path")
+    if out is not None:
+        check_writable_file(args.out)
     import torch
 
     cuda = torch.cuda.is_available()

@@ -439,15 +439,33 @@ def lane_table(values: list[float], dtype: str = "fp32") -> tuple[pd.DataFrame, 
     return table, block
 
 
-def parse_row(text: str) -> list[float]:
-    """'0, 1, 2 3' -> [0.0, 1.0, 2.0, 3.0]; ValueError names the bad token."""
+ROW_MAX_VALUES = 1024  # the worked example's widest row (it runs on the CPU interpreter when there is no GPU)
+ROW_MAX_CHARS = 32 * ROW_MAX_VALUES
+DTYPE_MAX: dict[str, float] = {"fp32": 3.4028234663852886e38, "bf16": 3.3895313892515355e38, "fp16": 65504.0}
+
+
+def parse_row(text: str, dtype: str | None = None) -> list[float]:
+    """'0, 1, 2 3' -> [0.0, 1.0, 2.0, 3.0]: 1 to ROW_MAX_VALUES finite numbers (within `dtype`'s range when given);
+    ValueError names the bad token and what is allowed."""
     tokens = [t for t in text.replace(",", " ").replace("[", " ").replace("]", " ").split() if t]
+    if not tokens:
+        raise ValueError(f"no numbers; type 1 to {ROW_MAX_VALUES:,} numbers separated by commas or spaces")
+    if len(tokens) > ROW_MAX_VALUES:
+        raise ValueError(f"{len(tokens):,} numbers; allowed: 1 to {ROW_MAX_VALUES:,}")
+    limit = DTYPE_MAX.get(dtype or "fp32", DTYPE_MAX["fp32"])
     out = []
     for token in tokens:
+        shown = token if len(token) <= 40 else token[:40] + "…"
         try:
-            out.append(float(token))
+            value = float(token)
         except ValueError:
-            raise ValueError(f"{token!r} is not a number; type numbers separated by commas or spaces") from None
+            raise ValueError(f"{shown!r} is not a number; type numbers separated by commas or spaces") from None
+        if not math.isfinite(value) or abs(value) > limit:
+            raise ValueError(
+                f"{shown!r} is outside the {dtype or 'fp32'} range; "
+                f"allowed: finite numbers from {-limit:g} to {limit:g}"
+            )
+        out.append(value)
     return out
 
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -53,12 +54,44 @@ TEMPLATE = "plotly_white"
 
 @dataclass
 class FigureSpec:
-    """A named figure and the table it was drawn from (for the export: PNG/SVG/HTML + CSV)."""
+    """A named figure and the table it was drawn from (for the export: PNG/SVG/HTML + CSV); the figure's text is
+    escaped (escape_markup) when the spec is made."""
 
     name: str
     title: str
     figure: go.Figure
     data: pd.DataFrame
+
+    def __post_init__(self) -> None:
+        self.figure = escape_markup(self.figure)
+
+
+# the tags the figures themselves write (titles, hovers): every other '<' or '>' in a figure's text is escaped
+_MARKUP = re.compile(r"(<\s*/?\s*(?:br|b|i|em|sub|sup|extra)\s*/?\s*>)|[<>]", re.I)
+
+
+def escape_text(text: str) -> str:
+    """`text` with every '<' and '>' as an entity except in the few tags the figures write (br, b, i, em, sub, sup,
+    extra): a value from a file such as '<img src=x onerror=...>' or '<a href=...>' is shown, never rendered."""
+    return _MARKUP.sub(lambda m: m.group(1) or ("&lt;" if m.group(0) == "<" else "&gt;"), text)
+
+
+def _escaped(value: object) -> object:
+    if isinstance(value, str):
+        return escape_text(value)
+    if isinstance(value, dict):
+        return {key: _escaped(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_escaped(item) for item in value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
+        return np.array([_escaped(item) for item in value.ravel().tolist()], dtype=object).reshape(value.shape)
+    return value
+
+
+def escape_markup(fig: go.Figure) -> go.Figure:
+    """A copy of `fig` whose every text (titles, trace names, axis categories, hover text and custom data) shows
+    HTML from a loaded file as text: plotly renders a subset of HTML in all of them."""
+    return go.Figure(_escaped(fig.to_dict()))
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

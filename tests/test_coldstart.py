@@ -227,3 +227,30 @@ def test_cli_on_cpu_saves_rows(capsys, only_coldstart, tmp_path) -> None:
     assert "auto 4x64 cold: torch_import" in stdout and f"saved 16 rows to {out}" in stdout
     again = save_results(df, tmp_path / "cold.csv")
     assert len(load_results(again)) == 16
+
+
+# --- the view -----------------------------------------------------------------------------------------------------
+
+
+def test_cold_start_table() -> None:
+    from blockscope.profiling.views.coldstart import cold_start_table
+
+    calls: list[tuple] = []
+    rows = coldstart.measure(["torch", "auto"], [(4, 64)], "fp32", reps=1, device="cpu", runner=fake_runner(calls))
+    other = normalize(
+        __import__("pandas").DataFrame(
+            [{"variant": "torch", "dtype": "fp16", "n_rows": 1, "n_cols": 8, "method": "cuda_graph", "median_us": 2.0}]
+        )
+    )
+    table = cold_start_table(__import__("pandas").concat([other, rows], ignore_index=True))
+    assert list(table["variant"]) == ["torch", "torch", "auto", "auto"]
+    assert list(table["cache_state"]) == ["cold", "warm", "cold", "warm"]
+    auto_cold = table.iloc[2]
+    assert auto_cold["first_call_s"] == pytest.approx(2.0) and auto_cold["torch_import_s"] == pytest.approx(1.0)
+    assert auto_cold["to_first_result_s"] == pytest.approx(2.0, abs=1e-6)  # import ~0 + no cuda_init on cpu
+    assert table["cuda_init_s"].isna().all() and (table["error"] == "").all()
+    assert cold_start_table(other).empty and cold_start_table(None).empty
+    failed = coldstart.measure(["auto"], [(4, 64)], "fp32", reps=1, device="cpu", runner=fake_runner([], "auto"))
+    shown = cold_start_table(failed)
+    assert len(shown) == 2 and shown["error"].str.startswith("cold start failed").all()
+    assert shown["first_call_s"].isna().all()

@@ -2,7 +2,8 @@
 
 Importing this module imports neither Triton nor a variant module: `VARIANTS` fills itself on first use (the variant
 modules, Triton and Gluon load then), so `import blockscope.kernels` costs little beyond `import torch`
-(docs/measurements.md, "Import cost")."""
+(docs/measurements.md, "Import cost"). It does register the blockscope::softmax ops (kernels/ops.py, no Triton at
+import); softmax's traced path hands the op a variant name checked against VARIANT_NAMES, so a trace never imports."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 import torch
 
+from . import ops  # registers blockscope::softmax (cheap: its launches import the variants when they run)
 from ._common import SUPPORTED_DTYPES
 from .plan import LaunchPlan
 
@@ -78,7 +80,6 @@ def _build() -> dict[str, Variant]:
         cluster,
         multirow,
         online,
-        ops,  # noqa: F401 - registers the blockscope::softmax op
         persistent,
         splitrow,
         staged,
@@ -274,6 +275,34 @@ class _Variants(MutableMapping):
 VARIANTS: MutableMapping[str, Variant] = _Variants()
 
 
+# every variant's name, in VARIANTS' order, known without importing the variant modules (tests/test_import_cost.py
+# checks it against VARIANTS)
+VARIANT_NAMES: tuple[str, ...] = (
+    "teaching",
+    "multirow",
+    "online",
+    "persistent",
+    "splitrow",
+    "staged",
+    "staged_split",
+    "warprows",
+    "stagedrows",
+    "cluster",
+    "tinyrows",
+    "auto",
+)
+
+
+@dataclass(frozen=True)
+class _Named:
+    """A variant by name only: what softmax's traced path passes to the blockscope::softmax op."""
+
+    name: str
+
+
+_NAMED: dict[str, _Named] = {name: _Named(name) for name in VARIANT_NAMES}
+
+
 def _load_auto() -> ModuleType:
     """kernels.auto, loading the registry's variants on the way (the first softmax(x, variant="auto"))."""
     VARIANTS["auto"]  # noqa: B018 - fills the table and _auto
@@ -332,7 +361,14 @@ def softmax(
         if variant is not None:
             raise TypeError(f"softmax: variant given twice ({dim!r} and {variant!r}); allowed: one of them")
         dim, variant = -1, dim
-    entry = get_variant("teaching" if variant is None else variant)
+    name = "teaching" if variant is None else variant
+    # traced: the op takes the name only; resolving the variant would import the variant modules inside the trace
+    if torch.compiler.is_compiling():
+        entry = _NAMED.get(name)
+        if entry is None:
+            raise ValueError(f"unknown variant {name!r}; allowed: {', '.join(VARIANT_NAMES)}")
+    else:
+        entry = get_variant(name)
     if dim == -1 and out is None and not inplace and not torch.compiler.is_compiling():  # the common call
         if isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
             from .autograd import SoftmaxFunction
@@ -347,8 +383,6 @@ def softmax(
         return _softmax_into(x, dim, last, entry, out, inplace, tunables)
     moved = x if last else x.movedim(dim, -1)
     if torch.compiler.is_compiling():
-        from . import ops
-
         y = torch.ops.blockscope.softmax(moved, entry.name, ops.encode_tunables(tunables))
     elif isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
         from .autograd import SoftmaxFunction
@@ -360,7 +394,13 @@ def softmax(
 
 
 def _softmax_into(
-    x: torch.Tensor, dim: int, last: bool, entry: Variant, out: torch.Tensor | None, inplace: bool, tunables: dict
+    x: torch.Tensor,
+    dim: int,
+    last: bool,
+    entry: Variant | _Named,
+    out: torch.Tensor | None,
+    inplace: bool,
+    tunables: dict,
 ) -> torch.Tensor:
     """softmax(..., out=...) / softmax(..., inplace=True): checks, then the launch writes into the target."""
     if not isinstance(x, torch.Tensor):
@@ -395,8 +435,6 @@ def _softmax_into(
     moved_x = x if last else x.movedim(dim, -1)
     moved_out = out if last else out.movedim(dim, -1)
     if torch.compiler.is_compiling():
-        from . import ops
-
         moved_out.copy_(torch.ops.blockscope.softmax(moved_x, entry.name, ops.encode_tunables(tunables)))
         return out
     if moved_out.stride(-1) == 1 and (moved_out.dim() == 2 or moved_out.is_contiguous()):  # rows view: in place

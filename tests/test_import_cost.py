@@ -55,3 +55,33 @@ def test_from_import_and_call() -> None:
     )
     assert got[0] < 1e-6
     assert got[1:] == ["online", "Softmax"]
+
+
+def test_variant_names_match_the_registry() -> None:
+    from blockscope.kernels import registry
+
+    assert registry.VARIANT_NAMES == tuple(registry.VARIANTS)
+
+
+def test_ops_registered_without_triton() -> None:
+    got = _fresh(
+        "import json, sys, torch, blockscope.kernels; "
+        "print(json.dumps([hasattr(torch.ops.blockscope, 'softmax'), 'triton' in sys.modules]))"
+    )
+    assert got == [True, False]
+
+
+def test_torch_compile_fullgraph_in_a_fresh_process() -> None:
+    """The first softmax a process makes may be traced: the variant modules load outside the trace (in the op)."""
+    got = _fresh(
+        "import json, torch, blockscope.kernels as k\n"
+        "def f(x):\n"
+        "    return k.softmax(x * 2, variant='online') + k.softmax(x, 0, 'teaching')\n"
+        "c = torch.compile(f, fullgraph=True, backend='aot_eager')\n"
+        "x = torch.randn(4, 100, requires_grad=True)\n"
+        "y = c(x)\n"
+        "y.sum().backward()\n"
+        "print(json.dumps([float((y - torch.softmax(2 * x, -1) - torch.softmax(x, 0)).abs().max()), "
+        "bool(torch.isfinite(x.grad).all())]))"
+    )
+    assert got[0] < 1e-5 and got[1]

@@ -254,3 +254,12 @@ def test_cold_start_table() -> None:
     shown = cold_start_table(failed)
     assert len(shown) == 2 and shown["error"].str.startswith("cold start failed").all()
     assert shown["first_call_s"].isna().all()
+
+
+def test_cli_failed_children_exit_1_without_traceback(capsys, only_coldstart, monkeypatch) -> None:
+    import functools
+
+    monkeypatch.setattr(coldstart, "measure", functools.partial(coldstart.measure, runner=fake_runner([], "torch")))
+    status, out, err = run_cli(capsys, ["coldstart", "--device", "cpu", "--backends", "torch", "--shapes", "2x8"])
+    assert status == 1 and "Traceback" not in err
+    assert "torch 2x8 cold: cold start failed (cpu): first_call: RuntimeError: boom" in out

@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "second call wall time (synchronized), with private empty compiler caches ('cold') and the same caches "
         "again ('warm'); your own caches are never touched. Rows: results schema, method cold_start (median, "
         "p20, p80 over --reps). Needs a CUDA GPU unless --device cpu (torch and Blockscope on the Triton CPU "
-        "interpreter).",
+        "interpreter). Exit status 1 when every child of a backend, shape and cache state failed (its row says "
+        "why).",
     )
     parser.add_argument(
         "--backends",

@@ -5,6 +5,9 @@ Triton backward in backward.py; compilable: the blockscope::softmax op in ops.py
 `VARIANTS` maps names to the raw forward launchers (no autograd), limits and tunables. Imports neither
 streamlit nor plotly; works on Triton 3.6 and 3.7. Set TRITON_INTERPRET=1 before importing triton to run
 every variant on CPU tensors.
+
+`import blockscope.kernels` imports no Triton: the variant modules (Triton, Gluon) load on first use, through the
+registry's `VARIANTS` and this module's `__getattr__` (docs/measurements.md, "Import cost").
 """
 
 from __future__ import annotations

@@ -39,3 +39,13 @@ def test_kernel_evidence_shows_cold_start_rows(tmp_path: Path, monkeypatch) -> N
     assert "cold_start" not in at.sidebar.selectbox(key="f_method").options
     tables = [d.value for d in at.dataframe if "to_first_result_s" in d.value.columns]
     assert len(tables) == 1 and list(tables[0]["cache_state"]) == ["cold", "warm", "cold", "warm"]
+
+
+def test_report_has_a_cold_start_section_only_with_cold_start_rows() -> None:
+    from blockscope.profiling.views.report import report_html
+
+    sweep = synthetic_results(n_values=(256,))
+    cold = coldstart.measure(["torch", "auto"], [(4096, 1024)], "fp16", reps=1, device="cuda", runner=fake_runner([]))
+    page = report_html(pd.concat([sweep, cold], ignore_index=True), [], "cuda_graph")
+    assert "<h2>Cold start</h2>" in page and "to_first_result_s" in page and "<td>warm</td>" in page
+    assert "<h2>Cold start</h2>" not in report_html(sweep, [], "cuda_graph")

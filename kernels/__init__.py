@@ -5,22 +5,56 @@ Triton backward in backward.py; compilable: the blockscope::softmax op in ops.py
 `VARIANTS` maps names to the raw forward launchers (no autograd), limits and tunables. Imports neither
 streamlit nor plotly; works on Triton 3.6 and 3.7. Set TRITON_INTERPRET=1 before importing triton to run
 every variant on CPU tensors.
+
+`import blockscope.kernels` imports no Triton: the variant modules (Triton, Gluon) load on first use, through the
+registry's `VARIANTS` and this module's `__getattr__` (docs/measurements.md, "Import cost").
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from ._common import DTYPE_NAMES, SUPPORTED_DTYPES, dtype_from_name, interpreting, next_power_of_2
-from .auto import softmax_auto
-from .backward import choose_backward, softmax_backward
-from .masked import masked_softmax
-from .multirow import softmax_multirow
-from .online import softmax_online
-from .persistent import softmax_persistent
 from .plan import LaunchPlan
-from .ragged import ragged_softmax
 from .reference import reference_softmax, torch_softmax
 from .registry import VARIANTS, Softmax, Variant, get_variant, softmax
-from .splitrow import softmax_splitrow
-from .teaching import softmax_teaching
-from .tinyrows import softmax_tinyrows
+
+# Loaded on first use (module-level __getattr__): these modules import Triton / Gluon, about 0.3-0.4 s that
+# `import blockscope.kernels` no longer pays (docs/measurements.md, "Import cost").
+_LAZY: dict[str, str] = {
+    "softmax_auto": "auto",
+    "choose_backward": "backward",
+    "softmax_backward": "backward",
+    "masked_softmax": "masked",
+    "softmax_multirow": "multirow",
+    "softmax_online": "online",
+    "softmax_persistent": "persistent",
+    "ragged_softmax": "ragged",
+    "softmax_splitrow": "splitrow",
+    "softmax_teaching": "teaching",
+    "softmax_tinyrows": "tinyrows",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The lazy names above, and submodules (`kernels.auto`, ...) imported on first attribute access."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("__"):
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "DTYPE_NAMES",

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import torch
 
-from . import splitrow
 from ._common import SUPPORTED_DTYPES
-from .backward import softmax_backward
+
+# splitrow and backward (Triton) import inside the launches: the registry imports this module, and
+# `import blockscope.kernels` imports no Triton (docs/measurements.md, "Import cost")
 
 
 def encode_tunables(tunables: dict[str, int]) -> str:
@@ -42,6 +43,7 @@ def decode_tunables(text: str) -> dict[str, int]:
 
 @torch.library.custom_op("blockscope::softmax", mutates_args=())
 def softmax_op(x: torch.Tensor, variant: str, tunables: str) -> torch.Tensor:
+    from . import splitrow
     from .registry import get_variant  # the registry imports this module to register the op: resolve at call time
 
     launcher = get_variant(variant).launcher
@@ -62,6 +64,8 @@ def _(x: torch.Tensor, variant: str, tunables: str) -> torch.Tensor:
 
 @torch.library.custom_op("blockscope::softmax_backward", mutates_args=())
 def softmax_backward_op(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    from .backward import softmax_backward
+
     with torch.no_grad():
         return softmax_backward(y, dy)
 

@@ -1,31 +1,24 @@
-"""Variant registry: name -> launcher, kernel, limits and tunables."""
+"""Variant registry: name -> launcher, kernel, limits and tunables.
+
+Importing this module imports neither Triton nor a variant module: `VARIANTS` fills itself on first use (the variant
+modules, Triton and Gluon load then), so `import blockscope.kernels` costs little beyond `import torch`
+(docs/measurements.md, "Import cost"). It does register the blockscope::softmax ops (kernels/ops.py, no Triton at
+import); softmax's traced path hands the op a variant name checked against VARIANT_NAMES, so a trace never imports."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import torch
 
-from . import (
-    auto,
-    cluster,
-    multirow,
-    online,
-    ops,
-    persistent,
-    splitrow,
-    staged,
-    staged_split,
-    stagedrows,
-    teaching,
-    tinyrows,
-    warprows,
-)
+from . import ops  # registers blockscope::softmax (cheap: its launches import the variants when they run)
 from ._common import SUPPORTED_DTYPES
-from .autograd import SoftmaxFunction
 from .plan import LaunchPlan
+
+_auto: ModuleType | None = None  # kernels.auto once VARIANTS has loaded (softmax's fast path reads it)
 
 
 @dataclass(frozen=True)
@@ -69,6 +62,8 @@ class Variant:
 
 def _whole_words(n_cols: int, dtype: torch.dtype) -> str | None:
     """The staged variants' rule: cp.async copies whole 4-byte words, so odd N in 16 bits is out."""
+    from . import staged
+
     if staged.copy_elements(dtype.itemsize, n_cols) == 0:
         return (
             f"N = {n_cols} is odd: cp.async copies whole 4-byte words (N even for 16-bit dtypes; "
@@ -77,152 +72,242 @@ def _whole_words(n_cols: int, dtype: torch.dtype) -> str | None:
     return None
 
 
-VARIANTS: dict[str, Variant] = {
-    v.name: v
-    for v in (
-        Variant(
-            "teaching",
-            "the seed kernel: one program per row, BLOCK_SIZE = next_pow2(N)",
-            teaching.softmax_teaching,
-            teaching.row_softmax_kernel,
-            teaching.MAX_N,
-            teaching.TUNABLES,
-            teaching.plan,
-            teaching.signature,
-            replayable=True,
-        ),
-        Variant(
-            "multirow",
-            "several rows per program ([ROWS, BLOCK_SIZE] tile) for small N",
-            multirow.softmax_multirow,
-            multirow.row_softmax_multirow_kernel,
-            multirow.MAX_N,
-            multirow.TUNABLES,
-            multirow.plan,
-            multirow.signature,
-            replayable=True,
-        ),
-        Variant(
-            "online",
-            "looped online softmax (running max, rescaled sum) for any N",
-            online.softmax_online,
-            online.row_softmax_online_kernel,
-            online.MAX_N,
-            online.TUNABLES,
-            online.plan,
-            online.signature,
-            replayable=True,
-        ),
-        Variant(
-            "persistent",
-            "SM count x blocks/SM programs, each looping over rows",
-            persistent.softmax_persistent,
-            persistent.row_softmax_persistent_kernel,
-            persistent.MAX_N,
-            persistent.TUNABLES,
-            persistent.plan,
-            persistent.signature,
-            replayable=True,
-        ),
-        Variant(
-            "splitrow",
-            "CHUNKS cooperating programs per row, each chunk kept in registers (x read once)",
-            splitrow.softmax_splitrow,
-            splitrow.row_softmax_splitrow_kernel,
-            splitrow.MAX_N,
-            splitrow.TUNABLES,
-            splitrow.plan,
-            splitrow.signature,
-        ),
-        Variant(
-            "staged",
-            "one program per row, the row staged in shared memory by cp.async (Gluon; GPU only)",
-            staged.softmax_staged,
-            staged.row_softmax_staged_kernel,
-            staged.MAX_N,
-            staged.TUNABLES,
-            staged.plan,
-            staged.signature,
-            gpu_only=True,
-            max_n_of=staged.max_cols,
-            shape_rule=_whole_words,
-            replayable=True,
-        ),
-        Variant(
-            "staged_split",
-            "CHUNKS cooperating programs per row, each chunk staged in shared memory (Gluon; GPU only)",
-            staged_split.softmax_staged_split,
-            staged_split.row_softmax_staged_split_kernel,
-            staged_split.MAX_N,
-            staged_split.TUNABLES,
-            staged_split.plan,
-            staged_split.signature,
-            gpu_only=True,
-            shape_rule=_whole_words,
-        ),
-        Variant(
-            "warprows",
-            "rows spread over threads_per_row threads by an explicit layout, reductions inside "
-            "warps, N in up to two power-of-two pieces (Gluon; GPU only)",
-            warprows.softmax_warprows,
-            warprows.row_softmax_warprows_kernel,
-            warprows.MAX_N,
-            warprows.TUNABLES,
-            warprows.plan,
-            warprows.signature,
-            gpu_only=True,
-            replayable=True,
-        ),
-        Variant(
-            "stagedrows",
-            "rows spread over threads_per_row threads, staged in shared memory by cp.async and "
-            "read back a slice at a time (Gluon; GPU only)",
-            stagedrows.softmax_stagedrows,
-            stagedrows.row_softmax_stagedrows_kernel,
-            stagedrows.MAX_N,
-            stagedrows.TUNABLES,
-            stagedrows.plan,
-            stagedrows.signature,
-            gpu_only=True,
-            shape_rule=_whole_words,
-            replayable=True,
-        ),
-        Variant(
-            "cluster",
-            "CLUSTER = cdiv(N, chunk) programs per row in a thread-block cluster, chunks in registers, "
-            "(max, sum) exchanged through distributed shared memory (inline PTX; sm_90+, GPU only)",
-            cluster.softmax_cluster,
-            cluster.row_softmax_cluster_kernel,
-            cluster.MAX_N,
-            cluster.TUNABLES,
-            cluster.plan,
-            cluster.signature,
-            gpu_only=True,
-            replayable=True,
-        ),
-        Variant(
-            "tinyrows",
-            "tiny rows (N <= 64): ROWS back-to-back rows per program moved as one flat span of 16-byte vectors",
-            tinyrows.softmax_tinyrows,
-            tinyrows.row_softmax_tinyrows_kernel,
-            tinyrows.MAX_N,
-            tinyrows.TUNABLES,
-            tinyrows.plan,
-            tinyrows.signature,
-            replayable=True,
-        ),
-        Variant(
-            "auto",
-            "picks variant and tunables per GPU, dtype and shape from a tuning table",
-            auto.softmax_auto,
-            None,
-            auto.MAX_N,
-            auto.TUNABLES,
-            auto.plan,
-            auto.signature,
-        ),
+def _build() -> dict[str, Variant]:
+    """Import every variant module (Triton, Gluon, the blockscope::softmax op) and list the variants."""
+    global _auto
+    from . import (
+        auto,
+        cluster,
+        multirow,
+        online,
+        persistent,
+        splitrow,
+        staged,
+        staged_split,
+        stagedrows,
+        teaching,
+        tinyrows,
+        warprows,
     )
-}
+
+    _auto = auto
+    return {
+        v.name: v
+        for v in (
+            Variant(
+                "teaching",
+                "the seed kernel: one program per row, BLOCK_SIZE = next_pow2(N)",
+                teaching.softmax_teaching,
+                teaching.row_softmax_kernel,
+                teaching.MAX_N,
+                teaching.TUNABLES,
+                teaching.plan,
+                teaching.signature,
+                replayable=True,
+            ),
+            Variant(
+                "multirow",
+                "several rows per program ([ROWS, BLOCK_SIZE] tile) for small N",
+                multirow.softmax_multirow,
+                multirow.row_softmax_multirow_kernel,
+                multirow.MAX_N,
+                multirow.TUNABLES,
+                multirow.plan,
+                multirow.signature,
+                replayable=True,
+            ),
+            Variant(
+                "online",
+                "looped online softmax (running max, rescaled sum) for any N",
+                online.softmax_online,
+                online.row_softmax_online_kernel,
+                online.MAX_N,
+                online.TUNABLES,
+                online.plan,
+                online.signature,
+                replayable=True,
+            ),
+            Variant(
+                "persistent",
+                "SM count x blocks/SM programs, each looping over rows",
+                persistent.softmax_persistent,
+                persistent.row_softmax_persistent_kernel,
+                persistent.MAX_N,
+                persistent.TUNABLES,
+                persistent.plan,
+                persistent.signature,
+                replayable=True,
+            ),
+            Variant(
+                "splitrow",
+                "CHUNKS cooperating programs per row, each chunk kept in registers (x read once)",
+                splitrow.softmax_splitrow,
+                splitrow.row_softmax_splitrow_kernel,
+                splitrow.MAX_N,
+                splitrow.TUNABLES,
+                splitrow.plan,
+                splitrow.signature,
+            ),
+            Variant(
+                "staged",
+                "one program per row, the row staged in shared memory by cp.async (Gluon; GPU only)",
+                staged.softmax_staged,
+                staged.row_softmax_staged_kernel,
+                staged.MAX_N,
+                staged.TUNABLES,
+                staged.plan,
+                staged.signature,
+                gpu_only=True,
+                max_n_of=staged.max_cols,
+                shape_rule=_whole_words,
+                replayable=True,
+            ),
+            Variant(
+                "staged_split",
+                "CHUNKS cooperating programs per row, each chunk staged in shared memory (Gluon; GPU only)",
+                staged_split.softmax_staged_split,
+                staged_split.row_softmax_staged_split_kernel,
+                staged_split.MAX_N,
+                staged_split.TUNABLES,
+                staged_split.plan,
+                staged_split.signature,
+                gpu_only=True,
+                shape_rule=_whole_words,
+            ),
+            Variant(
+                "warprows",
+                "rows spread over threads_per_row threads by an explicit layout, reductions inside "
+                "warps, N in up to two power-of-two pieces (Gluon; GPU only)",
+                warprows.softmax_warprows,
+                warprows.row_softmax_warprows_kernel,
+                warprows.MAX_N,
+                warprows.TUNABLES,
+                warprows.plan,
+                warprows.signature,
+                gpu_only=True,
+                replayable=True,
+            ),
+            Variant(
+                "stagedrows",
+                "rows spread over threads_per_row threads, staged in shared memory by cp.async and "
+                "read back a slice at a time (Gluon; GPU only)",
+                stagedrows.softmax_stagedrows,
+                stagedrows.row_softmax_stagedrows_kernel,
+                stagedrows.MAX_N,
+                stagedrows.TUNABLES,
+                stagedrows.plan,
+                stagedrows.signature,
+                gpu_only=True,
+                shape_rule=_whole_words,
+                replayable=True,
+            ),
+            Variant(
+                "cluster",
+                "CLUSTER = cdiv(N, chunk) programs per row in a thread-block cluster, chunks in registers, "
+                "(max, sum) exchanged through distributed shared memory (inline PTX; sm_90+, GPU only)",
+                cluster.softmax_cluster,
+                cluster.row_softmax_cluster_kernel,
+                cluster.MAX_N,
+                cluster.TUNABLES,
+                cluster.plan,
+                cluster.signature,
+                gpu_only=True,
+                replayable=True,
+            ),
+            Variant(
+                "tinyrows",
+                "tiny rows (N <= 64): ROWS back-to-back rows per program moved as one flat span of 16-byte vectors",
+                tinyrows.softmax_tinyrows,
+                tinyrows.row_softmax_tinyrows_kernel,
+                tinyrows.MAX_N,
+                tinyrows.TUNABLES,
+                tinyrows.plan,
+                tinyrows.signature,
+                replayable=True,
+            ),
+            Variant(
+                "auto",
+                "picks variant and tunables per GPU, dtype and shape from a tuning table",
+                auto.softmax_auto,
+                None,
+                auto.MAX_N,
+                auto.TUNABLES,
+                auto.plan,
+                auto.signature,
+            ),
+        )
+    }
+
+
+class _Variants(MutableMapping):
+    """The registry's name -> Variant table; the variant modules import on its first use."""
+
+    def __init__(self) -> None:
+        self._table: dict[str, Variant] | None = None
+
+    def _loaded(self) -> dict[str, Variant]:
+        if self._table is None:
+            self._table = _build()
+        return self._table
+
+    def __getitem__(self, name: str) -> Variant:
+        return self._loaded()[name]
+
+    def __setitem__(self, name: str, variant: Variant) -> None:
+        self._loaded()[name] = variant
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._loaded()
+
+    def __repr__(self) -> str:
+        return repr(self._loaded())
+
+
+VARIANTS: MutableMapping[str, Variant] = _Variants()
+
+
+# every variant's name, in VARIANTS' order, known without importing the variant modules (tests/test_import_cost.py
+# checks it against VARIANTS)
+VARIANT_NAMES: tuple[str, ...] = (
+    "teaching",
+    "multirow",
+    "online",
+    "persistent",
+    "splitrow",
+    "staged",
+    "staged_split",
+    "warprows",
+    "stagedrows",
+    "cluster",
+    "tinyrows",
+    "auto",
+)
+
+
+@dataclass(frozen=True)
+class _Named:
+    """A variant by name only: what softmax's traced path passes to the blockscope::softmax op."""
+
+    name: str
+
+
+_NAMED: dict[str, _Named] = {name: _Named(name) for name in VARIANT_NAMES}
+
+
+def _load_auto() -> ModuleType:
+    """kernels.auto, loading the registry's variants on the way (the first softmax(x, variant="auto"))."""
+    VARIANTS["auto"]  # noqa: B018 - fills the table and _auto
+    assert _auto is not None
+    return _auto
 
 
 def get_variant(name: str) -> Variant:
@@ -264,6 +349,7 @@ def softmax(
         and not tunables
         and not torch.compiler.is_compiling()
     ):
+        auto = _auto if _auto is not None else _load_auto()
         run = auto._NATIVE_RUN
         if run is not None:
             y = run(x)
@@ -275,9 +361,18 @@ def softmax(
         if variant is not None:
             raise TypeError(f"softmax: variant given twice ({dim!r} and {variant!r}); allowed: one of them")
         dim, variant = -1, dim
-    entry = get_variant("teaching" if variant is None else variant)
+    name = "teaching" if variant is None else variant
+    # traced: the op takes the name only; resolving the variant would import the variant modules inside the trace
+    if torch.compiler.is_compiling():
+        entry = _NAMED.get(name)
+        if entry is None:
+            raise ValueError(f"unknown variant {name!r}; allowed: {', '.join(VARIANT_NAMES)}")
+    else:
+        entry = get_variant(name)
     if dim == -1 and out is None and not inplace and not torch.compiler.is_compiling():  # the common call
         if isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
+            from .autograd import SoftmaxFunction
+
             return SoftmaxFunction.apply(x, entry.launcher, tunables)
         return entry.launcher(x, **tunables)
     ndim = x.dim() if isinstance(x, torch.Tensor) else 0
@@ -290,6 +385,8 @@ def softmax(
     if torch.compiler.is_compiling():
         y = torch.ops.blockscope.softmax(moved, entry.name, ops.encode_tunables(tunables))
     elif isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
+        from .autograd import SoftmaxFunction
+
         y = SoftmaxFunction.apply(moved, entry.launcher, tunables)
     else:
         y = entry.launcher(moved, **tunables)
@@ -297,7 +394,13 @@ def softmax(
 
 
 def _softmax_into(
-    x: torch.Tensor, dim: int, last: bool, entry: Variant, out: torch.Tensor | None, inplace: bool, tunables: dict
+    x: torch.Tensor,
+    dim: int,
+    last: bool,
+    entry: Variant | _Named,
+    out: torch.Tensor | None,
+    inplace: bool,
+    tunables: dict,
 ) -> torch.Tensor:
     """softmax(..., out=...) / softmax(..., inplace=True): checks, then the launch writes into the target."""
     if not isinstance(x, torch.Tensor):

@@ -11,6 +11,7 @@ from blockscope.pages import _ncu as ncu_section
 from blockscope.pages._compile import background_compile, rerun_while_compiling
 from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import figures
+from blockscope.profiling.views.coldstart import cold_start_table
 
 st.title("Kernel evidence")
 ctx = ui.context()
@@ -60,6 +61,22 @@ else:
         "JIT compile + first launch (wall clock) — paid once per config per process; the "
         "steady-state median is microseconds.",
     )
+
+st.subheader("Cold start (fresh processes)")
+cold = cold_start_table(ctx.df)
+if cold.empty:
+    st.caption(
+        "No cold-start rows loaded. `python -m profiling coldstart --out FILE` measures, per backend and shape, a "
+        "fresh process's import beyond torch, CUDA init, first and second call, with empty (cold) and reused "
+        "(warm) private compiler caches; load its file here."
+    )
+else:
+    st.caption(
+        "Median wall time per phase over fresh processes, seconds (docs/results-schema.md, 'Cold start'). "
+        "to_first_result_s = import beyond torch + CUDA init + first call; cold: empty private compiler caches, "
+        "warm: the same caches after a cold run."
+    )
+    st.dataframe(cold, hide_index=True, key="ev_cold_start")
 
 errors = df[df["error"].fillna("") != ""]
 if len(errors):

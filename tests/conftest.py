@@ -34,6 +34,7 @@ collect_ignore = [
         "test_figures.py": ("plotly",),
         "test_backends_page.py": ("streamlit", "plotly"),
         "test_app_views.py": ("streamlit", "plotly"),
+        "test_app_coldstart.py": ("streamlit", "plotly"),
     }.items()
     if not all(_importable(m) for m in needs)
 ]

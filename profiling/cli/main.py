@@ -1,7 +1,7 @@
 """The command line: `blockscope <command>` (installed) or `python -m profiling <command>` (in a checkout).
 
 Commands: occupancy, inspect, seed, sweep, drift, export, bench, tune, numerics, native, ncu-import, merge, catalog,
-warm, package.
+warm, package, coldstart.
 
 Each command lives in a profiling.cli module exposing `register(subparsers)`; a handler returns an exit
 status or raises CLIError (printed as one line, exit 2).
@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "blockscope.profiling.cli.catalog",
     "blockscope.profiling.cli.warm",
     "blockscope.profiling.cli.package",
+    "blockscope.profiling.cli.coldstart",
 )
 BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 

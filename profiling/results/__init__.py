@@ -17,7 +17,8 @@ Config
   direction: string - what was timed: 'forward' (y from x; files without the column load as forward), 'backward'
     (dx from a saved y and dy) or 'forward_backward' (one training step: forward, then dx through autograd)
 Timing (one row per method)
-  method: string - 'per_call_events' | 'back_to_back_flushed' | 'cuda_graph' | 'none' (compile-only rows)
+  method: string - 'per_call_events' | 'back_to_back_flushed' | 'cuda_graph' | 'none' (compile-only rows) |
+    'cold_start' (fresh-process wall times, see Cold start below)
   median_us, p20_us, p80_us, min_us, max_us: Float64 - steady-state time per call, microseconds
   reps: Int64 - timed repetitions behind the statistics
   first_call_s: Float64 - first call (JIT compile + launch), seconds
@@ -64,6 +65,12 @@ Kernel revision (profiling/results/revision.py; <NA> in files written before the
   kernel_source_hash: string - short sha256 of the kernels source a Blockscope variant's launch uses, or the
     package versions string of torch / a peer ('liger-kernel==0.6.1')
   kernel_revision: string - '<kernel_source_hash>@triton-<triton_version>'
+Cold start (method 'cold_start', `python -m profiling coldstart`; <NA> on every other row and in older files)
+  cold_phase: string - what one fresh process's wall time measures: 'torch_import' (import torch), 'import' (the
+    backend's imports beyond torch), 'cuda_init' (CUDA context and a first allocation), 'first_call' (the first
+    softmax call, compiles included, synchronized), 'second_call' (the next call, synchronized); median_us, p20_us,
+    p80_us, min_us, max_us hold that wall time over `reps` fresh processes, microseconds
+  cache_state: string - 'cold' (private, empty compiler cache folders) or 'warm' (the same folders after a cold run)
 """
 
 from __future__ import annotations
@@ -182,6 +189,7 @@ ENV_COLUMNS: dict[str, str] = {
     **MACHINE_COLUMNS,
 }
 REVISION_COLUMNS: dict[str, str] = {"kernel_source_hash": "string", "kernel_revision": "string"}
+COLD_START_COLUMNS: dict[str, str] = {"cold_phase": "string", "cache_state": "string"}
 COLUMNS: dict[str, str] = {
     **CONFIG_COLUMNS,
     **TIMING_COLUMNS,
@@ -190,10 +198,14 @@ COLUMNS: dict[str, str] = {
     **NUMERICS_COLUMNS,
     **ENV_COLUMNS,
     **REVISION_COLUMNS,
+    **COLD_START_COLUMNS,
 }
 TIMING_METHODS: tuple[str, ...] = ("per_call_events", "back_to_back_flushed", "cuda_graph")
 REQUIRED_COLUMNS: tuple[str, ...] = ("variant", "dtype", "n_rows", "n_cols", "method", "median_us")
-METHOD_VALUES: tuple[str, ...] = (*TIMING_METHODS, "none")
+COLD_START = "cold_start"  # method of `python -m profiling coldstart` rows: fresh-process wall times per cold_phase
+COLD_PHASE_VALUES: tuple[str, ...] = ("torch_import", "import", "cuda_init", "first_call", "second_call")
+CACHE_STATE_VALUES: tuple[str, ...] = ("cold", "warm")
+METHOD_VALUES: tuple[str, ...] = (*TIMING_METHODS, "none", COLD_START)
 DTYPE_VALUES: tuple[str, ...] = ("fp16", "bf16", "fp32")
 DIRECTION_VALUES: tuple[str, ...] = ("forward", "backward", "forward_backward")
 DEFAULT_DIRECTION = "forward"  # rows without a direction (files written before the column existed)
@@ -333,6 +345,16 @@ def validate(df: pd.DataFrame, name: str = "results") -> pd.DataFrame:
     check(~df["dtype"].isin(DTYPE_VALUES), f"with dtype outside {', '.join(DTYPE_VALUES)}")
     if "direction" in df.columns:
         check(~df["direction"].isin(DIRECTION_VALUES), f"with direction outside {', '.join(DIRECTION_VALUES)}")
+    if "cold_phase" in df.columns:
+        check(
+            df["cold_phase"].notna() & ~df["cold_phase"].isin(COLD_PHASE_VALUES),
+            f"with cold_phase outside {', '.join(COLD_PHASE_VALUES)}",
+        )
+    if "cache_state" in df.columns:
+        check(
+            df["cache_state"].notna() & ~df["cache_state"].isin(CACHE_STATE_VALUES),
+            f"with cache_state outside {', '.join(CACHE_STATE_VALUES)}",
+        )
     check(df["variant"].isna(), "without a variant")
     for column in ("n_rows", "n_cols"):
         check(df[column].isna() | (df[column] < 1), f"with {column} missing or < 1")

@@ -190,9 +190,10 @@ def hidden_by_filters(df: pd.DataFrame, filters: Filters) -> str | None:
 
 
 def options(df: pd.DataFrame) -> dict[str, list]:
-    """Distinct values for the filter widgets: variants (torch first), dtypes, n values, num_warps, methods."""
+    """Distinct values for the filter widgets: variants (torch first), dtypes, n values, num_warps, methods (the
+    steady-state timing methods: not 'none', nor 'cold_start', whose rows the Kernel evidence page shows apart)."""
     variants = sorted(df["variant"].dropna().unique(), key=lambda v: (v != TORCH, v))
-    timed = df.loc[df["method"] != "none", "method"].dropna().unique()
+    timed = df.loc[~df["method"].isin(("none", "cold_start")), "method"].dropna().unique()  # cold_start: its own table
     order = ("per_call_events", "back_to_back_flushed", "cuda_graph")
     return {
         "variants": list(variants),

@@ -17,6 +17,7 @@ from plotly.offline import get_plotlyjs
 
 from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import provenance
+from blockscope.profiling.views.coldstart import cold_start_table
 from blockscope.profiling.views.figures import FigureSpec
 
 ENV_FIELDS: tuple[tuple[str, str], ...] = (
@@ -88,6 +89,21 @@ def _findings_html(df: pd.DataFrame, method: str) -> str:
     return f"<ul>{items}</ul>"
 
 
+def _cold_start_html(df: pd.DataFrame) -> str:
+    """The cold-start section (rows of `python -m profiling coldstart`), or '' when the table has none."""
+    table = cold_start_table(df)
+    if table.empty:
+        return ""
+    shown = table.copy()
+    for column in shown.columns:
+        if column.endswith("_s") and column != "first_call_p20_p80_s":
+            shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.4g}")
+    return (
+        "<h2>Cold start</h2><p class='muted'>Median wall time per phase over fresh processes, seconds; cold: empty "
+        "private compiler caches, warm: the same caches after a cold run.</p>" + _table_html(shown)
+    )
+
+
 def figure_div(spec: FigureSpec) -> str:
     """The figure as a plotly div + newPlot script (no plotly.js; the report inlines it once)."""
     return pio.to_html(
@@ -127,6 +143,7 @@ def report_html(
 Figures are interactive (hover, zoom, legend toggles); this file needs no network.</p>
 <h2>Environment</h2>{_table_html(environment_table(df))}
 <h2>Findings</h2>{_findings_html(df, method)}
+{_cold_start_html(df)}
 <h2>Figures</h2><nav><ol>{nav}</ol></nav>
 {figures}
 <footer class="muted"><p>{"<br>".join(html.escape(part) for part in provenance.footer(df).split(" | "))}</p></footer>

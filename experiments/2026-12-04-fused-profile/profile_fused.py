@@ -52,19 +52,20 @@ def main() -> int:
             values = torch.randn(total, device="cuda", dtype=dtype)
             for tunables in ({}, {"packed_max": 0}, {"packed_max": 0, "chunk": 1024, "num_warps": 4}):
                 name = f"ragged {kind} {dtype} T={total} {tunables}"
-                report(name, lambda: ragged.ragged_softmax_forward(values, offsets, check=False, **tunables))
+                call = lambda v=values, o=offsets, t=tunables: ragged.ragged_softmax_forward(v, o, check=False, **t)  # noqa: E731
+                report(name, call)
             del values
     for dtype in (torch.float16, torch.float32):
         for length in (1024, 2048):
             x = torch.randn(2, 16, length, length, device="cuda", dtype=dtype)
-            report(f"masked causal {dtype} L={length}", lambda: kernels.masked_softmax(x, scale=0.125, causal=True))
+            report(f"masked causal {dtype} L={length}", lambda x=x: kernels.masked_softmax(x, scale=0.125, causal=True))
             mask = torch.rand(2, 1, length, length, device="cuda") < 0.9
             bias = torch.randn(1, 16, 1, length, device="cuda", dtype=dtype)
             report(
                 f"masked scale_mask_bias {dtype} L={length}",
-                lambda: kernels.masked_softmax(x, scale=0.125, mask=mask, bias=bias),
+                lambda x=x, m=mask, b=bias: kernels.masked_softmax(x, scale=0.125, mask=m, bias=b),
             )
-            report(f"plain softmax {dtype} L={length}", lambda: kernels.softmax(x.view(-1, length)))
+            report(f"plain softmax {dtype} L={length}", lambda x=x, n=length: kernels.softmax(x.view(-1, n)))
     return 0
 
 

@@ -41,8 +41,8 @@ ONEPASS_MAX_N = 16384  # widest row kept whole in one program's registers
 MIN_TILE, MAX_TILE, DEFAULT_TILE = 16, 16384, 4096
 MAX_ROWS = 64
 TUNABLES = {
-    "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default (ROWS x BLOCK) / 1024 clamped to 2..8 (the "
-    "fastest or within 5 % on the H200 at L = 1000-4096: experiments/2026-12-04-fused-bench)",
+    "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default (ROWS x BLOCK) / 1024 clamped to 2..8 (from "
+    "the H200 tuning rows at L = 1000-4096 in experiments/2026-12-04-fused-bench)",
     "rows_per_program": "onepass: rows per tile, a power of two from 1 to 64; default 2048 // BLOCK (at least 1)",
     "tile": f"looped: lanes per step, a power of two from {MIN_TILE} to {MAX_TILE}; default {DEFAULT_TILE}; "
     f"given, it forces the looped path",

@@ -6,10 +6,13 @@ the same work in C++: look up the launch recorded for the input's (device, dtype
 at::empty, patch the two pointers into the packed kernel parameters, cuLaunchKernelEx on the current stream, and
 return the tensor; None wherever it cannot (the caller then takes its Python path).
 
-Built once per (source, torch, Python) into $BLOCKSCOPE_CACHE_DIR/native (default ~/.cache/blockscope/native) by
-`python -m profiling native --build` (`make native`); it needs a C++17 compiler and torch's headers, no CUDA
-toolkit (the driver is opened at run time, cuda.h is Triton's copy). `load()` only loads a finished build, so no
-call ever waits for a compiler; without one, `auto` keeps the Python replay. BLOCKSCOPE_NATIVE=0 turns it off.
+Built once per (source, torch, Python) into $BLOCKSCOPE_CACHE_DIR/native (default ~/.cache/blockscope/native); it
+needs a C++17 compiler and torch's headers, no CUDA toolkit (the driver is opened at run time, cuda.h is Triton's
+copy). `load()` never waits for a compiler: on a CUDA machine where no build exists it starts one in a detached
+background process (`python -m blockscope.kernels.native`, one per cache at a time, log beside the build) and
+`auto` keeps the Python replay until the module is there (checked at most once a second). A failed build leaves a
+marker, so later processes do not retry for a day. `python -m profiling native --build` (`make native`) builds in
+the foreground; BLOCKSCOPE_NATIVE_AUTOBUILD=0 stops the background build, BLOCKSCOPE_NATIVE=0 the whole path.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ import torch
 SOURCE = Path(__file__).with_name("native_launch.cpp")
 MODULE_NAME = "_blockscope_native"
 ENV = "BLOCKSCOPE_NATIVE"
+AUTOBUILD_ENV = "BLOCKSCOPE_NATIVE_AUTOBUILD"
 BUILD_TIMEOUT_S = 600
+RECHECK_S = 1.0  # while a background build runs, load() looks for its module at most this often
+RETRY_FAILED_S = 86400.0  # a failed background build is not retried before this (s), unless its marker is removed
 MAX_PARAMS = 64  # the C++ side's limits (kMaxParams, kMaxParamBytes)
 MAX_PARAM_BYTES = 1024
 
@@ -58,6 +64,9 @@ _SCRATCH_PARAMS = 2  # Triton 3.6 and 3.7 kernels end with two pointers: global 
 _loaded: ModuleType | None = None
 _load_error: str | None = None
 _tried = False
+_building = False  # a background build (ours or another process's) is expected to produce module_path()
+_next_check = 0.0
+_build_process: subprocess.Popen | None = None
 
 
 def enabled() -> bool:
@@ -160,29 +169,124 @@ def build(force: bool = False) -> BuildResult:
     return BuildResult(target, time.perf_counter() - start, False)
 
 
+def _load_module(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def load() -> ModuleType | None:
-    """The built module (loaded once), or None: turned off, not built for this source/torch/Python, or it failed to
-    load (load_error() says why). Never compiles."""
-    global _loaded, _load_error, _tried
-    if _tried:
+    """The built module (loaded once), or None: turned off, not built yet for this source/torch/Python (a build
+    may be running in the background: see background_build), or it failed to load (load_error() says why). Never
+    waits for a compiler."""
+    global _loaded, _load_error, _tried, _building, _next_check
+    if _tried and not _building:
         return _loaded
+    if _building:
+        now = time.monotonic()
+        if now < _next_check:
+            return None
+        _next_check = now + RECHECK_S
     _tried = True
     if not enabled():
         _load_error = f"{ENV}=0"
         return None
     path = module_path()
     if not path.is_file():
-        _load_error = "not built (python -m profiling native --build)"
+        _load_error = _background_state() if _building else background_build()
         return None
+    _building = False
     try:
-        spec = importlib.util.spec_from_file_location(MODULE_NAME, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = _load_module(path)
     except (ImportError, OSError) as error:
         _load_error = f"{path} did not load: {error}"
         return None
-    _loaded = module
+    _loaded, _load_error = module, None
     return module
+
+
+def build_log() -> Path:
+    """The background build's log (compiler output, or why it failed)."""
+    return module_path().with_name("build.log")
+
+
+def _failed_marker() -> Path:
+    return module_path().with_name("build.failed")
+
+
+def _lock() -> Path:
+    return module_path().with_name("build.lock")
+
+
+def _background_argv() -> list[str]:
+    return [sys.executable, "-m", "blockscope.kernels.native"]
+
+
+def background_build() -> str:
+    """Start building the module in a detached process unless one runs, a recent one failed, or this is no CUDA
+    machine; returns the state in words (what load_error() reports meanwhile)."""
+    global _building, _build_process, _next_check
+    if os.environ.get(AUTOBUILD_ENV, "1") == "0":
+        return f"not built ({AUTOBUILD_ENV}=0; python -m profiling native --build)"
+    if not torch.cuda.is_available():
+        return "not built (no CUDA here; python -m profiling native --build)"
+    failed = _failed_marker()
+    if failed.is_file() and time.time() - failed.stat().st_mtime < RETRY_FAILED_S:
+        return f"not built (the background build failed, see {build_log()}; python -m profiling native --build)"
+    lock = _lock()
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        if lock.is_file() and time.time() - lock.stat().st_mtime > BUILD_TIMEOUT_S + 60:
+            lock.unlink(missing_ok=True)  # a builder that died without cleaning up
+        descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        _building, _next_check = True, time.monotonic() + RECHECK_S
+        return f"not built yet (another process is building it, log {build_log()})"
+    except OSError as error:
+        return f"not built (cannot write {lock.parent}: {error.strerror}; python -m profiling native --build)"
+    os.close(descriptor)
+    try:
+        with open(build_log(), "w") as log:
+            _build_process = subprocess.Popen(
+                _background_argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+    except OSError as error:
+        lock.unlink(missing_ok=True)
+        return f"not built (the background build could not start: {error.strerror})"
+    _building, _next_check = True, time.monotonic() + RECHECK_S
+    return f"not built yet (building in the background, log {build_log()})"
+
+
+def _background_state() -> str:
+    """While waiting for a background build: still running, or how it ended."""
+    global _building
+    if _build_process is not None and _build_process.poll() is not None and not module_path().is_file():
+        _building = False
+        return f"not built (the background build failed, see {build_log()}; python -m profiling native --build)"
+    if _build_process is None and not _lock().is_file() and not module_path().is_file():
+        _building = False  # the other process's build ended without a module
+        return f"not built (the background build did not finish, see {build_log()})"
+    return f"not built yet (building in the background, log {build_log()})"
+
+
+def _main() -> int:
+    """The background builder: build, then drop the lock; on failure leave the marker (and the message in the log)."""
+    try:
+        result = build()
+        print(f"native build: {result.summary()}", flush=True)
+        _failed_marker().unlink(missing_ok=True)
+        return 0
+    except Exception as error:  # noqa: BLE001 - the message is the log's last line, the marker stops retries
+        print(f"native build failed: {error}", flush=True)
+        _failed_marker().touch()
+        return 1
+    finally:
+        _lock().unlink(missing_ok=True)
 
 
 def loaded() -> ModuleType | None:
@@ -196,11 +300,12 @@ def load_error() -> str | None:
 
 
 def reset() -> None:
-    """Forget the loaded module and every registered launch (tests; after a rebuild, load() tries again)."""
-    global _loaded, _load_error, _tried
-    if _loaded is not None:
+    """Forget the loaded module, every registered launch and any background build's state (tests; after a rebuild,
+    load() tries again)."""
+    global _loaded, _load_error, _tried, _building, _next_check, _build_process
+    if _loaded is not None and hasattr(_loaded, "clear"):
         _loaded.clear()
-    _loaded, _load_error, _tried = None, None, False
+    _loaded, _load_error, _tried, _building, _next_check, _build_process = None, None, False, False, 0.0, None
 
 
 @dataclass(frozen=True)
@@ -304,3 +409,7 @@ def register(module: ModuleType, launch: tuple, x: torch.Tensor, y: torch.Tensor
         packed.y_slots,
         compiled,
     )
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

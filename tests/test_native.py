@@ -76,6 +76,81 @@ def test_load_needs_a_build_and_can_be_turned_off(tmp_path, monkeypatch):
         native.reset()
 
 
+def _wait_for(condition, seconds: float = 60.0) -> None:
+    import time
+
+    end = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < end, "timed out waiting for the background build"
+        time.sleep(0.05)
+
+
+def _background_test_setup(tmp_path, monkeypatch, argv: list[str]) -> list[int]:
+    """A CUDA-looking process whose background build runs `argv`; returns a list that counts the starts."""
+    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(native.AUTOBUILD_ENV, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(native, "RECHECK_S", 0.05)
+    starts: list[int] = []
+
+    def background_argv() -> list[str]:
+        starts.append(1)
+        return argv
+
+    monkeypatch.setattr(native, "_background_argv", background_argv)
+    native.reset()
+    return starts
+
+
+def test_a_missing_build_starts_once_in_the_background_and_loads_when_done(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path))
+    target = native.module_path()
+    child = f"import pathlib, time; time.sleep(0.5); pathlib.Path({str(target)!r}).write_bytes(b'built')"
+    starts = _background_test_setup(tmp_path, monkeypatch, [sys.executable, "-c", child])
+    sentinel = object()
+    monkeypatch.setattr(native, "_load_module", lambda path: sentinel if path.read_bytes() == b"built" else None)
+    try:
+        assert native.load() is None and "building in the background" in native.load_error()
+        assert native.load() is None  # still building: no second builder
+        _wait_for(lambda: native.load() is sentinel)
+        assert starts == [1] and native.load_error() is None and native.load() is sentinel
+    finally:
+        native.reset()
+
+
+def test_a_failed_background_build_is_reported_and_not_retried(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))  # the child builds with the real _main and fails
+    child = "import sys; from blockscope.kernels import native; sys.exit(native._main())"
+    starts = _background_test_setup(tmp_path, monkeypatch, [sys.executable, "-c", child])
+    try:
+        assert native.load() is None and "building in the background" in native.load_error()
+        _wait_for(lambda: native.load() is None and "background build failed" in native.load_error())
+        assert "no-such-compiler" in native.build_log().read_text() and not native._lock().exists()
+        native.reset()  # a later process: the marker stops a new build for a day
+        assert native.load() is None and "background build failed" in native.load_error() and starts == [1]
+    finally:
+        native.reset()
+
+
+def test_the_background_build_can_be_turned_off_and_another_builders_lock_is_respected(tmp_path, monkeypatch):
+    starts = _background_test_setup(tmp_path, monkeypatch, ["false"])
+    try:
+        monkeypatch.setenv(native.AUTOBUILD_ENV, "0")
+        assert native.load() is None and native.AUTOBUILD_ENV in native.load_error()
+        native.reset()
+        monkeypatch.delenv(native.AUTOBUILD_ENV)
+        native._lock().parent.mkdir(parents=True)
+        native._lock().write_text("another process")
+        assert native.load() is None and "another process is building" in native.load_error()
+        assert starts == []
+    finally:
+        native.reset()
+
+
 def test_a_build_that_cannot_run_the_compiler_names_the_setting(tmp_path, monkeypatch):
     monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))

@@ -171,7 +171,11 @@ st.caption(
 )
 f1, f2, f3, f4, f5 = st.columns(5)
 dims = [
-    int(col.number_input(name, 1, fusion.MAX_DIM, default, key=f"fuse_{name.lower()}"))
+    int(
+        col.number_input(
+            name, 1, fusion.MAX_DIM, default, key=f"fuse_{name.lower()}", help=ui.allowed(1, fusion.MAX_DIM)
+        )
+    )
     for col, name, default in zip((f1, f2, f3, f4), fusion.DIM_NAMES, (2, 16, 1024, 1024), strict=True)
 ]
 score_dtype = f5.selectbox("Scores dtype", tuple(fusion.ELEMENT_BYTES), key="fuse_dtype")
@@ -243,13 +247,34 @@ r = st.columns(5)
 segments = max_len = median = clip = 1
 sigma, text = 1.0, ""
 if kind in ("uniform", "long_tail"):
-    segments = int(r[0].number_input("Rows", 1, fusion.MAX_SEGMENTS, 16384, key="rag_segments"))
+    segments = int(
+        r[0].number_input(
+            "Rows", 1, fusion.MAX_SEGMENTS, 16384, key="rag_segments", help=ui.allowed(1, fusion.MAX_SEGMENTS)
+        )
+    )
 if kind == "uniform":
-    max_len = int(r[1].number_input("Longest row", 1, fusion.MAX_LENGTH, 8192, key="rag_max"))
+    max_len = int(
+        r[1].number_input(
+            "Longest row", 1, fusion.MAX_LENGTH, 8192, key="rag_max", help=ui.allowed(1, fusion.MAX_LENGTH)
+        )
+    )
 elif kind == "long_tail":
-    median = int(r[1].number_input("Median length", 1, fusion.MAX_LENGTH, 400, key="rag_median"))
-    clip = int(r[2].number_input("Clip (longest allowed)", 1, fusion.MAX_LENGTH, 100_000, key="rag_clip"))
-    sigma = float(r[3].number_input("Sigma (log-space)", 0.0, 4.0, 1.0, 0.1, key="rag_sigma"))
+    median = int(
+        r[1].number_input(
+            "Median length", 1, fusion.MAX_LENGTH, 400, key="rag_median", help=ui.allowed(1, fusion.MAX_LENGTH)
+        )
+    )
+    clip = int(
+        r[2].number_input(
+            "Clip (longest allowed)",
+            1,
+            fusion.MAX_LENGTH,
+            100_000,
+            key="rag_clip",
+            help=ui.allowed(1, fusion.MAX_LENGTH),
+        )
+    )
+    sigma = float(r[3].number_input("Sigma (log-space)", 0.0, 4.0, 1.0, 0.1, key="rag_sigma", help="Allowed: 0 to 4."))
 else:
     text = st.text_area(
         "Lengths",

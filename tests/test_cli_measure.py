@@ -47,7 +47,10 @@ def fail(capsys, argv: list[str]) -> str:
             "unknown method(s) wallclock; allowed: per_call_events, back_to_back_flushed, cuda_graph",
         ),
         (["sweep", "--out", "x.parquet", "--num-warps", "3"], "--num-warps 3 not allowed; allowed: 1, 2, 4, 8, 16, 32"),
-        (["sweep", "--out", "x.parquet", "--n", "0"], "0 is not positive"),
+        (["sweep", "--out", "x.parquet", "--n", "0"], "0 is out of range; allowed: integers from 1 to 2,147,483,647"),
+        (["sweep", "--out", "x.parquet", "--n", str(10**30)], "is out of range; allowed: integers from 1 to"),
+        (["sweep", "--out", "x.parquet", "--rows", "-5"], "-5 is out of range; allowed: integers from 1 to"),
+        (["sweep", "--out", "x.parquet", "--n", ",".join(["8"] * 65)], "65 values; allowed: at most 64"),
         (["sweep", "--out", "x.parquet", "--n", "abc"], "'abc' is not an integer"),
         (["sweep", "--out", "x.parquet", "--variants", ""], "--variants is empty"),
         (

@@ -132,7 +132,7 @@ def test_parser_rejects_bad_numbers(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["numerics", "--n", "128,zero"])
     assert stop.value.code == 2
-    assert "'zero' is not an integer; allowed: a positive integer" in capsys.readouterr().err
+    assert "'zero' is not an integer; allowed: integers from 1 to 2,147,483,647" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU cap applies without a GPU")

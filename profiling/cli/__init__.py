@@ -79,6 +79,20 @@ def int_list_within(text: str, low: int, high: int, most: int | None = None) -> 
     return [int_within(part, low, high) for part in parts]
 
 
+MAX_LIST_VALUES = 64  # values in one --n / --rows list
+MAX_ROWS = 2**31 - 1  # the widest 1-D launch grid
+
+
+def n_list(text: str) -> list[int]:
+    """--n: up to MAX_LIST_VALUES integers from 1 to MAX_SWEEP_N (the same rule as the Run sweep page's N list)."""
+    return int_list_within(text, 1, MAX_SWEEP_N, most=MAX_LIST_VALUES)
+
+
+def rows_list(text: str) -> list[int]:
+    """--rows: up to MAX_LIST_VALUES integers from 1 to MAX_ROWS."""
+    return int_list_within(text, 1, MAX_ROWS, most=MAX_LIST_VALUES)
+
+
 def int_list(text: str) -> list[int]:
     """'128,256,1000' -> [128, 256, 1000] (positive integers)."""
     return [positive_int(part) for part in text.split(",") if part.strip()]

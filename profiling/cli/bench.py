@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from blockscope.profiling.cli import CLIError, check_writable_file, int_list, str_list
+from blockscope.profiling.cli import CLIError, check_writable_file, n_list, rows_list, str_list
 
 DTYPES = ("fp16", "bf16", "fp32")
 
@@ -66,12 +66,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tune.add_argument("--dtypes", type=str_list, default=list(DTYPES), help="comma list of fp16,bf16,fp32")
     tune.add_argument(
         "--n",
-        type=int_list,
+        type=n_list,
         help="comma list of N (default: the bench's shapes: the sweep's N at "
         "R=4096, the ~16 MB mid tier of small N and the ~512 MB large set)",
     )
     tune.add_argument(
-        "--rows", type=int_list, help="comma list of R for --n (default: 4096, ~16 MB of input for small N, ~512 MB)"
+        "--rows", type=rows_list, help="comma list of R for --n (default: 4096, ~16 MB of input for small N, ~512 MB)"
     )
     tune.add_argument(
         "--save-to", help="directory for the table (default: the user cache, $BLOCKSCOPE_CACHE_DIR/autotune)"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from blockscope.profiling.cli import CLIError, check_writable_file, int_list, positive_int, str_list
+from blockscope.profiling.cli import CLIError, check_writable_file, int_list, n_list, positive_int, rows_list, str_list
 
 NUM_WARPS_ALLOWED = (1, 2, 4, 8, 16, 32)
 
@@ -49,10 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument("--dtypes", type=str_list, help="comma list of fp16,bf16,fp32 (default all)")
     sweep.add_argument(
         "--n",
-        type=int_list,
+        type=n_list,
         help="comma list of N (default: powers of two 128..262144 with +-1 neighbours and mid points)",
     )
-    sweep.add_argument("--rows", type=int_list, help="comma list of R (default 4096)")
+    sweep.add_argument("--rows", type=rows_list, help="comma list of R (default 4096)")
     sweep.add_argument(
         "--num-warps", type=int_list, help=f"comma list from {NUM_WARPS_ALLOWED} (default: each variant's own)"
     )

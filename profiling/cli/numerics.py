@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from blockscope.profiling.cli import CLIError, check_writable_file, int_list, positive_int, str_list
+from blockscope.profiling.cli import CLIError, check_writable_file, n_list, positive_int, str_list
 
 DEFAULT_VARIANTS = ("torch", "teaching", "online")
 DEFAULT_N = (128, 1000, 1024, 4096)
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     numerics.add_argument("--dtypes", type=str_list, default=list(DTYPES), help="comma list of fp16,bf16,fp32")
     numerics.add_argument(
-        "--n", type=int_list, default=list(DEFAULT_N), help=f"comma list of N (default {','.join(map(str, DEFAULT_N))})"
+        "--n", type=n_list, default=list(DEFAULT_N), help=f"comma list of N (default {','.join(map(str, DEFAULT_N))})"
     )
     numerics.add_argument("--rows", type=positive_int, default=64, help="rows R per input (default 64)")
     numerics.add_argument("--inputs", type=str_list, help="comma list of input distributions (default all)")

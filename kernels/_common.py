@@ -8,6 +8,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import time
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -347,13 +349,33 @@ def compile_or_load(
     grid: tuple[int, ...] = (1,),
 ):
     """The CompiledKernel of a GPU launch of `kernel` on `args`: the ahead-of-time store's (kernels/aot.py:
-    `python -m profiling warm`) when it holds this specialization, else Triton's JIT (kernel.warmup)."""
+    `python -m profiling warm`) when it holds this specialization, else Triton's JIT (kernel.warmup). The first JIT
+    compile of the process that takes over SLOW_COMPILE_S says so once (RuntimeWarning), naming the ahead-of-time
+    route."""
+    global _SLOW_COMPILE_SAID
     compiled = aot.load(kernel, args, constexprs, num_warps, num_stages, options, args[0].device.index)
     if compiled is None:
+        start = _clock()
         compiled = kernel.warmup(
             *args, grid=grid, num_warps=num_warps, num_stages=num_stages, **(options or {}), **constexprs
         )
+        seconds = _clock() - start
+        if seconds > SLOW_COMPILE_S and not _SLOW_COMPILE_SAID:
+            _SLOW_COMPILE_SAID = True
+            name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "a kernel")
+            warnings.warn(
+                f"blockscope: compiling {name} for this GPU took {seconds:.1f} s (once per shape class; Triton "
+                "caches it on disk). `blockscope warm --arch sm_XX` compiles auto's kernels ahead of time "
+                "(docs/deploy.md); said once per process",
+                RuntimeWarning,
+                stacklevel=3,
+            )
     return compiled
+
+
+SLOW_COMPILE_S = 1.0  # a JIT compile longer than this is reported (once per process)
+_SLOW_COMPILE_SAID = False
+_clock = time.perf_counter
 
 
 @functools.cache

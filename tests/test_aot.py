@@ -637,3 +637,29 @@ def test_a_damaged_package_is_refused_in_one_line(package, tmp_path, monkeypatch
         aot.use_package(folder)
     assert "\n" not in str(caught.value)
     assert auto.PACKAGE_TABLE_DIRS == [] and aot.STORE_ENV not in os.environ  # nothing half-applied
+
+
+def test_a_slow_jit_compile_is_said_once_per_process(monkeypatch):
+    import warnings
+
+    from blockscope.kernels import _common
+
+    ticks = iter([0.0, 2.5, 10.0, 13.0, 20.0, 20.1])
+    monkeypatch.setattr(_common, "_clock", lambda: next(ticks))
+    monkeypatch.setattr(_common, "_SLOW_COMPILE_SAID", False)
+    monkeypatch.setattr(_common.aot, "load", lambda *args: None)
+
+    class Kernel:
+        __name__ = "_fake_kernel"
+
+        def warmup(self, *args, **kwargs):
+            return "compiled"
+
+    x = torch.empty(1)
+    with pytest.warns(RuntimeWarning, match=r"compiling _fake_kernel for this GPU took 2\.5 s.*blockscope warm"):
+        assert _common.compile_or_load(Kernel(), (x,), {}, 4) == "compiled"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _common.compile_or_load(Kernel(), (x,), {}, 4) == "compiled"  # 3 s, but said already
+        monkeypatch.setattr(_common, "_SLOW_COMPILE_SAID", False)
+        assert _common.compile_or_load(Kernel(), (x,), {}, 4) == "compiled"  # 0.1 s: nothing to say

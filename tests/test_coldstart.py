@@ -76,6 +76,7 @@ def test_resolve_backends() -> None:
         (["--device", "tpu"], "unknown device 'tpu'; allowed: cuda, cpu"),
         (["--out", "rows.json"], "unsupported suffix '.json'; allowed: .parquet, .csv"),
         (["--reps", "0"], "0 is not positive"),
+        (["--store", "/no/such/store"], "--store /no/such/store: no such folder; allowed: a kernel store"),
     ],
 )
 def test_bad_input_is_one_line(capsys, only_coldstart, argv, expected) -> None:
@@ -131,6 +132,28 @@ def test_measure_rows_and_cache_folders() -> None:
     assert df["kernel_source_hash"].notna().all()
     lines = coldstart.summary_lines(df)
     assert any(line.startswith("auto 4x64 cold: torch_import 1.00 s") and "first_call 2.00 s" in line for line in lines)
+
+
+def test_a_store_adds_a_store_child_for_blockscope_backends_only(tmp_path) -> None:
+    calls: list[tuple] = []
+    envs: list[dict | None] = []
+    inner = fake_runner(calls)
+
+    def run(backend, n_rows, n_cols, dtype, device, root, timeout_s, extra_env=None):
+        envs.append(extra_env)
+        return inner(backend, n_rows, n_cols, dtype, device, root, timeout_s)
+
+    store = tmp_path / "store"
+    store.mkdir()
+    df = coldstart.measure(["torch", "auto"], [(4, 64)], "fp32", reps=1, device="cpu", runner=run, store=store)
+    assert len(calls) == 2 + 3  # torch: cold, warm (a peer of the store's kernels: none); auto: cold, warm, store
+    assert calls[4][5] == []  # the store child starts from empty caches again
+    assert envs == [None, None, None, None, {"BLOCKSCOPE_KERNEL_CACHE": str(store.resolve())}]
+    validate(df)
+    assert set(df[df["variant"] == "auto"]["cache_state"]) == {"cold", "warm", "store"}
+    assert set(df[df["variant"] == "torch"]["cache_state"]) == {"cold", "warm"}
+    with pytest.raises(ValueError, match="no such folder"):
+        coldstart.measure(["auto"], [(4, 64)], "fp32", device="cpu", runner=run, store=tmp_path / "none")
 
 
 def test_failed_child_and_unavailable_peer_rows(monkeypatch) -> None:

@@ -38,6 +38,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--timeout", type=positive_int, default=600, help="seconds one child process may run (default 600)"
     )
     parser.add_argument("--out", type=Path, default=None, help="save the rows (.parquet or .csv)")
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="an ahead-of-time kernel store (python -m profiling warm --out DIR): Blockscope backends also run a "
+        "'store' child with empty caches and BLOCKSCOPE_KERNEL_CACHE=DIR",
+    )
     parser.set_defaults(handler=run_coldstart_command)
 
 
@@ -69,9 +76,13 @@ def run_coldstart_command(args: argparse.Namespace) -> int:
                 "coldstart needs a CUDA GPU and none is available here; allowed: --device cpu (torch and Blockscope "
                 "on the Triton CPU interpreter)"
             )
+    if args.store is not None and not args.store.is_dir():
+        raise CLIError(
+            f"--store {args.store}: no such folder; allowed: a kernel store made by `python -m profiling warm`"
+        )
     print(
         f"coldstart: {', '.join(backends)} x {', '.join(f'{r}x{n}' for r, n in shapes)} {dtype} on {args.device}, "
-        f"{args.reps} rep(s) x cold + warm, one fresh process each",
+        f"{args.reps} rep(s) x cold + warm{' + store' if args.store else ''}, one fresh process each",
         flush=True,
     )
     df = coldstart.measure(
@@ -82,6 +93,7 @@ def run_coldstart_command(args: argparse.Namespace) -> int:
         device=args.device,
         timeout_s=args.timeout,
         progress=lambda line: print(f"  {line}", flush=True),
+        store=args.store,
     )
     for line in coldstart.summary_lines(df):
         print(line)

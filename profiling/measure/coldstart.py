@@ -206,8 +206,11 @@ def run_child(
     device: str,
     cache_root: Path | None,
     timeout_s: float = CHILD_TIMEOUT_S,
+    extra_env: dict[str, str] | None = None,
 ) -> Sample:
-    """One fresh process measuring `backend` on an (n_rows, n_cols) `dtype` input (fp16 / bf16 / fp32); seconds."""
+    """One fresh process measuring `backend` on an (n_rows, n_cols) `dtype` input (fp16 / bf16 / fp32); seconds.
+    `extra_env` is set in the child's environment after the private cache folders (the `store` state's
+    BLOCKSCOPE_KERNEL_CACHE)."""
     blockscope = backend not in PEER_BACKENDS
     spec = {
         "backend": backend,
@@ -225,7 +228,7 @@ def run_child(
             text=True,
             timeout=timeout_s,
             cwd=package_root(),
-            env=child_env(cache_root, device),
+            env={**child_env(cache_root, device), **(extra_env or {})},
         )
     except subprocess.TimeoutExpired:
         return Sample(error=f"timeout: the child ran over {timeout_s:g} s")
@@ -254,15 +257,20 @@ def measure(
     timeout_s: float = CHILD_TIMEOUT_S,
     progress: Callable[[str], None] | None = None,
     runner: Callable[..., Sample] = run_child,
+    store: Path | None = None,
 ) -> pd.DataFrame:
     """Cold-start rows (results schema, method 'cold_start') for every backend x shape x cache state x phase.
 
     `backends`: resolved names (resolve_backends); unavailable peers give one 'unavailable: ...' row per shape.
-    Each of `reps` repetitions: new private cache folders, a cold child, a warm child, folders removed."""
+    Each of `reps` repetitions: new private cache folders, a cold child, a warm child, folders removed. With
+    `store` (an ahead-of-time kernel store, `python -m profiling warm`), Blockscope backends also run a `store`
+    child: new empty caches and BLOCKSCOPE_KERNEL_CACHE=store (peers have no store: no such rows)."""
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
     if reps < 1:
         raise ValueError(f"reps = {reps}; allowed: a positive integer")
+    if store is not None and not Path(store).is_dir():
+        raise ValueError(f"--store {store}: no such folder; allowed: a kernel store made by `python -m profiling warm`")
     samples: dict[tuple[str, int, int, str], list[Sample]] = {}
     missing: dict[str, str] = {}
     for backend in backends:
@@ -276,15 +284,26 @@ def measure(
             for n_rows, n_cols in shapes:
                 root = Path(tempfile.mkdtemp(prefix="blockscope-coldstart-"))
                 try:
-                    for state in CACHE_STATE_VALUES:  # cold first, then warm in the same folders
-                        sample = runner(backend, n_rows, n_cols, dtype, device, root, timeout_s)
+                    for state in _states(backend, store):  # cold first, then warm in the same folders
+                        if state == "store":  # fresh empty caches again, the kernels from the store
+                            shutil.rmtree(root, ignore_errors=True)
+                            root.mkdir()
+                            extra = {"BLOCKSCOPE_KERNEL_CACHE": str(Path(store).resolve())}
+                            sample = runner(backend, n_rows, n_cols, dtype, device, root, timeout_s, extra_env=extra)
+                        else:
+                            sample = runner(backend, n_rows, n_cols, dtype, device, root, timeout_s)
                         samples.setdefault((backend, n_rows, n_cols, state), []).append(sample)
                         if progress:
                             what = sample.error or ", ".join(f"{k} {seconds_text(v)}" for k, v in sample.phases.items())
                             progress(f"rep {rep + 1}/{reps} {backend} {n_rows}x{n_cols} {state}: {what}")
                 finally:
                     shutil.rmtree(root, ignore_errors=True)
-    return _rows(backends, shapes, dtype, reps, device, samples, missing)
+    return _rows(backends, shapes, dtype, reps, device, samples, missing, store)
+
+
+def _states(backend: str, store: Path | None) -> tuple[str, ...]:
+    """The cache states a backend runs in: cold and warm; plus store for Blockscope's when a store is given."""
+    return CACHE_STATE_VALUES if store is not None and backend not in PEER_BACKENDS else CACHE_STATE_VALUES[:2]
 
 
 def _rows(
@@ -295,6 +314,7 @@ def _rows(
     device: str,
     samples: dict[tuple[str, int, int, str], list[Sample]],
     missing: dict[str, str],
+    store: Path | None = None,
 ) -> pd.DataFrame:
     from blockscope.profiling.measure.env import fingerprint
     from blockscope.profiling.measure.timing import percentile
@@ -319,7 +339,7 @@ def _rows(
             if backend in missing:
                 rows.append({**shape, "error": f"{UNAVAILABLE}{backend}: {missing[backend]}"})
                 continue
-            for state in CACHE_STATE_VALUES:
+            for state in _states(backend, store):
                 runs = samples.get((backend, n_rows, n_cols, state), [])
                 good = [s for s in runs if not s.error]
                 if not good:

@@ -20,15 +20,15 @@ LENGTHS = {
     "all_empty": [0, 0],
     "single": [1],
     "pow2": [16, 32, 8],
-    "classes": [70, 300, 1, 65, 1100, 0, 257],  # every packed class, and items past packed_max=64
+    "classes": [70, 200, 1, 65, 300, 0, 257],  # every packed class (64, 256 at 512-lane tiles), and longer ones
 }
 # default: every segment in items of CHUNK rows; packed: short segments several per program (every class up to
-# 1024); items: CHUNK=4 items (long ones span several); mixed: segments up to 64 packed, longer ones in items
+# 1024); items: CHUNK=16 items (long ones span several); mixed: segments up to 64 packed, longer ones in items
 PATHS = {
     "default": {},
     "packed": {"packed_max": 1024},
-    "items": {"packed_max": 0, "chunk": 4},
-    "mixed": {"packed_max": 64, "chunk": 4},
+    "items": {"packed_max": 0, "chunk": 16},
+    "mixed": {"packed_max": 64, "chunk": 16},
 }
 
 

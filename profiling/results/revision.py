@@ -7,7 +7,9 @@
     functions): e.g. teaching = teaching.py + _common.py + plan.py. 'auto' imports the registry at run time, so
     its hash covers every variant, and it adds the shipped tuning tables (kernels/tuned/*.json) that decide its
     picks. Python files are hashed by path relative to kernels/ and syntax tree without docstrings (formatting and
-    comments change nothing), other files by content, in path order.
+    comments change nothing), other files by content, in path order. kernels/aot.py (the ahead-of-time store's
+    loader) is neither hashed nor followed: the compiled kernel it hands out is keyed by the kernel's own source,
+    so its code changes no result (and following its imports would tie every variant to every other).
   * torch and the peer backends: the versions string of the package that provides the kernel, e.g.
     'torch==2.11.0' (torch, inductor) or 'liger-kernel==0.6.1' ('<package>==not installed' when missing).
 `kernel_revision` = '<source hash>@triton-<Triton version of the run>'.
@@ -65,6 +67,9 @@ def _imported_modules(path: Path, root: Path = KERNELS_DIR) -> set[str]:
     return {name for name in names if (root / f"{name}.py").is_file()}
 
 
+NOT_KERNEL_SOURCE = frozenset({"aot"})  # kernels modules that never change what a kernel computes (see above)
+
+
 def module_files(module: str, root: Path = KERNELS_DIR) -> list[Path]:
     """kernels/<module>.py and every kernels module it imports, transitively, plus its data files (sorted); `root`
     is the kernels folder (another tree's, to compare)."""
@@ -78,7 +83,7 @@ def module_files(module: str, root: Path = KERNELS_DIR) -> list[Path]:
         if name in seen:
             continue
         seen.add(name)
-        todo.extend(_imported_modules(root / f"{name}.py", root) - seen)
+        todo.extend(_imported_modules(root / f"{name}.py", root) - seen - NOT_KERNEL_SOURCE)
     files = {root / f"{name}.py" for name in seen}
     for name in seen:
         for pattern in DATA_FILES.get(name, ()):

@@ -219,6 +219,10 @@ def _lock() -> Path:
     return module_path().with_name("build.lock")
 
 
+def _failed_text() -> str:
+    return f"not built (the background build failed, see {build_log()}; python -m profiling native --build)"
+
+
 def _background_argv() -> list[str]:
     return [sys.executable, "-m", "blockscope.kernels.native"]
 
@@ -233,7 +237,7 @@ def background_build() -> str:
         return "not built (no CUDA here; python -m profiling native --build)"
     failed = _failed_marker()
     if failed.is_file() and time.time() - failed.stat().st_mtime < RETRY_FAILED_S:
-        return f"not built (the background build failed, see {build_log()}; python -m profiling native --build)"
+        return _failed_text()
     lock = _lock()
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
@@ -267,7 +271,7 @@ def _background_state() -> str:
     global _building
     if _build_process is not None and _build_process.poll() is not None and not module_path().is_file():
         _building = False
-        return f"not built (the background build failed, see {build_log()}; python -m profiling native --build)"
+        return _failed_text()
     if _build_process is None and not _lock().is_file() and not module_path().is_file():
         _building = False  # the other process's build ended without a module
         return f"not built (the background build did not finish, see {build_log()})"

@@ -30,10 +30,9 @@ if not ui.cuda_available():
 
 import torch  # noqa: E402
 
-from blockscope.profiling.cli import MAX_SWEEP_N, int_list_within  # noqa: E402 - the CLI's validator of N lists
+from blockscope.profiling.cli import MAX_LIST_VALUES, MAX_SWEEP_N, n_list  # noqa: E402 - the CLI's validator of N lists
 from blockscope.profiling.measure.backends import backend_names  # noqa: E402
 
-MAX_N_VALUES = 64
 MAX_ROWS = 2**20
 VARIANTS = backend_names()  # the peers, then every registered variant; peers not installed get "unavailable" rows
 st.caption(
@@ -55,7 +54,7 @@ n_text = c[0].text_input(
     "256, 1000, 1024, 1025, 4096, 16384",
     key="sw_n",
     max_chars=2000,
-    help=f"Up to {MAX_N_VALUES} values, each from 1 to {MAX_SWEEP_N:,}, separated by commas or spaces.",
+    help=f"Up to {MAX_LIST_VALUES} values, each from 1 to {MAX_SWEEP_N:,}, separated by commas or spaces.",
 )
 n_rows = c[1].number_input("R (rows)", 1, MAX_ROWS, 4096, key="sw_rows", help=ui.allowed(1, MAX_ROWS))
 warps = c[2].multiselect("num_warps", (1, 2, 4, 8, 16, 32), default=[4, 8], key="sw_warps")
@@ -69,7 +68,7 @@ prune = st.checkbox(
 )
 
 try:  # the CLI's own parser: integers in range, one message naming what is allowed
-    n_values = int_list_within(n_text.replace(" ", ","), 1, MAX_SWEEP_N, most=MAX_N_VALUES)
+    n_values = n_list(n_text.replace(" ", ","))
 except argparse.ArgumentTypeError as error:
     st.error(dd.md(f"N values: {error}"))
     st.stop()

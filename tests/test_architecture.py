@@ -28,7 +28,7 @@ PAGE_EXCEPTIONS: set[tuple[str, str]] = {
     ("blockscope.pages.run_sweep", "blockscope.profiling.measure.sweep"),
     ("blockscope.pages.run_sweep", "blockscope.profiling.measure.precompile"),
     ("blockscope.pages.run_sweep", "blockscope.profiling.measure.backends"),  # which backends run here
-    ("blockscope.pages.run_sweep", "blockscope.profiling.cli"),  # the CLI's validator of N lists (int_list)
+    ("blockscope.pages.run_sweep", "blockscope.profiling.cli"),  # the CLI's validator of N lists (n_list)
     ("blockscope.pages.backends", "blockscope.profiling.measure.backends"),  # which peers are installed here
     ("blockscope.pages.numerics", "blockscope.profiling.measure.env"),  # stamps its live (CPU) numerics rows
     ("blockscope.pages.kernel_evidence", "blockscope.profiling.measure.trace"),  # reads a run's stored traces

@@ -79,7 +79,7 @@ def int_list_within(text: str, low: int, high: int, most: int | None = None) -> 
     return [int_within(part, low, high) for part in parts]
 
 
-MAX_LIST_VALUES = 64  # values in one --n / --rows list
+MAX_LIST_VALUES = 64  # values in one --n / --rows list (and the Run sweep page's N list)
 MAX_ROWS = 2**31 - 1  # the widest 1-D launch grid
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import functools
 import math
+import os
+import signal
 import socket
 import sys
 import time
@@ -45,13 +47,22 @@ SHARDS = 2
 
 @pytest.fixture(scope="module")
 def ray_local() -> Iterator[Any]:
-    """One local Ray instance for the module: 2 CPUs, no GPUs, no dashboard, a 100 MiB object store; shut down after."""
+    """One local Ray instance for the module: 2 CPUs, no GPUs, no dashboard, a 100 MiB object store; shut down after,
+    and what ray.init leaves in this process (a SIGTERM handler, RAY_* and PYTHONBREAKPOINT variables, a sys.path
+    entry) put back, so the modules after this one run as without it."""
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    environ, path = dict(os.environ), list(sys.path)
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20)
     try:
         yield ray
     finally:
         ray.shutdown()
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        os.environ.clear()
+        os.environ.update(environ)
+        sys.path[:] = path
 
 
 def label(row: Any) -> str:

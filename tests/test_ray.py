@@ -153,9 +153,10 @@ def test_a_failed_shard_is_named_and_the_other_parts_stay(tmp_path, ray_local) -
     assert (tmp_path / "o.shard0of2.parquet").read_text() == "part"
 
 
-def test_a_cluster_without_gpus_needs_ray_shards(tmp_path, ray_local) -> None:
-    with pytest.raises(ValueError, match="no GPUs"):
-        shard.run_on_ray(None, ["sweep"], None, tmp_path / "o.parquet", "r")
+@pytest.mark.parametrize("shards", [None, 2])
+def test_a_cluster_without_gpus_is_refused_not_waited_on(tmp_path, ray_local, shards: int | None) -> None:
+    with pytest.raises(ValueError, match="the Ray cluster has no GPUs; allowed"):  # GPU tasks would never start
+        shard.run_on_ray(None, ["sweep"], shards, tmp_path / "o.parquet", "r")
 
 
 def _closed_port() -> int:

@@ -212,8 +212,8 @@ def run_on_ray(
     a `worker_code` that runs the sweep on the CPU interpreter with a fake clock is the CPU test run
     (tests/test_ray.py); timings of a GPU sweep need the default. `timeout_s`: seconds to wait for all shards
     (None: no limit). ConnectionError (one line) for an unreachable cluster, within `connect_timeout_s` seconds for
-    an explicit host:port; ValueError for a cluster without GPUs and no `shards`; RuntimeError naming the first
-    shard whose sweep failed (the other parts stay)."""
+    an explicit host:port; ValueError for a cluster without GPUs (unless num_gpus=0 and `shards` are given);
+    RuntimeError naming the first shard whose sweep failed (the other parts stay)."""
     ray = ray_module()
     probe_ray_address(address, connect_timeout_s)
     base = strip_options(argv, WORKER_STRIPPED)
@@ -225,10 +225,10 @@ def run_on_ray(
         except (ConnectionError, RuntimeError, ValueError) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise ConnectionError(f"Ray cluster {address or 'auto'} unreachable: {first}") from None
-    if shards is None:
-        shards = int(ray.cluster_resources().get("GPU", 0))
-        if shards < 1:
-            raise ValueError("the Ray cluster has no GPUs; allowed: a cluster with GPUs, or --ray-shards N")
+    gpus = int(ray.cluster_resources().get("GPU", 0))
+    if gpus < 1 and (shards is None or num_gpus > 0):  # GPU tasks on it would wait for a GPU forever
+        raise ValueError("the Ray cluster has no GPUs; allowed: a cluster with GPU nodes (each shard takes one GPU)")
+    shards = gpus if shards is None else shards
 
     @ray.remote(num_gpus=num_gpus, max_retries=0)
     def sweep_shard(command: list[str]) -> tuple[int, str]:

@@ -123,13 +123,3 @@ def test_ray_missing_is_one_line(tmp_path, monkeypatch, capsys) -> None:
     assert main([*argv, "--out", str(tmp_path / "o.parquet")], "profiling") == 2
     err = capsys.readouterr().err
     assert "pip install 'blockscope[cluster]'" in err and err.count("\n") == 1
-
-
-def test_ray_local_instance_runs_the_shards(tmp_path) -> None:
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=1, num_gpus=0, include_dashboard=False)
-    try:
-        with pytest.raises(ValueError, match="no GPUs"):
-            shard.run_on_ray(None, ["sweep"], None, tmp_path / "o.parquet", "r")
-    finally:
-        ray.shutdown()

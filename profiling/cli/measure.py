@@ -140,8 +140,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="?",
         const="auto",
         metavar="ADDRESS",
-        help="run the shards as Ray tasks (num_gpus=1 each) on an existing cluster (default address: auto); "
-        "part files must be on storage every node reaches",
+        help="run the shards as Ray tasks (num_gpus=1 each) on an existing cluster (default address: auto; "
+        "'local' starts a local instance; host:port is probed for 5 s); part files must be on storage every node "
+        "reaches",
     )
     sweep.add_argument("--ray-shards", type=positive_int, help="shards for --ray (default: the cluster's GPUs)")
     sweep.add_argument(

@@ -9,6 +9,7 @@ the merge of all shards equals the unsharded run in the same order (its timings 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,8 @@ from blockscope.profiling.results import concat_results, load_results
 CANONICAL_ORDER = ("direction", "dtype", "n_rows", "n_cols", "variant", "tunables", "method")
 KEY_COLUMNS = ("variant", "dtype", "n_rows", "n_cols", "tunables", "method", "direction")
 RAY_INSTALL = "pip install 'blockscope[cluster]' (or pip install ray)"
+RAY_TASK_GPUS = 1.0  # GPUs each --ray shard task requests: one whole GPU, so no two shards time on one board
+RAY_CONNECT_TIMEOUT_S = 5.0  # TCP probe of an explicit --ray host:port before ray.init (which retries for minutes)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -155,6 +158,39 @@ def ray_module() -> Any:
     return ray
 
 
+def ray_endpoint(address: str | None) -> tuple[str, int] | None:
+    """(host, port) of an explicit Ray address ('host:port', 'ray://host:port', '[::1]:port'); None for None,
+    'auto', 'local' or an address without a port (Ray resolves those itself)."""
+    if address is None:
+        return None
+    text = address.strip()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    text = text.split("/", 1)[0]
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def probe_ray_address(address: str | None, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """ConnectionError (one line) when the explicit `address` takes no TCP connection within `timeout_s` seconds;
+    nothing for 'auto', 'local' or None. ray.init itself retries an unreachable GCS for minutes."""
+    endpoint = ray_endpoint(address)
+    if endpoint is None:
+        return
+    try:
+        with socket.create_connection(endpoint, timeout=timeout_s):
+            pass
+    except OSError as error:
+        timed_out = isinstance(error, TimeoutError)
+        reason = f"no answer within {timeout_s:g} s" if timed_out else (error.strerror or type(error).__name__)
+        raise ConnectionError(
+            f"Ray cluster {address} unreachable ({reason}); allowed: the address of a running Ray head "
+            "(ray start --head; 'auto' on a cluster node, 'local' for a new local instance)"
+        ) from None
+
+
 def run_on_ray(
     address: str | None,
     argv: Sequence[str],
@@ -162,15 +198,24 @@ def run_on_ray(
     out: str | Path,
     run_id: str,
     *,
-    num_gpus: float = 1,
+    num_gpus: float = RAY_TASK_GPUS,
     timeout_s: float | None = None,
+    connect_timeout_s: float = RAY_CONNECT_TIMEOUT_S,
+    worker_code: str = WORKER_CODE,
 ) -> list[Path]:
-    """Run `shards` shards (None: one per GPU of the cluster) of the sweep in `argv` as Ray tasks (num_gpus each)
-    on the cluster at `address` ('auto', 'host:port', 'ray://host:10001'; None: RAY_ADDRESS or a local
-    instance); each task writes its part
-    file (a path every node can reach: shared storage) and returns it. ConnectionError for an unreachable
-    cluster, RuntimeError naming the shard whose sweep failed."""
+    """Run `shards` shards (None: one per GPU of the cluster) of the sweep in `argv` as Ray tasks on the cluster at
+    `address` ('auto', 'local', 'host:port', 'ray://host:10001'; None: RAY_ADDRESS or a local instance); each task
+    runs `sys.executable -c worker_code sweep ... --shard j/N --out <part> --run-id run_id` in a subprocess, writes
+    its part file (a path every node can reach: shared storage) and returns. Returns the part paths, shard order.
+
+    `num_gpus`: GPUs each task requests (default RAY_TASK_GPUS, one: Ray sets CUDA_VISIBLE_DEVICES to it). 0 and
+    a `worker_code` that runs the sweep on the CPU interpreter with a fake clock is the CPU test run
+    (tests/test_ray.py); timings of a GPU sweep need the default. `timeout_s`: seconds to wait for all shards
+    (None: no limit). ConnectionError (one line) for an unreachable cluster, within `connect_timeout_s` seconds for
+    an explicit host:port; ValueError for a cluster without GPUs (unless num_gpus=0 and `shards` are given);
+    RuntimeError naming the first shard whose sweep failed (the other parts stay)."""
     ray = ray_module()
+    probe_ray_address(address, connect_timeout_s)
     base = strip_options(argv, WORKER_STRIPPED)
     if base and base[0] == "sweep":
         base = base[1:]
@@ -180,10 +225,10 @@ def run_on_ray(
         except (ConnectionError, RuntimeError, ValueError) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise ConnectionError(f"Ray cluster {address or 'auto'} unreachable: {first}") from None
-    if shards is None:
-        shards = int(ray.cluster_resources().get("GPU", 0))
-        if shards < 1:
-            raise ValueError("the Ray cluster has no GPUs; allowed: a cluster with GPUs, or --ray-shards N")
+    gpus = int(ray.cluster_resources().get("GPU", 0))
+    if gpus < 1 and (shards is None or num_gpus > 0):  # GPU tasks on it would wait for a GPU forever
+        raise ValueError("the Ray cluster has no GPUs; allowed: a cluster with GPU nodes (each shard takes one GPU)")
+    shards = gpus if shards is None else shards
 
     @ray.remote(num_gpus=num_gpus, max_retries=0)
     def sweep_shard(command: list[str]) -> tuple[int, str]:
@@ -196,7 +241,7 @@ def run_on_ray(
     refs, parts = [], []
     for j in range(shards):
         part = part_path(out, j, shards)
-        command = [sys.executable, "-c", WORKER_CODE, "sweep", *base, "--shard", f"{j}/{shards}"]
+        command = [sys.executable, "-c", worker_code, "sweep", *base, "--shard", f"{j}/{shards}"]
         command += ["--out", str(part), "--run-id", run_id]
         refs.append(sweep_shard.remote(command))
         parts.append(part)

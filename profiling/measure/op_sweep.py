@@ -119,9 +119,9 @@ def parse_ops(ops: str | Sequence[str] | None) -> list[str]:
         raise ValueError(f"no op given; allowed: {SOFTMAX} (alone) or a comma list of {', '.join(OPS)}")
     bad = [o for o in names if o not in OPS]
     if bad:
-        shown = ", ".join(bad)
-        if SOFTMAX in bad:
-            raise ValueError(f"{shown}: {SOFTMAX} runs alone; allowed: {SOFTMAX} or a comma list of {', '.join(OPS)}")
+        if bad == [SOFTMAX]:
+            raise ValueError(f"{SOFTMAX} runs alone; allowed: {SOFTMAX} or a comma list of {', '.join(OPS)}")
+        shown = ", ".join(b for b in bad if b != SOFTMAX)
         raise ValueError(f"unknown op(s) {shown}; allowed: {SOFTMAX} (alone) or a comma list of {', '.join(OPS)}")
     return list(dict.fromkeys(names))
 

@@ -402,3 +402,37 @@ def test_cli_op_sweep_needs_cuda(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(entry, "COMMAND_MODULES", ("blockscope.profiling.cli.measure",))
     line = _fail(capsys, ["sweep", "--op", "masked_softmax,ragged_softmax", "--out", str(tmp_path / "x.parquet")])
     assert "sweep needs a CUDA GPU" in line
+
+
+# ---- the dashboard with a mixed file ----
+
+
+def test_dashboard_with_op_rows_shows_softmax_pages_and_the_fused_section(tmp_path):
+    pytest.importorskip("streamlit")
+    from tests.test_app import load_path, new_app
+    from tests.texts import plain
+
+    out = tmp_path / "mixed.parquet"
+    save_results(normalize(synthetic_results(n_values=(128, 1024), dtypes=("fp16",), num_warps=(4,))), out)
+    run_ops(["masked_softmax"], out=out, lengths=(8, 16), dtypes=("fp16",))
+    at = load_path(new_app(), out)
+    assert not at.exception, [e.message for e in at.exception]
+    notes = [plain(c.value) for c in at.sidebar.caption]
+    assert any("Fused-op rows (16 masked_softmax)" in n for n in notes), notes  # 2 cases x 2 L x 2 backends x 2
+    at.switch_page("pages/backends.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.radio(key="fo_source_loaded").value == "loaded"
+    summary = next(d.value for d in at.dataframe if "geomean_speedup" in d.value.columns)
+    assert summary[["op", "backend"]].values.tolist() == [["masked_softmax", "eager"]]
+
+
+def test_drift_pairs_op_rows_by_case():
+    from blockscope.profiling.results import drift
+
+    first = run_ops(["masked_softmax"])
+    second = first.copy()
+    second["median_us"] = second["median_us"] * 1.1
+    result = drift.repeat_drift(first, second, min_us=0)
+    assert len(result) == len(first) == 8  # 2 cases x 2 backends x 2 methods: causal and scale_mask_bias apart
+    assert sorted(set(result["case"])) == ["causal", "scale_mask_bias"]
+    assert result["drift"].astype(float).round(6).eq(0.1).all()

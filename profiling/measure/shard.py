@@ -20,6 +20,7 @@ from blockscope.profiling.results import concat_results, load_results
 
 CANONICAL_ORDER = ("direction", "dtype", "n_rows", "n_cols", "variant", "tunables", "method")
 KEY_COLUMNS = ("variant", "dtype", "n_rows", "n_cols", "tunables", "method", "direction")
+OP_COLUMNS = ("op", "case", "op_shape")
 RAY_INSTALL = "pip install 'blockscope[cluster]' (or pip install ray)"
 
 
@@ -63,7 +64,8 @@ def merge_parts(parts: Sequence[str | Path | pd.DataFrame]) -> pd.DataFrame:
     seen: dict[tuple, int] = {}
     for number, table in enumerate(tables):
         ran = table[table["method"] != "none"] if "method" in table.columns else table
-        for key in ran[list(KEY_COLUMNS)].astype("string").fillna("").itertuples(index=False, name=None):
+        columns = [*KEY_COLUMNS, *(c for c in OP_COLUMNS if c in ran.columns)]  # op rows: also op, case, shape
+        for key in ran[columns].astype("string").fillna("").itertuples(index=False, name=None):
             if seen.get(key, number) != number:
                 raise ValueError(
                     f"{names[number]} and {names[seen[key]]} both hold {' '.join(key)}; allowed: parts of one "

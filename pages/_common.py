@@ -43,6 +43,7 @@ class Context:
     filters: dd.Filters = field(default_factory=dd.Filters)
     label: str = ""
     synthetic: bool = False
+    op_rows: pd.DataFrame | None = None  # the loaded fused-op rows (sweep --op), kept out of `df`
 
     @property
     def method(self) -> str:
@@ -343,7 +344,14 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
 def sidebar() -> Context:
     """Draw the data source and filters (called by app.py before the page runs); stores the Context."""
     df, label, synthetic = _source_sidebar()
-    context = Context(label=label, synthetic=synthetic)
+    op_rows = None
+    if df is not None:
+        df, op_rows = dd.split_ops(df)  # pages never mix ops: softmax rows only; op rows for the Fused ops section
+        note = dd.op_rows_note(op_rows)
+        if note:
+            st.sidebar.caption(dd.md(note))
+    kept = op_rows if op_rows is not None and len(op_rows) else None
+    context = Context(label=label, synthetic=synthetic, op_rows=kept)
     if df is not None and len(df):
         context.df = df
         context.filters = _filters_sidebar(df)

@@ -184,29 +184,44 @@ def _fused(path: str, mtime: float) -> pd.DataFrame | None:  # keyed on path + m
     return fused.load_bundled_fused(path)
 
 
-def _fused_path() -> Path | None:
-    """The bench_fused.csv to show: the bundled one or a typed path inside the allowed folders; None (and says why)
-    when there is none."""
+FUSED_SOURCES = {
+    "bundled": f"bundled ({fused.BUNDLED_FUSED_PATH.name})",
+    "path": "a bench_fused.csv or results file",
+    "loaded": "op rows of the loaded results",
+}
+
+
+def _fused_path(loaded: bool) -> Path | str | None:
+    """The fused-op results to show: the bundled bench_fused.csv, a typed path inside the allowed folders (a
+    bench_fused.csv or a results file with op rows), or "loaded" (the sidebar data's op rows, offered when there are
+    some, and picked first); None (and says why) when there is none."""
+    options = ["loaded", "bundled", "path"] if loaded else ["bundled", "path"]
     source = st.radio(
         "Fused-op results",
-        ["bundled", "path"],
+        options,
         horizontal=True,
-        key="fo_source",
-        format_func=lambda s: f"bundled ({fused.BUNDLED_FUSED_PATH.name})" if s == "bundled" else "a bench_fused.csv",
+        key="fo_source" if not loaded else "fo_source_loaded",
+        format_func=FUSED_SOURCES.get,
     )
+    if source == "loaded":
+        return "loaded"
     if source == "bundled":
         if not fused.BUNDLED_FUSED_PATH.is_file():
             st.info(fused.MISSING_FUSED)
             return None
         return fused.BUNDLED_FUSED_PATH
     typed = st.text_input(
-        "Path of a bench_fused.csv",
+        "Path of a bench_fused.csv or results file",
         key="fo_path",
         placeholder="/path/to/out/bench_fused.csv",
-        help="The CSV `python3 -m tools.bench_fused --out-dir DIR` writes (DIR/bench_fused.csv).",
+        help="The CSV `python3 -m tools.bench_fused --out-dir DIR` writes (DIR/bench_fused.csv), or a results file "
+        "with op rows from `python -m profiling sweep --op masked_softmax,ragged_softmax --out FILE`.",
     ).strip()
     if not typed:
-        st.info("Type the path of a bench_fused.csv written by `python3 -m tools.bench_fused --out-dir DIR`.")
+        st.info(
+            "Type the path of a bench_fused.csv written by `python3 -m tools.bench_fused --out-dir DIR`, or of a "
+            "results file written by `python -m profiling sweep --op masked_softmax,ragged_softmax --out FILE`."
+        )
         return None
     inside = paths.confined(typed)
     if inside is None:
@@ -219,13 +234,14 @@ def _fused_path() -> Path | None:
         )
         return None
     if not inside.is_file():
-        st.error(dd.md(f"{typed}: no such file; allowed: a bench_fused.csv (a regular file)"))
+        st.error(dd.md(f"{typed}: no such file; allowed: a bench_fused.csv or results file (a regular file)"))
         return None
     return inside
 
 
 def _fused_ops(ctx: ui.Context) -> None:
-    """Fused masked / ragged softmax against torch's ways to do them (tools/bench_fused.py's CSV)."""
+    """Fused masked / ragged softmax against torch's ways to do them (tools/bench_fused.py's CSV or `sweep --op`
+    rows)."""
     st.subheader("Fused ops")
     st.caption(
         "`kernels.masked_softmax` (scale + bias + mask + causal in one kernel) against eager torch, Inductor and "
@@ -233,11 +249,11 @@ def _fused_ops(ctx: ui.Context) -> None:
         "pad-to-longest and `segment_reduce`. Ideal: x read once + y written once at the run's copy bandwidth "
         "(mask and bias bytes not counted; a causal row reads only its kept part, so it can pass 100%)."
     )
-    path = _fused_path()
+    path = _fused_path(ctx.op_rows is not None)
     if path is None:
         return
     try:
-        df = _fused(str(path), path.stat().st_mtime)
+        df = fused.from_op_rows(ctx.op_rows) if path == "loaded" else _fused(str(path), path.stat().st_mtime)
     except (ResultsError, OSError) as error:
         st.error(dd.md(str(error)))
         return

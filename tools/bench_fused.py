@@ -28,6 +28,9 @@ repeat_interleave: the torch_geometric CSR recipe). Failures (out of memory, int
 Last, if time is left, a tuning pass (cuda_graph only): masked_softmax at num_warps 1-16, ragged_softmax at other
 chunk sizes x num_warps x packed_max (0: no packed launches, 1024), rows with backend "blockscope[name=value]"
 and their own table, for choosing the defaults.
+
+Cases, inputs, float64 references, checks and backends come from profiling/measure/backends/fused.py, shared with
+`python -m profiling sweep --op masked_softmax,ragged_softmax` (the same measurements as results-schema rows).
 """
 
 from __future__ import annotations
@@ -35,16 +38,21 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
-import math
 import os
 import sys
 import time
 from pathlib import Path
 
+if __name__ == "__main__" and not __package__:  # run as a file: re-run as the module so `blockscope` imports
+    os.chdir(Path(__file__).resolve().parent.parent)
+    os.execv(sys.executable, [sys.executable, "-m", "tools.bench_fused", *sys.argv[1:]])
+
+from blockscope.profiling.measure.backends import fused as fb  # noqa: E402 - after the re-exec above
+
 DEVICE = "cuda"
-MASKED_LENGTHS = (512, 1000, 1024, 2048, 4096)
+MASKED_LENGTHS = fb.MASKED_LENGTHS
 TUNE_LENGTHS = (1000, 2048, 4096)
-BATCH, HEADS = 2, 16
+BATCH, HEADS = fb.BATCH, fb.HEADS
 DTYPE_NAMES = ("fp16", "bf16", "fp32")
 METHODS = ("cuda_graph", "back_to_back_flushed")
 FIELDS = [
@@ -136,33 +144,13 @@ def _short(error: BaseException) -> str:
     return text[:200]
 
 
-def _compare(reference, tolerance: float):
-    """check(name, out): max |out - reference| over finite reference lanes, NaN positions equal."""
-
-    def check(name: str, out) -> str:
-        got, want = out.float(), reference
-        if got.shape != want.shape:
-            return f"shape {tuple(got.shape)} != {tuple(want.shape)}"
-        nan_mismatch = int((got.isnan() != want.isnan()).sum())
-        finite = ~want.isnan()
-        err = float((got[finite] - want[finite]).abs().max()) if finite.any() else 0.0
-        if nan_mismatch or err > tolerance:
-            return f"MISMATCH max_abs={err:.3g} nan_mismatch={nan_mismatch}"
-        return "ok"
-
-    return check
-
-
 def bench_masked(bench: Bench, dtypes: list) -> None:
     torch = bench.torch
-    from blockscope import kernels
-
-    tolerance = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
     for length in MASKED_LENGTHS:
         for dtype in dtypes:
-            for case in ("causal", "scale_mask_bias"):
+            for case in fb.CASES[fb.MASKED]:
                 base = {
-                    "op": "masked_softmax",
+                    "op": fb.MASKED,
                     "case": case,
                     "dtype": str(dtype).removeprefix("torch."),
                     "shape": f"{BATCH}x{HEADS}x{length}x{length}",
@@ -170,61 +158,28 @@ def bench_masked(bench: Bench, dtypes: list) -> None:
                 if bench.over_budget():
                     bench.rows.append({**base, "backend": "all", "error": "skipped: time budget"})
                     continue
-                gen = torch.Generator(device=DEVICE).manual_seed(length)
-                x = torch.randn(BATCH, HEADS, length, length, device=DEVICE, generator=gen).to(dtype)
-                scale = 0.125
-                if case == "causal":
-                    keep = torch.ones(length, length, dtype=torch.bool, device=DEVICE).tril()
-                    bias, mask, causal = None, None, True
-                    attn = torch.zeros(length, length, dtype=dtype, device=DEVICE).masked_fill(~keep, -math.inf)
-                else:
-                    mask = torch.rand(BATCH, 1, length, length, device=DEVICE, generator=gen) < 0.9
-                    mask[..., 0] = True
-                    keep = mask
-                    bias = torch.randn(1, HEADS, 1, length, device=DEVICE, generator=gen).to(dtype)
-                    causal = False
-                    attn = torch.where(mask, bias, torch.tensor(-math.inf, dtype=dtype, device=DEVICE))
-
-                def eager(x=x, keep=keep, bias=bias, scale=scale):
-                    z = x * scale if bias is None else x * scale + bias
-                    return torch.softmax(torch.where(keep, z, -math.inf), -1)
-
-                compiled = torch.compile(eager, dynamic=False)
-                reference = eager(x.float(), keep, None if bias is None else bias.float(), scale)
-                backends = {
-                    "blockscope": lambda x=x, b=bias, m=mask, c=causal: kernels.masked_softmax(
-                        x, scale=0.125, bias=b, mask=m, causal=c
-                    ),
-                    "eager": eager,
-                    "inductor": compiled,
-                    "sdpa_math_softmax": lambda x=x, a=attn: torch.ops.aten._safe_softmax(x * 0.125 + a, -1),
-                }
-                nbytes = 2 * x.numel() * x.element_size()
-                bench.run_backends(base, backends, bench.ideal_us(nbytes), _compare(reference, tolerance[dtype]))
-                del x, keep, bias, mask, attn, reference, backends, compiled
+                inputs = fb.masked_inputs(case, length, dtype, DEVICE, batch=BATCH, heads=HEADS)
+                reference = fb.masked_reference(inputs)
+                backends = fb.build_backends(fb.MASKED, inputs)
+                nbytes = 2 * inputs.x.numel() * inputs.x.element_size()
+                check = fb.compare(reference, fb.TOLERANCES[dtype])
+                bench.run_backends(base, backends, bench.ideal_us(nbytes), check)
+                del inputs, reference, backends
                 torch.cuda.empty_cache()
 
 
 def _lengths(kind: str):
-    import torch
-
-    gen = torch.Generator().manual_seed(35)
-    if kind == "uniform":
-        return torch.randint(1, 8193, (16384,), generator=gen)
-    body = torch.exp(torch.randn(16383, generator=gen) * 1.5 + math.log(400.0)).round().clamp(1, 100_000).long()
-    return torch.cat([body[:8000], torch.tensor([147_456]), body[8000:]])
+    return fb.ragged_lengths(kind)
 
 
 def bench_ragged(bench: Bench, dtypes: list) -> None:
     torch = bench.torch
-    from blockscope.kernels import ragged
-
-    for kind in ("uniform", "long_tail"):
-        lengths_cpu = _lengths(kind)
+    for kind in fb.CASES[fb.RAGGED]:
         for dtype in dtypes:
-            total, n_seg, max_len = int(lengths_cpu.sum()), lengths_cpu.numel(), int(lengths_cpu.max())
+            lengths = fb.ragged_lengths(kind)
+            total, n_seg, max_len = int(lengths.sum()), lengths.numel(), int(lengths.max())
             base = {
-                "op": "ragged_softmax",
+                "op": fb.RAGGED,
                 "case": kind,
                 "dtype": str(dtype).removeprefix("torch."),
                 "shape": f"B={n_seg} T={total} max={max_len}",
@@ -232,41 +187,20 @@ def bench_ragged(bench: Bench, dtypes: list) -> None:
             if bench.over_budget():
                 bench.rows.append({**base, "backend": "all", "error": "skipped: time budget"})
                 continue
-            lengths = lengths_cpu.to(DEVICE)
-            offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths_cpu.cumsum(0)]).to(DEVICE)
-            values = torch.randn(total, device=DEVICE).to(dtype)
-            ragged.check_offsets(offsets, total)
-            seg = torch.repeat_interleave(torch.arange(n_seg, device=DEVICE), lengths, output_size=total)
-            pos = torch.arange(total, device=DEVICE) - offsets[:-1][seg]
-            nested = torch.nested.nested_tensor_from_jagged(values, offsets, max_seqlen=max_len, min_seqlen=1)
-
-            def pad_unpad(values=values, seg=seg, pos=pos, n_seg=n_seg, max_len=max_len):
-                padded = values.new_full((n_seg, max_len), -math.inf)
-                padded[seg, pos] = values
-                return torch.softmax(padded, 1)[seg, pos]
-
-            def segment_reduce(values=values, offsets=offsets, lengths=lengths, total=total):
-                m = torch.segment_reduce(values, "max", offsets=offsets, axis=0, unsafe=True)
-                e = torch.exp(values - torch.repeat_interleave(m, lengths, output_size=total))
-                s = torch.segment_reduce(e, "sum", offsets=offsets, axis=0, unsafe=True)
-                return e / torch.repeat_interleave(s, lengths, output_size=total)
-
-            backends = {
-                "blockscope": lambda v=values, o=offsets: ragged.ragged_softmax_forward(v, o, check=False),
-                "nested": lambda nt=nested: torch.softmax(nt, dim=1).values(),
-                "pad_unpad": pad_unpad,
-                "segment_reduce": segment_reduce,
-            }
-            reference = torch.empty(total, device=DEVICE)
-            bounds = offsets.tolist()
-            v32 = values.float()
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True):  # per-segment torch.softmax, fp32
-                if b > a:
-                    reference[a:b] = torch.softmax(v32[a:b], 0)
-            tolerance = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
-            nbytes = 2 * values.numel() * values.element_size()
-            bench.run_backends(base, backends, bench.ideal_us(nbytes), _compare(reference, tolerance))
-            del values, offsets, seg, pos, nested, reference, v32, backends
+            inputs = fb.ragged_inputs(kind, dtype, DEVICE)
+            backends = {}
+            for name in fb.backend_names(fb.RAGGED):
+                why = fb.unsupported_reason(fb.RAGGED, name, inputs)
+                if why:
+                    for method in METHODS:
+                        bench.rows.append({**base, "backend": name, "method": method, "error": why})
+                    continue
+                backends[name] = fb.get_backend(fb.RAGGED, name).build(inputs)
+            reference = fb.ragged_reference(inputs)
+            nbytes = 2 * inputs.values.numel() * inputs.values.element_size()
+            check = fb.compare(reference, fb.TOLERANCES[dtype])
+            bench.run_backends(base, backends, bench.ideal_us(nbytes), check)
+            del inputs, reference, backends
             torch.cuda.empty_cache()
 
 
@@ -417,7 +351,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if not __package__:  # run as a file (python3 tools/bench_fused.py): re-run as the module so `blockscope` imports
-        os.chdir(Path(__file__).resolve().parent.parent)
-        os.execv(sys.executable, [sys.executable, "-m", "tools.bench_fused", *sys.argv[1:]])
     raise SystemExit(main())

@@ -41,10 +41,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "save the rows measured so far; one sweep per --out at a time (lock file).",
     )
     sweep.add_argument(
+        "--op",
+        default="softmax",
+        metavar="OPS",
+        help="what to time: softmax (default: plain row softmax) or a comma list of masked_softmax, ragged_softmax "
+        "(the fused ops: cases x dtypes x L for masked_softmax at B=2, H=16, x backends; rows tagged with op and "
+        "case; takes --variants (the op's backends), --dtypes, --n (masked_softmax's L), --methods, --reps, "
+        "--warmup, --max-minutes, --retry-errors)",
+    )
+    sweep.add_argument(
         "--variants",
         type=str_list,
         help="comma list of backends: torch, inductor, liger, quack "
-        "and the Triton variants (default: torch, the peers available here, every Triton variant)",
+        "and the Triton variants (default: torch, the peers available here, every Triton variant); with --op "
+        "masked_softmax: blockscope, eager, inductor, sdpa_math_softmax; ragged_softmax: blockscope, nested, "
+        "pad_unpad, segment_reduce",
     )
     sweep.add_argument("--dtypes", type=str_list, help="comma list of fp16,bf16,fp32 (default all)")
     sweep.add_argument(
@@ -509,11 +520,133 @@ def check_out_path(text: str) -> Path:
     return out
 
 
-def run_sweep_command(args: argparse.Namespace) -> int:
-    from blockscope.profiling.measure.sweep import ResultsLockError, format_duration, predicted_seconds, run_sweep
+# sweep options the fused ops' sweep does not take (flag, attribute, value meaning "not given")
+OP_SWEEP_REFUSED: tuple[tuple[str, str, Any], ...] = (
+    ("--rows", "rows", None),
+    ("--num-warps", "num_warps", None),
+    ("--tunable", "tunable", []),
+    ("--directions", "directions", None),
+    ("--no-prune", "no_prune", False),
+    ("--compile-workers", "compile_workers", None),
+    ("--trace-config", "trace_config", None),
+    ("--compare-with", "compare_with", None),
+    ("--shard", "shard", None),
+    ("--gpus", "gpus", None),
+    ("--ray", "ray", None),
+    ("--ray-shards", "ray_shards", None),
+    ("--proton", "proton", False),
+)
+OP_SWEEP_OPTIONS = "--variants, --dtypes, --n, --methods, --reps, --warmup, --max-minutes, --retry-errors, --no-trace"
+
+
+def parse_op_option(text: str) -> list[str]:
+    """--op: ['softmax'] or the fused ops of a comma list; CLIError naming the allowed values."""
+    from blockscope.profiling.measure.op_sweep import parse_ops
+    from blockscope.profiling.results import SOFTMAX
+
+    if text.strip() == SOFTMAX:
+        return [SOFTMAX]
+    try:
+        return parse_ops(text)
+    except ValueError as error:
+        raise CLIError(f"--op {text}: {error}") from None
+
+
+def op_configs_from_args(args: argparse.Namespace, ops: list[str]) -> list:
+    """Validated fused-op configs for `sweep --op ...` (CLIError for options it does not take and bad values)."""
+    from blockscope.kernels import DTYPE_NAMES
+    from blockscope.profiling.measure import op_sweep
+    from blockscope.profiling.measure.backends import fused
+
+    shown = ",".join(ops)
+    for flag, name, unset in OP_SWEEP_REFUSED:
+        if getattr(args, name, unset) != unset:
+            raise CLIError(f"--op {shown} does not take {flag}; allowed with --op {shown}: {OP_SWEEP_OPTIONS}")
+    given = (("variants", args.variants), ("dtypes", args.dtypes), ("n", args.n), ("methods", args.methods))
+    for name, values in given:
+        if values is not None and not values:
+            raise CLIError(f"--{name} is empty; allowed: a comma-separated list")
+    if args.n is not None and fused.MASKED not in ops:
+        raise CLIError(f"--op {shown} does not take --n; allowed: --n (L) with --op {fused.MASKED}")
+    bad = [d for d in args.dtypes or () if d not in DTYPE_NAMES.values()]
+    if bad:
+        raise CLIError(f"unknown dtype(s) {', '.join(bad)}; allowed: {', '.join(DTYPE_NAMES.values())}")
+    from blockscope.profiling.measure.timing import TIMING_METHODS
+
+    bad = [m for m in args.methods or () if m not in TIMING_METHODS]
+    if bad:
+        raise CLIError(f"unknown method(s) {', '.join(bad)}; allowed: {', '.join(TIMING_METHODS)}")
+    try:
+        return op_sweep.build_op_configs(ops, args.dtypes, args.n, args.variants)
+    except ValueError as error:
+        raise CLIError(str(error)) from None
+
+
+def run_op_sweep_command(args: argparse.Namespace, out: Path, ops: list[str]) -> int:
+    """`sweep --op masked_softmax,ragged_softmax`: the fused ops' sweep (profiling.measure.op_sweep) into --out."""
+    from blockscope.profiling.measure.op_sweep import run_op_sweep
+    from blockscope.profiling.measure.sweep import ResultsLockError, SweepSaveError
+    from blockscope.profiling.measure.timing import TIMING_METHODS
     from blockscope.profiling.results import ResultsError, load_results
 
+    configs = op_configs_from_args(args, ops)
+    if out.exists():
+        try:
+            load_results(out)
+        except ResultsError as error:
+            raise CLIError(f"--out exists and cannot be resumed: {error}") from None
+    require_cuda("sweep")
+    methods = args.methods or list(TIMING_METHODS)
+    sys.stderr.write(f"{len(configs)} {'/'.join(ops)} configs x {len(methods)} methods\n")
+    deadline = time.monotonic() + args.max_minutes * 60 if args.max_minutes else None
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def progress(done: int, total: int, config: Any) -> None:
+        sys.stderr.write(f"[{done}/{total}] {config.label()}\n")
+
+    try:
+        with save_on_signals() as signalled:
+
+            def cancel() -> bool:
+                return signalled() is not None or (deadline is not None and time.monotonic() > deadline)
+
+            table = run_op_sweep(
+                configs,
+                methods=methods,
+                out=out,
+                reps=args.reps,
+                warmup=args.warmup,
+                progress=progress,
+                cancel=cancel,
+                retry_errors=args.retry_errors,
+                env=_worker_env(args.run_id),
+            )
+    except Stopped as stop:
+        sys.stderr.write(f"stopped by {stop}: the rows measured so far are saved in {out} (rerun to resume)\n")
+        return 128 + stop.signum
+    except (ResultsLockError, SweepSaveError) as error:
+        raise CLIError(" ".join(str(error).split())) from None
+    if signalled() is not None:
+        name = signal.Signals(signalled()).name
+        sys.stderr.write(f"stopped by {name}: the rows measured so far are saved in {out} (rerun to resume)\n")
+        return 128 + signalled()
+    info = table.attrs.get("sweep", {})
+    state = "stopped at --max-minutes (rerun to resume)" if info.get("cancelled") else "done"
+    print(
+        f"{state}: {info.get('done', 0)} {'/'.join(ops)} configs run, {info.get('skipped_existing', 0)} already in "
+        f"{out}, {info.get('errors', 0)} error rows; {len(table)} rows in {out} ({info.get('seconds', 0):.0f} s)"
+    )
+    return 0
+
+
+def run_sweep_command(args: argparse.Namespace) -> int:
+    from blockscope.profiling.measure.sweep import ResultsLockError, format_duration, predicted_seconds, run_sweep
+    from blockscope.profiling.results import SOFTMAX, ResultsError, load_results
+
     out = check_out_path(args.out)
+    ops = parse_op_option(getattr(args, "op", SOFTMAX))
+    if ops != [SOFTMAX]:
+        return run_op_sweep_command(args, out, ops)
     configs = sweep_configs_from_args(args)
     if sum(x is not None for x in (args.shard, args.gpus, args.ray)) > 1:
         raise CLIError("--shard, --gpus and --ray: choose one; allowed: one way to split the sweep")

@@ -21,6 +21,7 @@ from blockscope.profiling.results import concat_results, load_results
 
 CANONICAL_ORDER = ("direction", "dtype", "n_rows", "n_cols", "variant", "tunables", "method")
 KEY_COLUMNS = ("variant", "dtype", "n_rows", "n_cols", "tunables", "method", "direction")
+OP_COLUMNS = ("op", "case", "op_shape")
 RAY_INSTALL = "pip install 'blockscope[cluster]' (or pip install ray)"
 RAY_TASK_GPUS = 1.0  # GPUs each --ray shard task requests: one whole GPU, so no two shards time on one board
 RAY_CONNECT_TIMEOUT_S = 5.0  # TCP probe of an explicit --ray host:port before ray.init (which retries for minutes)
@@ -66,7 +67,8 @@ def merge_parts(parts: Sequence[str | Path | pd.DataFrame]) -> pd.DataFrame:
     seen: dict[tuple, int] = {}
     for number, table in enumerate(tables):
         ran = table[table["method"] != "none"] if "method" in table.columns else table
-        for key in ran[list(KEY_COLUMNS)].astype("string").fillna("").itertuples(index=False, name=None):
+        columns = [*KEY_COLUMNS, *(c for c in OP_COLUMNS if c in ran.columns)]  # op rows: also op, case, shape
+        for key in ran[columns].astype("string").fillna("").itertuples(index=False, name=None):
             if seen.get(key, number) != number:
                 raise ValueError(
                     f"{names[number]} and {names[seen[key]]} both hold {' '.join(key)}; allowed: parts of one "

@@ -66,6 +66,7 @@ from blockscope.profiling.results import (
     COLUMNS,
     COMPILE_COLUMNS,
     ENV_COLUMNS,
+    SOFTMAX,
     bytes_moved,
     empty_results,
     gbps,
@@ -537,7 +538,15 @@ def _resume_masks(
         same_env &= _same_kernel_source(table)
     kinds = table["error"].map(error_kind) if len(table) else pd.Series([], dtype=object)
     retried = (kinds != "") if retry_errors else (kinds == "transient")
+    same_env &= _softmax_mask(table)  # the fused ops' rows (sweep --op) are op_sweep's to resume, never keys here
     return same_env & ~retried, same_env & retried
+
+
+def _softmax_mask(table: pd.DataFrame) -> pd.Series:
+    """True for plain row-softmax rows (op 'softmax', or no op column)."""
+    if "op" not in table.columns:
+        return pd.Series(True, index=table.index)
+    return (table["op"].astype("string").fillna(SOFTMAX) == SOFTMAX).astype(bool)
 
 
 def _same_kernel_source(table: pd.DataFrame) -> pd.Series:
@@ -1253,7 +1262,7 @@ def _trace_pass(
             wanted.setdefault(tuple(row[c] for c in key_cols), []).append(row)
     existing, changed = existing.copy(), False
     if len(existing):
-        missing = (existing["error"] == "") & existing["kernel_names"].isna()
+        missing = (existing["error"] == "") & existing["kernel_names"].isna() & _softmax_mask(existing)
         for index in existing.index[missing]:
             wanted.setdefault(tuple(existing.loc[index, c] for c in key_cols), []).append(index)
     shape = _Shape()

@@ -16,6 +16,13 @@ Config
   tunables: string - JSON object of the variant's resolved tunables ('{}' for torch)
   direction: string - what was timed: 'forward' (y from x; files without the column load as forward), 'backward'
     (dx from a saved y and dy) or 'forward_backward' (one training step: forward, then dx through autograd)
+  op: string - the operation timed: 'softmax' (plain row softmax; every row of files written before the column,
+    schema v1), 'masked_softmax' or 'ragged_softmax' (`sweep --op`, profiling.measure.op_sweep)
+  case: string - the op's case: masked_softmax 'causal' | 'scale_mask_bias', ragged_softmax 'uniform' |
+    'long_tail'; NA for softmax
+  op_shape: string - JSON of the op's full shape, NA for softmax: masked {"batch", "heads", "length"} (x is
+    (B, H, L, L); n_rows = B*H*L, n_cols = L), ragged {"segments", "total", "max_len"} (values (T,); n_rows =
+    segments, n_cols = max_len, the longest segment; bytes_moved = 2 * T * element size)
 Timing (one row per method)
   method: string - 'per_call_events' | 'back_to_back_flushed' | 'cuda_graph' | 'none' (compile-only rows) |
     'cold_start' (fresh-process wall times, see Cold start below)
@@ -89,7 +96,7 @@ import pandas as pd
 
 from blockscope import scratch
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # v2: op, case, op_shape (v1 files load with op 'softmax')
 # prefixes of `error` for rows a backend does not run: its support rules ("unsupported: <backend>: ..."), or it cannot
 # run here at all ("unavailable: <backend>: ...": package missing, no GPU); neither is a failure
 PEER_BACKENDS: tuple[str, ...] = ("torch", "inductor", "liger", "quack")  # variants that are not Blockscope's kernels
@@ -116,6 +123,9 @@ CONFIG_COLUMNS: dict[str, str] = {
     "programs": "Int64",
     "tunables": "string",
     "direction": "string",
+    "op": "string",
+    "case": "string",
+    "op_shape": "string",
 }
 TIMING_COLUMNS: dict[str, str] = {
     "method": "string",
@@ -209,6 +219,12 @@ METHOD_VALUES: tuple[str, ...] = (*TIMING_METHODS, "none", COLD_START)
 DTYPE_VALUES: tuple[str, ...] = ("fp16", "bf16", "fp32")
 DIRECTION_VALUES: tuple[str, ...] = ("forward", "backward", "forward_backward")
 DEFAULT_DIRECTION = "forward"  # rows without a direction (files written before the column existed)
+SOFTMAX = "softmax"  # op of plain row-softmax rows, and of every row of a file without the op column (schema v1)
+OP_VALUES: tuple[str, ...] = (SOFTMAX, "masked_softmax", "ragged_softmax")
+OP_CASES: dict[str, tuple[str, ...]] = {
+    "masked_softmax": ("causal", "scale_mask_bias"),
+    "ragged_softmax": ("uniform", "long_tail"),
+}
 BYTES_PER_ELEMENT_PASS: dict[str, int] = {"forward": 2, "backward": 3, "forward_backward": 5}  # R x N passes moved
 ELEMENT_BYTES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp32": 4}
 SOURCE_COLUMN = "source"  # optional, added by concat_results(..., sources=...): which file a row came from
@@ -239,6 +255,8 @@ def _cast(series: pd.Series, name: str, dtype: str) -> pd.Series:
             out = series.astype("string")
             if name == "direction":
                 return out.mask(out == "").fillna(DEFAULT_DIRECTION)
+            if name == "op":
+                return out.mask(out == "").fillna(SOFTMAX)
             return out.fillna("") if name == "error" else out.mask(out == "")
         if dtype == "boolean":
             if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
@@ -305,7 +323,7 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
     """Schema columns first (missing ones added as NA), cast to the schema dtypes; extra columns kept after.
 
     String columns hold NA rather than '' except `error`, where '' means the config ran, and `direction`, where a
-    missing value (a file from before the column) means 'forward'.
+    missing value (a file from before the column) means 'forward', and `op`, where it means 'softmax'.
     """
     if not isinstance(df, pd.DataFrame):
         raise ResultsError(f"expected a pandas DataFrame, got {type(df).__name__}")
@@ -355,6 +373,13 @@ def validate(df: pd.DataFrame, name: str = "results") -> pd.DataFrame:
             df["cache_state"].notna() & ~df["cache_state"].isin(CACHE_STATE_VALUES),
             f"with cache_state outside {', '.join(CACHE_STATE_VALUES)}",
         )
+    if "op" in df.columns:
+        check(~df["op"].isin(OP_VALUES), f"with op outside {', '.join(OP_VALUES)}")
+        for op, cases in OP_CASES.items():
+            check(
+                (df["op"] == op) & ~df["case"].isin(cases),
+                f"of op {op} with case outside {', '.join(cases)}",
+            )
     check(df["variant"].isna(), "without a variant")
     for column in ("n_rows", "n_cols"):
         check(df[column].isna() | (df[column] < 1), f"with {column} missing or < 1")
@@ -709,6 +734,14 @@ def concat_results(
     if not frames:
         return empty_results()
     return normalize(pd.concat(frames, ignore_index=True))
+
+
+def softmax_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The plain row-softmax rows (op == 'softmax'; all rows of a v1 file), index kept: what the softmax pages and
+    reports read, never the fused ops' rows."""
+    if "op" not in df.columns:
+        return df
+    return df[(df["op"].fillna(SOFTMAX) == SOFTMAX).astype(bool)]
 
 
 def bytes_moved(n_rows: int, n_cols: int, dtype: str | Any, direction: str = DEFAULT_DIRECTION) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 KEY = ["variant", "dtype", "n_rows", "n_cols", "tunables", "method"]
+OP_KEY = {"op": "softmax", "case": "", "op_shape": ""}  # more of a config's identity, and its value when missing
 DEFAULT_MIN_US = 20.0
 DEFAULT_LIMIT = 0.03
 ENVIRONMENT = ("gpu_name", "gpu_uuid", "compute_capability", "torch_version", "triton_version")
@@ -68,9 +69,12 @@ def _timed(table: pd.DataFrame) -> pd.DataFrame:
     """Rows that ran with a median, one per key (the last measured when a file holds several runs)."""
     ran = table[(table["error"].fillna("") == "") & table["median_us"].notna() & (table["method"] != "none")].copy()
     ran["tunables"] = ran["tunables"].fillna("{}")
+    for column, missing in OP_KEY.items():  # fused-op rows (sweep --op) pair only with the same op, case and shape
+        values = ran[column] if column in ran.columns else pd.Series(pd.NA, index=ran.index, dtype="string")
+        ran[column] = values.astype("string").fillna(missing)
     if "measured_at" in ran.columns:
         ran = ran.sort_values("measured_at", kind="stable", na_position="first")
-    return ran.drop_duplicates(KEY, keep="last")
+    return ran.drop_duplicates([*KEY, *OP_KEY], keep="last")
 
 
 def repeat_drift(
@@ -96,7 +100,10 @@ def repeat_drift(
     a, b = _timed(first), _timed(second)
     if methods:
         a, b = a[a["method"].isin(methods)], b[b["method"].isin(methods)]
-    merged = a[[*KEY, "median_us"]].merge(b[[*KEY, "median_us"]], on=KEY, suffixes=("_first", "_second"))
+    keys = [*KEY, *OP_KEY]
+    merged = a[[*keys, "median_us"]].merge(b[[*keys, "median_us"]], on=keys, suffixes=("_first", "_second"))
+    if (merged["op"] == "softmax").all():
+        merged = merged.drop(columns=list(OP_KEY))  # plain softmax runs: the table as before the op column
     merged = merged.rename(columns={"median_us_first": "first_us", "median_us_second": "second_us"})
     merged = merged[merged["first_us"] >= min_us].copy()
     merged["drift"] = (merged["second_us"] / merged["first_us"] - 1.0).astype("Float64")

@@ -10,20 +10,24 @@ Columns (FUSED_COLUMNS; the same names and order as tools/bench_fused.py's FIELD
   vs_blockscope: this backend's time / blockscope's, x; check: 'ok' or the mismatch; error: why it did not run
   phase: '' or 'tuning'
 Loading adds `length`: Lk of a masked shape, the longest row (max=) of a ragged one (<NA> when unreadable).
+The same frame comes from the op rows of a results file (`sweep --op`, results schema v2): fused_from_results;
+load_fused_any reads either kind of file.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from blockscope.profiling.results import ResultsError, _check_rows, _read_source
+from blockscope.profiling.results import CSV_MARKER, ResultsError, _check_rows, _read_source, load_results
 
 FUSED_COLUMNS: dict[str, str] = {
     "op": "string",
@@ -137,3 +141,99 @@ def _numbers(values: pd.Series, column: str, dtype: str, label: str) -> pd.Serie
             )
         out.append(int(parsed) if dtype == "Int64" else parsed)
     return pd.Series(pd.array(out, dtype=dtype))
+
+
+TORCH_DTYPE_NAMES: dict[str, str] = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+FUSED_OPS: tuple[str, ...] = ("masked_softmax", "ragged_softmax")
+NO_OP_ROWS = (
+    "has no fused-op rows (op masked_softmax or ragged_softmax); allowed: a bench_fused.csv or a results file of "
+    "`python -m profiling sweep --op masked_softmax,ragged_softmax --out FILE`"
+)
+
+
+def _shape_text(op: str, op_shape: Any, n_rows: Any, n_cols: Any) -> str:
+    """The bench CSV's shape text from a results row: 'BxHxLxL' (masked) or 'B=.. T=.. max=..' (ragged)."""
+    try:
+        shape = json.loads(op_shape) if isinstance(op_shape, str) else {}
+    except ValueError:
+        shape = {}
+    if op == "masked_softmax":
+        length = int(shape.get("length", n_cols))
+        return f"{int(shape.get('batch', 1))}x{int(shape.get('heads', int(n_rows) // length))}x{length}x{length}"
+    return f"B={int(shape.get('segments', n_rows))} T={shape.get('total', '?')} max={int(shape.get('max_len', n_cols))}"
+
+
+def fused_from_results(df: pd.DataFrame) -> pd.DataFrame:
+    """The fused-op rows (op masked_softmax / ragged_softmax) of a results table as the bench CSV's frame
+    (FUSED_COLUMNS + `length`): dtype in torch's names, backend = variant, ideal_us = bytes_moved at the row's
+    copy_gbps (x read once + y written once), pct_of_ideal = 100 x ideal / median, vs_blockscope = median /
+    blockscope's (same op, case, dtype, shape, method, run), check 'ok' for rows that ran, error as written, length
+    = n_cols (masked L, ragged longest segment). When several runs timed one point, the latest (measured_at) wins."""
+    rows = df[df["op"].isin(FUSED_OPS).fillna(False).astype(bool)] if "op" in df.columns else df.iloc[0:0]
+    if "measured_at" in rows.columns:
+        rows = rows.sort_values("measured_at", kind="stable", na_position="first")
+    out = pd.DataFrame(index=range(len(rows)))
+    out["op"] = rows["op"].astype("string").to_numpy()
+    out["case"] = rows["case"].astype("string").to_numpy()
+    out["dtype"] = rows["dtype"].map(lambda d: TORCH_DTYPE_NAMES.get(str(d), str(d))).astype("string").to_numpy()
+    shapes = [
+        _shape_text(o, s, r, n)
+        for o, s, r, n in zip(rows["op"], rows["op_shape"], rows["n_rows"], rows["n_cols"], strict=True)
+    ]
+    out["shape"] = pd.array(shapes, dtype="string")
+    out["backend"] = rows["variant"].astype("string").to_numpy()
+    out["method"] = rows["method"].astype("string").to_numpy()
+    for column in ("median_us", "p20_us", "p80_us"):
+        out[column] = pd.array(rows[column].to_numpy(dtype="float64", na_value=np.nan), dtype="Float64")
+    out["reps"] = pd.array(rows["reps"].to_numpy(dtype="float64", na_value=np.nan), dtype="Float64").astype("Int64")
+    moved = rows["bytes_moved"].to_numpy(dtype="float64", na_value=np.nan)
+    copy = rows["copy_gbps"].to_numpy(dtype="float64", na_value=np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ideal = np.where(copy > 0, moved / (copy * 1e9) * 1e6, np.nan)
+        pct = 100.0 * ideal / out["median_us"].to_numpy(dtype="float64", na_value=np.nan)
+    out["ideal_us"] = pd.array(ideal, dtype="Float64")
+    out["pct_of_ideal"] = pd.array(pct, dtype="Float64")
+    ran = (rows["error"].fillna("") == "").to_numpy()
+    out["check"] = pd.array(np.where(ran, "ok", ""), dtype="string")
+    out["error"] = rows["error"].fillna("").astype("string").to_numpy()
+    out["phase"] = pd.array([""] * len(out), dtype="string")
+    run = rows["run_id"].astype("string").fillna("").to_numpy() if "run_id" in rows.columns else [""] * len(out)
+    group = ["op", "case", "dtype", "shape", "method"]
+    keyed = out.assign(_run=run)
+    keyed = keyed.drop_duplicates([*group, "backend", "_run"], keep="last")
+    keyed = keyed.drop_duplicates([*group, "backend"], keep="last")  # the latest run of each point
+    ours = keyed[(keyed["backend"] == "blockscope") & keyed["median_us"].notna()][[*group, "median_us"]]
+    ours = ours.rename(columns={"median_us": "_ours"})
+    merged = keyed.merge(ours, on=group, how="left")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = merged["median_us"].to_numpy(dtype="float64", na_value=np.nan) / merged["_ours"].to_numpy(
+            dtype="float64", na_value=np.nan
+        )
+    merged["vs_blockscope"] = pd.array(ratio, dtype="Float64")
+    table = merged[list(FUSED_COLUMNS)].reset_index(drop=True)
+    for column, dtype in FUSED_COLUMNS.items():
+        table[column] = table[column].astype(dtype)
+    table["length"] = pd.array([_length(o, s) for o, s in zip(table["op"], table["shape"], strict=True)], "Int64")
+    return table
+
+
+def is_results_file(data: bytes) -> bool:
+    """True for a Blockscope results file (parquet, or a CSV with the results marker or a `variant` column) rather
+    than a bench_fused.csv."""
+    if data.startswith(b"PAR1") or data.startswith(CSV_MARKER.encode()):
+        return True
+    first = data.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0].decode("utf-8", "replace")
+    header = {h.strip().strip('"') for h in first.split(",")}
+    return "variant" in header and "backend" not in header
+
+
+def load_fused_any(source: str | Path | bytes | Any, name: str | None = None) -> pd.DataFrame:
+    """A bench_fused.csv (load_fused) or a results file with fused-op rows (load_results, then fused_from_results),
+    told apart by content. ResultsError names the problem: a results file without op rows is refused."""
+    data, label = _read_source(source, name)
+    if not is_results_file(data):
+        return load_fused(data, label)
+    table = fused_from_results(load_results(data, label))
+    if table.empty:
+        raise ResultsError(f"{label}: {NO_OP_ROWS}")
+    return table

@@ -22,9 +22,11 @@ from blockscope.profiling.results import (
     DIRECTION_VALUES,
     NOT_RUN_PREFIXES,
     PEER_BACKENDS,
+    SOFTMAX,
     ResultsError,
     concat_results,
     load_results,
+    softmax_rows,
 )
 
 BUNDLED_PATH = paths.BUNDLED_SWEEP
@@ -60,6 +62,24 @@ def cache_dir() -> Path:
 def load_table(source: str | Path | bytes, name: str | None = None) -> pd.DataFrame:
     """One results file (path or bytes) through results.load_results; ResultsError names the problem."""
     return load_results(source, name=name)
+
+
+def split_ops(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(plain row-softmax rows, fused-op rows) of a loaded table, each reindexed from 0. The sidebar keeps only the
+    first as every page's data (pages never mix ops: a results file with `sweep --op` rows shows the same softmax
+    views as without them); the Backends page's "Fused ops" section reads the second."""
+    plain = softmax_rows(df)
+    ops = df.drop(index=plain.index)
+    return plain.reset_index(drop=True), ops.reset_index(drop=True)
+
+
+def op_rows_note(op_rows: pd.DataFrame | None) -> str | None:
+    """The sidebar's line saying fused-op rows were set aside (None when there are none)."""
+    if op_rows is None or op_rows.empty:
+        return None
+    counts = op_rows["op"].value_counts()
+    what = ", ".join(f"{int(n)} {op}" for op, n in sorted(counts.items()) if op != SOFTMAX)
+    return f"Fused-op rows ({what}) are shown only in the Backends page's Fused ops section."
 
 
 def load_many(named: dict[str, pd.DataFrame]) -> pd.DataFrame:

@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from blockscope import scratch
-from blockscope.profiling.results import ResultsError, concat_results, load_results
+from blockscope.profiling.results import ResultsError, concat_results, load_results, softmax_rows
 from blockscope.profiling.views.images import (
     ChromiumMissing,
     ExportError,
@@ -70,7 +70,8 @@ def load_inputs(
 ) -> tuple[pd.DataFrame, list[str]]:
     """One table from a DataFrame, a results file, or several of either (stacked with a `source` column).
 
-    Returns (table, source labels). ExportError names a missing or corrupt file (wrapping ResultsError).
+    Returns (table, source labels), plain softmax rows only (op 'softmax'). ExportError names a missing or corrupt
+    file (wrapping ResultsError).
     """
     if isinstance(frames_or_paths, Mapping):
         items = list(frames_or_paths.items())
@@ -83,6 +84,7 @@ def load_inputs(
     loaded: dict[str, pd.DataFrame] = {}
     for label, item in items:
         table = item if isinstance(item, pd.DataFrame) else _load_file(Path(item))
+        table = softmax_rows(table).reset_index(drop=True)  # the softmax pages' report: no sweep --op rows
         while label in loaded:
             label = f"{label}'"
         loaded[label] = table

@@ -1,6 +1,7 @@
 """Tables behind the Backends page's "Fused ops" section and the Masked lanes page's fusion models (pure pandas).
 
-Benchmark rows come from profiling.results.fused (tools/bench_fused.py's CSV); the traffic and padding models from
+Benchmark rows come from profiling.results.fused (tools/bench_fused.py's CSV, or the op rows of a results file
+written by `python -m profiling sweep --op ...`, converted to the same frame); the traffic and padding models from
 profiling.inspect.fusion. Text from a loaded file reaches the page only through st.dataframe (never markdown) or
 md() below.
 """
@@ -15,7 +16,7 @@ import pandas as pd
 from blockscope import paths
 from blockscope.profiling.inspect import fusion
 from blockscope.profiling.results import ResultsError
-from blockscope.profiling.results.fused import load_fused
+from blockscope.profiling.results.fused import fused_from_results, load_fused_any
 from blockscope.profiling.views.dashboard_data import md
 
 BUNDLED_FUSED_PATH = paths.BUNDLED_FUSED
@@ -28,9 +29,18 @@ __all__ = ["MISSING_FUSED", "ResultsError", "load_bundled_fused", "md"]
 
 
 def load_bundled_fused(path: str | Path | None = None) -> pd.DataFrame | None:
-    """The bundled fused-op benchmark (or the file at `path`), or None when it is not there; ResultsError when bad."""
+    """The bundled fused-op benchmark (or the file at `path`: a bench_fused.csv or a results file with op rows, from
+    `sweep --op`), or None when it is not there; ResultsError when bad."""
     path = Path(path or BUNDLED_FUSED_PATH)
-    return load_fused(path) if path.exists() else None
+    return load_fused_any(path) if path.exists() else None
+
+
+def from_op_rows(op_rows: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The fused frame of loaded results' op rows (the sidebar's data, dashboard_data.split_ops); None when none."""
+    if op_rows is None or op_rows.empty:
+        return None
+    table = fused_from_results(op_rows)
+    return None if table.empty else table
 
 
 def timed(df: pd.DataFrame, method: str) -> pd.DataFrame:

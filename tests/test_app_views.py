@@ -10,6 +10,7 @@ import pytest
 
 from blockscope.demo import synthetic_results
 from blockscope.profiling.results import save_results
+from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views.dashboard_data import BUNDLED_PATH
 from tests.test_app import (
     _compile_cache,  # noqa: F401 - autouse: one compile cache per session
@@ -240,3 +241,12 @@ def test_occupancy_page_reads_an_uploaded_ncu_csv() -> None:
     assert beside["ncu_blocks_per_sm"].tolist() == [32, 16, 3]
     at.file_uploader(key="occ_ncu_upload").set_value([("bad.csv", b"a,b\n1,2\n", "text/csv")]).run()
     assert any("not an Nsight Compute CSV" in e.value for e in at.error)
+
+
+def test_one_r_per_n_keeps_rows_only_when_no_n_has_two_r():
+    """The R filter offers "each N's own" only where no (dtype, N) was measured at two R (curves never mix R)."""
+    one = pd.DataFrame({"dtype": ["fp16", "fp16", "fp32"], "n_cols": [8, 1024, 8], "n_rows": [1048576, 4096, 524288]})
+    assert dd.one_r_per_n(one)
+    two = pd.concat([one, pd.DataFrame({"dtype": ["fp16"], "n_cols": [1024], "n_rows": [8192]})])
+    assert not dd.one_r_per_n(two), "fp16 N=1024 at R=4096 and 8192 must not be offered as one curve"
+    assert not dd.one_r_per_n(one.iloc[0:0])

@@ -1,6 +1,7 @@
 """docs/benchmarks-backends.md's default-sweep section, from a backends results file (no GPU needed).
 
 python3 -m tools.backends_report [--results data/h200_sweep.parquet] [--doc docs/benchmarks-backends.md]
+python3 -m tools.backends_report --headline    (README's "How fast" row-softmax numbers; prints, writes nothing)
 
 Per timing method: `auto` against each backend (blockscope.profiling.views.backends.versus) and the fastest backend per
 (dtype, N); then the median us of every backend per (dtype, N) under cuda_graph, '-' with the reason class where
@@ -90,11 +91,50 @@ def section(results: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+PEERS = ("torch", "inductor", "liger", "quack")
+DTYPE_GROUPS = {"16-bit": ("bf16", "fp16"), "fp32": ("fp32",)}
+
+
+def headline(results: Path, methods: tuple[str, ...] = ("cuda_graph", "back_to_back_flushed")) -> list[str]:
+    """Per timing method and dtype group: `auto`'s speedup over each peer (peer time / auto time, > 1: auto is
+    faster) over the (dtype, N) points both ran: range, geometric mean, points, and where auto is slower."""
+    import math
+
+    from blockscope.profiling.results import load_results
+
+    df = load_results(results)
+    ok = df[(df["error"].fillna("") == "") & df["median_us"].notna()]
+    lines = []
+    for method in methods:
+        for group, dtypes in DTYPE_GROUPS.items():
+            part = ok[(ok["method"] == method) & ok["dtype"].isin(dtypes)]
+            times = part.groupby(["dtype", "n_cols", "variant"])["median_us"].min().unstack("variant")
+            if "auto" not in times.columns:
+                continue
+            cells = []
+            for peer in (p for p in PEERS if p in times.columns):
+                ratio = (times[peer] / times["auto"]).dropna().astype(float)
+                if ratio.empty:
+                    continue
+                slower = ", ".join(f"{d} N={n} {r:.2f}x" for (d, n), r in ratio[ratio < 1].items())
+                cells.append(
+                    f"{peer} {ratio.min():.2f}-{ratio.max():.2f}x (geomean "
+                    f"{math.exp(ratio.map(math.log).mean()):.2f}x, {len(ratio)} N)"
+                    + (f"; auto slower at {slower}" if slower else "")
+                )
+            lines.append(f"{method} {group}: " + "; ".join(cells))
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=ROOT / "data" / "h200_sweep.parquet")
     parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "benchmarks-backends.md")
+    parser.add_argument("--headline", action="store_true", help="print README's row-softmax speedups, write nothing")
     args = parser.parse_args()
+    if args.headline:
+        print("\n".join(headline(args.results.resolve())))
+        return 0
     text = args.doc.read_text() if args.doc.exists() else ""
     new = section(args.results.resolve())
     if BEGIN in text and END in text:

@@ -167,6 +167,17 @@ def missing_direction_note(df: pd.DataFrame, direction: str) -> str | None:
     )
 
 
+EACH_N_OWN_R = "each N's own"  # the R filter's choice that keeps every row where no N was measured at two R
+
+
+def one_r_per_n(df: pd.DataFrame) -> bool:
+    """Whether every (dtype, N) in `df` was measured at one R only (the default sweep: R=4096, tiny N at more rows),
+    so curves over N can keep all rows without mixing row counts at one N."""
+    if df.empty or "n_rows" not in df.columns:
+        return False
+    return bool(df.groupby(["dtype", "n_cols"])["n_rows"].nunique().max() <= 1)
+
+
 def hidden_by_filters(df: pd.DataFrame, filters: Filters) -> str | None:
     """What the multiselect and range filters hide (dtype and timing method pick one by design), e.g.
     'Filters hide 2 of 7 variants (auto, splitrow): 780 of 2,730 rows.'; None when they hide nothing."""

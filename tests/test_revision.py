@@ -32,6 +32,75 @@ def test_files_hash_changes_with_any_file_and_is_short(tmp_path):
     assert revision.files_hash([a, b], root=tmp_path) != first
 
 
+SOURCE = '''"""module docstring"""
+import triton
+
+
+@triton.jit
+def kernel(x_ptr, n: int, BLOCK: tl.constexpr) -> None:
+    """kernel docstring"""
+    x = tl.load(x_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n, other=float("-inf"))  # a comment
+
+
+class Plan:
+    rows: int = 1
+'''
+
+
+def test_code_hash_is_the_same_on_every_python_and_moves_with_the_code(tmp_path):
+    """The GPU machine runs Python 3.12, whose ast.dump prints `type_params=[]` on every def and class (3.13 drops
+    empty fields): the canonical form must not depend on that, but must on any code change."""
+    import ast
+
+    tree = ast.parse(SOURCE)
+    base = revision.canonical_dump(tree)
+    for node in ast.walk(tree):  # what 3.12's parser adds
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            node.type_params = []
+            node._fields = (*type(node)._fields, "type_params")
+    assert revision.canonical_dump(tree) == base
+    assert "docstring" not in revision.code_bytes(_write(tmp_path, SOURCE)).decode()
+    assert "comment" not in revision.code_bytes(_write(tmp_path, SOURCE)).decode()
+    for edit in ('float("-inf")', "BLOCK: tl.constexpr", "rows: int = 1"):
+        changed = SOURCE.replace(edit, edit.replace("inf", "nan").replace("BLOCK:", "BLOCK2:").replace("1", "2"))
+        assert changed != SOURCE
+        assert revision.code_bytes(_write(tmp_path, changed)) != revision.code_bytes(_write(tmp_path, SOURCE)), edit
+
+
+def _write(folder, text: str):
+    path = folder / "k.py"
+    path.write_text(text)
+    return path
+
+
+def test_rehash_tool_recognises_python_312_hashes_of_the_capture(tmp_path):
+    """tools.rehash_rows' emulation of 3.12's ast.dump reproduces, from the kernels of commit 436562d, the hashes the
+    GPU machine (Python 3.12) wrote into the 2026-12-04 capture; the canonical scheme gives other ones."""
+    import io
+    import subprocess
+    import tarfile
+
+    from blockscope import paths
+    from tools import rehash_rows
+
+    command = ["git", "-C", str(paths.IMPORT_ROOT), "archive", "436562d", "kernels"]
+    archive = subprocess.run(command, capture_output=True, check=False)
+    if archive.returncode:
+        pytest.skip("commit 436562d is not in this clone's history (a shallow clone)")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(tmp_path, filter="data")
+    hashes = rehash_rows.hashes_at(tmp_path / "kernels", "ast-dump-py312")
+    recorded = {
+        "teaching": "bf1659d97c41",
+        "warprows": "6ba2bd13d45a",
+        "tinyrows": "73e902c60bd7",
+        "auto": "a17234595482",
+    }
+    assert {v: hashes[v][0] for v in recorded} == recorded
+    assert all(hashes[v][1] != recorded[v] for v in recorded)
+    assert "type_params" not in revision.canonical_dump(__import__("ast").parse("def f(): pass"))
+
+
 def test_hashes_differ_between_variants_and_peers_record_versions():
     hashes = {v: revision.kernel_source_hash(v) for v in ("teaching", "multirow", "online", "auto")}
     assert len(set(hashes.values())) == 4

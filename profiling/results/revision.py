@@ -93,7 +93,7 @@ def module_files(module: str, root: Path = KERNELS_DIR) -> list[Path]:
 
 def code_bytes(path: Path) -> bytes:
     """What a file contributes to the hash: a Python file's syntax tree without docstrings (so formatting, comments
-    and docstrings never make a row stale), any other file's bytes."""
+    and docstrings never make a row stale; `canonical_dump`, the same on every Python), any other file's bytes."""
     if path.suffix != ".py":
         return path.read_bytes()
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -107,7 +107,24 @@ def code_bytes(path: Path) -> bytes:
             and isinstance(body[0].value.value, str)
         ):
             node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree, include_attributes=False).encode()
+    return canonical_dump(tree).encode()
+
+
+def canonical_dump(node: object) -> str:
+    """`node`'s syntax tree as text that is the same on every Python version: like `ast.dump`, but fields that are
+    None or empty lists are left out (3.12 adds `type_params=[]` to every def and class, 3.13 drops empty fields),
+    so the data of a GPU machine on another Python is not marked stale by the version alone."""
+    if isinstance(node, ast.AST):
+        fields = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            fields.append(f"{name}={canonical_dump(value)}")
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(canonical_dump(item) for item in node) + "]"
+    return repr(node)
 
 
 def files_hash(files: list[Path], root: Path = KERNELS_DIR, raw: bool = False) -> str:

@@ -1,17 +1,24 @@
 """Ragged (variable-length) softmax: softmax over dim 0 within each segment values[offsets[i]:offsets[i+1]],
 independently per trailing column, for values (T,) or (T, H) and int32/int64 offsets of length B + 1.
 
-Work is cut into items of at most CHUNK rows: a segment of n rows is cdiv(n, CHUNK) items, so one program never
-owns more than CHUNK x H values and a 144k-row segment among thousands of short ones spreads over many programs.
-The item -> (segment, chunk) map is built on the GPU (cumsum + searchsorted over an upper bound of B + T / CHUNK
-items), so a launch needs no host sync and CUDA graphs can capture it.
-  pass 1  one program per item, its [CHUNK, H] tile in registers: a one-item segment (n <= CHUNK, the common case)
-          is finished here (values read once, y written once); a multi-item segment's item stores its per-column
-          (max, sum of exp) partial to a workspace
-  pass 2  one program per item of a multi-item segment combines the segment's partials and re-reads its chunk to
-          write y (exits at once for one-item segments)
-Short segments are not packed several per program: a program per segment (with masked lanes) even at n = 1.
-The backward (dx = y * (dy - sum over the segment of dy * y)) has the same two passes. Offsets are 64-bit inside.
+Design 1 (default; issue 35): length classes. Three launches after one memset of 8 counters, no host sync (CUDA
+graphs capture it):
+  bucket  one program per 512 segments reads their offsets once and appends each non-empty segment's (start, stop)
+          to its class's list (rows up to TILE_ROWS / 64, / 16, / 4, TILE_ROWS: four small classes; up to BIG_ROWS:
+          the big class; longer: CHUNK = BIG_ROWS-row chunk entries), one relaxed atomic per class per program
+  big     persistent, a work queue: the long segments' chunks first (read once, write a per-column (max, sum)
+          partial), then one big-class segment per item, whole in registers (x read once, y written once)
+  small   persistent, a work queue: the long segments' chunks (combine the segment's partials, re-read the chunk,
+          write y), then the small classes, SEGS = TILE_ROWS / BLOCK segments per item as the rows of one
+          [SEGS, BLOCK, HB] tile (every small class has the same TILE lanes, hence one launch for all four)
+So values are read once and written once, except long segments' (read twice); a program reads its segment's
+bounds straight from its class list (no item -> segment map). 16-bit 1-D values can be loaded as 32-bit words
+(`pack`). The backward (dx = y * (dy - sum over the segment of dy * y)) runs the same launches (dot partials).
+
+Design 0 (`design=0`, or its tunables `chunk` / `packed_max`): the earlier items of at most CHUNK rows: a segment
+of n rows is cdiv(n, CHUNK) items, the item -> (segment, chunk) map built by torch (cumsum + searchsorted), pass 1
+per item (a one-item segment finished there; else a (max, sum) partial), pass 2 for multi-item segments; short
+segments optionally packed several per program (`packed_max`). Offsets are 64-bit inside both designs.
 """
 
 from __future__ import annotations
@@ -51,7 +58,8 @@ TUNABLES = {
     "pack": "design 1: 1 loads 16-bit 1-D values as 32-bit words (two per register) in the forward; 0 (default): "
     "element by element",
     "maxnreg": "design 1: register cap per thread of the small-class program (Triton's maxnreg: more programs per "
-    "SM, or spills), 0 (none) or 32 to 255; default 0",
+    "SM, or spills), 0 (none) or 32 to 255; default 80 for the 1-D forward at 4 warps and tile <= 2048 (H200, long "
+    "tail fp16: 82 -> 79 us), else 0",
     "big_maxnreg": "design 1: register cap per thread of the big-class program, 0 (none) or 32 to 255; default 64 for "
     "the 1-D forward at 8 warps and max_lanes <= 8192 (H200: 198 -> 138 us on uniform fp16), else 0",
     "packed_max": "design 0: longest segment packed several per program, 0 or one of 64, 256, 1024, 4096; default 0 "
@@ -81,12 +89,12 @@ def design_tunables(tunables: dict) -> dict:
     }
 
 
-DEFAULT_MAXNREG = {"maxnreg": 0, "big_maxnreg": None}
+DEFAULT_MAXNREG = {"maxnreg": None, "big_maxnreg": None}  # None: the launcher's default (_launch_classes)
 DEFAULT_PACK = 0
 
 
 def _check_maxnreg(name: str, value: object) -> int:
-    if value is None and name == "big_maxnreg":
+    if value is None:
         return value  # the launcher's default
     if isinstance(value, bool) or not isinstance(value, int) or not (value == 0 or 32 <= value <= 255):
         raise ValueError(f"{NAME}: {name}={value!r} is not allowed; allowed: 0 (none) or an integer from 32 to 255")
@@ -800,6 +808,8 @@ def _launch_classes(a_args, out, offsets, total, n_cols, tunables, backward):
     small_regs, big_regs = tunables["maxnreg"], tunables["big_maxnreg"]
     if big_regs is None:  # default: 64 for the 1-D forward (no spills at 8192 lanes x 8 warps; 4 programs per SM)
         big_regs = 64 if n_cols == 1 and not backward and big_warps == 8 and max_lanes <= 8192 else 0
+    if small_regs is None:  # default: 80 for the 1-D forward at 4 warps (6 programs per SM, 40 bytes of spill)
+        small_regs = 80 if n_cols == 1 and not backward and small_warps == 4 and tile <= 2048 else 0
     n_segments = offsets.numel() - 1
     a, b = a_args if len(a_args) == 2 else (a_args[0], a_args[0])
     pack = bool(

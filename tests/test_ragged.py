@@ -298,7 +298,11 @@ def test_bench_script_non_cuda_parts(tmp_path):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
-@pytest.mark.parametrize("tunables", [{}, {"pack": 0}, {"design": 0}], ids=["design1", "unpacked", "design0"])
+@pytest.mark.parametrize(
+    "tunables",
+    [{}, {"pack": 1}, {"maxnreg": 0, "big_maxnreg": 0}, {"design": 0}],
+    ids=["design1", "pack", "no_cap", "design0"],
+)
 def test_gpu_bench_lengths_both_designs(dtype, tunables):
     """bench_fused's full-size lengths (uniform 1..8192 over 16384 segments; the long tail with a 144k segment)."""
     from tools.bench_fused import _lengths

@@ -57,6 +57,8 @@ TUNABLES = {
     "clamped to 1..16",
     "pack": "design 1: 1 loads 16-bit 1-D values as 32-bit words (two per register) in the forward; 0 (default): "
     "element by element",
+    "fused": "design 1: 1 runs the big and small launches as one (one queue; chunk pass 2 last, after pass 1 is "
+    "done), at big_warps / big_maxnreg; 0 (default): two launches",
     "maxnreg": "design 1: register cap per thread of the small-class program (Triton's maxnreg: more programs per "
     "SM, or spills), 0 (none) or 32 to 255; default 80 for the 1-D forward at 4 warps and tile <= 2048 (H200, long "
     "tail fp16: 82 -> 79 us), else 0",
@@ -68,7 +70,10 @@ TUNABLES = {
     "num_warps": f"warps per program (design 1: of the small-class program), one of {NUM_WARPS_ALLOWED}; default "
     "design 1: tile / 512 clamped to 1..16; design 0: CHUNK x HB / 256 clamped to 1..16",
 }
-OLD_ONLY, NEW_ONLY = ("packed_max", "chunk"), ("tile", "max_lanes", "big_warps", "maxnreg", "big_maxnreg", "pack")
+OLD_ONLY, NEW_ONLY = (
+    ("packed_max", "chunk"),
+    ("tile", "max_lanes", "big_warps", "maxnreg", "big_maxnreg", "pack", "fused"),
+)
 BUCKET_SEGMENTS = 512  # segments per program of the bucket kernel
 
 
@@ -86,6 +91,7 @@ def design_tunables(tunables: dict) -> dict:
         "big_warps": check_int_choice(NAME, "big_warps", big_warps, NUM_WARPS_ALLOWED),
         **{k: _check_maxnreg(k, tunables.get(k, DEFAULT_MAXNREG[k])) for k in ("maxnreg", "big_maxnreg")},
         "pack": check_int_choice(NAME, "pack", tunables.get("pack", DEFAULT_PACK), (0, 1)),
+        "fused": check_int_choice(NAME, "fused", tunables.get("fused", 0), (0, 1)),
     }
 
 
@@ -424,7 +430,8 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
 # Work items run in the order above, round-robin over the programs (largest first, so the tails are short).
 
 SMALL_CLASSES = 4  # rows up to TILE_ROWS / 64, / 16, / 4, / 1 (a class is empty where two bounds coincide)
-COUNTERS = SMALL_CLASSES + 4  # per small class, the big class, long chunks, the two launches' work queues
+COUNTERS = SMALL_CLASSES + 4  # per small class, the big class, long chunks, the two launches' work queues (fused:
+# its queue, and chunk pass-1 items done)
 BIG_COUNTER = tl.constexpr(SMALL_CLASSES)  # counters[4]: big-class segments
 CHUNK_COUNTER = tl.constexpr(SMALL_CLASSES + 1)  # counters[5]: chunks of long segments
 BIG_QUEUE = tl.constexpr(SMALL_CLASSES + 2)  # counters[6]: work items claimed in the big launch
@@ -751,6 +758,98 @@ def _ragged_small_kernel(
         w = claimed
 
 
+@triton.jit
+def _ragged_fused_kernel(
+    out_ptr,
+    a_ptr,
+    b_ptr,
+    bounds_ptr,
+    counters_ptr,
+    entries_ptr,
+    part1_ptr,
+    part2_ptr,
+    n_cols,
+    n_col_blocks,
+    base1,
+    base2,
+    base3,
+    big_base,
+    H0: tl.constexpr,
+    H1: tl.constexpr,
+    H2: tl.constexpr,
+    H3: tl.constexpr,
+    TILE_ROWS: tl.constexpr,
+    BIG_ROWS: tl.constexpr,
+    HB: tl.constexpr,
+    BACKWARD: tl.constexpr,
+    PACK: tl.constexpr,
+):
+    # `fused=1`: the big and small launches as one, one queue (counters[6]) in this order: chunk pass 1 (read x +
+    # write a partial), big class, small classes 3..0 (read x + write y once), chunk pass 2 (read partials + re-read
+    # x + write y). Every item is claimed from the queue (none fixed per program), so a program that claims a pass-2
+    # item knows every pass-1 item was claimed before by a running program: it waits for counters[7] (pass-1 items
+    # done) to reach their number, which cannot deadlock.
+    big_lanes = tl.arange(0, BIG_ROWS)[None, :, None]
+    tile_lanes = tl.arange(0, TILE_ROWS)[None, :, None]
+    n_big = tl.load(counters_ptr + BIG_COUNTER).to(tl.int64)
+    count3 = tl.load(counters_ptr + 3).to(tl.int64)
+    count2 = tl.load(counters_ptr + 2).to(tl.int64)
+    count1 = tl.load(counters_ptr + 1).to(tl.int64)
+    count0 = tl.load(counters_ptr).to(tl.int64)
+    n_chunks = tl.load(counters_ptr + CHUNK_COUNTER).to(tl.int64) * n_col_blocks
+    end_big = n_chunks + n_big * n_col_blocks
+    end3 = end_big + tl.cdiv(count3, TILE_ROWS // H3) * n_col_blocks
+    end2 = end3 + tl.cdiv(count2, TILE_ROWS // H2) * n_col_blocks
+    end1 = end2 + tl.cdiv(count1, TILE_ROWS // H1) * n_col_blocks
+    end0 = end1 + tl.cdiv(count0, TILE_ROWS // H0) * n_col_blocks
+    n_work = end0 + n_chunks
+    w = tl.atomic_add(counters_ptr + BIG_QUEUE, 1, sem="relaxed").to(tl.int64)
+    while w < n_work:
+        claimed = tl.atomic_add(counters_ptr + BIG_QUEUE, 1, sem="relaxed").to(tl.int64)
+        if w < n_chunks:
+            entry = w // n_col_blocks
+            cols = (w - entry * n_col_blocks) * HB + tl.arange(0, HB)
+            _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, big_lanes, BACKWARD)
+            tl.debug_barrier()  # every thread's partial stored before the release below
+            tl.atomic_add(counters_ptr + SMALL_QUEUE, 1, sem="release")
+        elif w < end_big:
+            item = (w - n_chunks) // n_col_blocks
+            cols = (w - n_chunks - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, big_base, n_big, item, cols, n_cols, BIG_ROWS, 1, BACKWARD,
+                        PACK)  # fmt: skip
+        elif w < end3:
+            item = (w - end_big) // n_col_blocks
+            cols = (w - end_big - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base3, count3, item, cols, n_cols, H3, TILE_ROWS // H3,
+                        BACKWARD, PACK)  # fmt: skip
+        elif w < end2:
+            item = (w - end3) // n_col_blocks
+            cols = (w - end3 - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base2, count2, item, cols, n_cols, H2, TILE_ROWS // H2,
+                        BACKWARD, PACK)  # fmt: skip
+        elif w < end1:
+            item = (w - end2) // n_col_blocks
+            cols = (w - end2 - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base1, count1, item, cols, n_cols, H1, TILE_ROWS // H1,
+                        BACKWARD, PACK)  # fmt: skip
+        elif w < end0:
+            item = (w - end1) // n_col_blocks
+            cols = (w - end1 - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, 0, count0, item, cols, n_cols, H0, TILE_ROWS // H0,
+                        BACKWARD, PACK)  # fmt: skip
+        else:
+            done = tl.atomic_add(counters_ptr + SMALL_QUEUE, 0, sem="acquire").to(tl.int64)
+            while done < n_chunks:  # pass-1 items still running on other programs (rare: they were first)
+                done = tl.atomic_add(counters_ptr + SMALL_QUEUE, 0, sem="acquire").to(tl.int64)
+            tl.debug_barrier()
+            entry = (w - end0) // n_col_blocks
+            cols = (w - end0 - entry * n_col_blocks) * HB + tl.arange(0, HB)
+            _chunk_finish(
+                out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, tile_lanes, BACKWARD
+            )
+        w = claimed
+
+
 def class_layout(n_rows: int, n_segments: int, n_cols: int, tile: int, max_lanes: int, pack: bool = False) -> dict:
     """The class design's sizes for T = n_rows, B = n_segments, H = n_cols: HB, TILE_ROWS (rows of a small tile),
     BIG_ROWS (rows of the big class and of a long segment's chunk), the small classes' (low, high, SEGS, BLOCK),
@@ -836,7 +935,21 @@ def _launch_classes(a_args, out, offsets, total, n_cols, tunables, backward):
     )
     column_blocks = triton.cdiv(n_cols, hb)
     big_work = (n_entries + layout["caps"][-1]) * column_blocks
+    small_work = n_entries + sum(
+        triton.cdiv(cap, segs) for cap, (_, _, segs, _) in zip(layout["caps"][:-1], layout["small"], strict=True)
+    )
     common = (out, a, b, bounds, counters, entries, *parts, n_cols, column_blocks)
+    if tunables["fused"]:
+        launch_kernel(
+            _ragged_fused_kernel,
+            (_programs(device, big_warps, big_regs, big_work + small_work * column_blocks),),
+            (*common, b1, b2, b3, b4),
+            {**highs, "TILE_ROWS": tile_rows, "BIG_ROWS": big_rows, "HB": hb, "BACKWARD": backward, "PACK": pack},
+            big_warps,
+            1,
+            options={"maxnreg": big_regs} if big_regs else None,
+        )
+        return
     if big_work:
         launch_kernel(
             _ragged_big_kernel,
@@ -847,9 +960,6 @@ def _launch_classes(a_args, out, offsets, total, n_cols, tunables, backward):
             1,
             options={"maxnreg": big_regs} if big_regs else None,
         )
-    small_work = n_entries + sum(
-        triton.cdiv(cap, segs) for cap, (_, _, segs, _) in zip(layout["caps"][:-1], layout["small"], strict=True)
-    )
     launch_kernel(
         _ragged_small_kernel,
         (_programs(device, small_warps, small_regs, small_work * column_blocks),),

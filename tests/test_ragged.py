@@ -204,13 +204,14 @@ DESIGN_LENGTHS = [3, 0, 1, 4, 5, 16, 17, 64, 65, 256, 257, 512, 513, 1100, 1, 2,
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
 @pytest.mark.parametrize("width", [None, 3])
 @pytest.mark.parametrize("pack", [1, 0])
-def test_design1_every_class_and_long_split(dtype, width, pack):
+@pytest.mark.parametrize("fused", [0, 1])
+def test_design1_every_class_and_long_split(dtype, width, pack, fused):
     if pack == 0 and (dtype == torch.float32 or width is not None):
         pytest.skip("pack applies to 16-bit 1-D values only")
     values = make_values(DESIGN_LENGTHS, dtype, width, seed=5)
     offsets = offsets_of(DESIGN_LENGTHS, torch.int32)
-    got = ragged.ragged_softmax_forward(values, offsets, pack=pack, **SMALL_DESIGN)
-    assert_close(got, values, offsets, f"design 1 H={width} pack={pack}")
+    got = ragged.ragged_softmax_forward(values, offsets, pack=pack, fused=fused, **SMALL_DESIGN)
+    assert_close(got, values, offsets, f"design 1 H={width} pack={pack} fused={fused}")
     layout = ragged.class_layout(values.shape[0], len(DESIGN_LENGTHS), width or 1, 256, 512, bool(pack))
     assert layout["TILE_ROWS"] == 256 // (4 if width else 1) and layout["entries"] >= 5  # 1100 and 513 split
 
@@ -234,10 +235,11 @@ def test_design1_backward_every_path():
     offsets = offsets_of(lengths, torch.int32)
     dy = torch.randn(values.shape, generator=torch.Generator().manual_seed(7)).to(DEVICE)
     y = ragged.ragged_softmax_forward(values, offsets, **SMALL_DESIGN)
-    dx = ragged.ragged_softmax_backward(y, dy, offsets, **SMALL_DESIGN)
     v64 = values.double().requires_grad_()
     (want,) = torch.autograd.grad(reference(v64, offsets), v64, dy.double())
-    assert torch.allclose(dx.double(), want, atol=1e-6), (dx.double() - want).abs().max()
+    for fused in (0, 1):
+        dx = ragged.ragged_softmax_backward(y, dy, offsets, fused=fused, **SMALL_DESIGN)
+        assert torch.allclose(dx.double(), want, atol=1e-6), (fused, (dx.double() - want).abs().max())
 
 
 def test_design_tunables():
@@ -300,8 +302,8 @@ def test_bench_script_non_cuda_parts(tmp_path):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
 @pytest.mark.parametrize(
     "tunables",
-    [{}, {"pack": 1}, {"maxnreg": 0, "big_maxnreg": 0}, {"design": 0}],
-    ids=["design1", "pack", "no_cap", "design0"],
+    [{}, {"pack": 1}, {"fused": 1}, {"fused": 1, "pack": 1}, {"maxnreg": 0, "big_maxnreg": 0}, {"design": 0}],
+    ids=["design1", "pack", "fused", "fused_pack", "no_cap", "design0"],
 )
 def test_gpu_bench_lengths_both_designs(dtype, tunables):
     """bench_fused's full-size lengths (uniform 1..8192 over 16384 segments; the long tail with a 144k segment)."""

@@ -50,11 +50,13 @@ CASES = [
 ]
 BACKENDS = {"new": {"design": 1}, "old": {"design": 0}}
 TUNE = [  # design-1 configurations for --tune (cuda_graph only)
+    {"fused": 1},
+    {"fused": 1, "pack": 1},
     {"pack": 1},
     {"big_maxnreg": 0},
     {"pack": 1, "big_warps": 16, "big_maxnreg": 0},
-    {"maxnreg": 80},
-    {"pack": 1, "maxnreg": 80},
+    {"maxnreg": 0},
+    {"fused": 1, "big_maxnreg": 80},
     {"big_warps": 4, "big_maxnreg": 128},
     {"max_lanes": 16384, "big_warps": 16, "big_maxnreg": 64},
 ]

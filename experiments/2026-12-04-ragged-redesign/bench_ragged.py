@@ -49,14 +49,16 @@ CASES = [
     ("uniform_h8", "uniform", 8, 8, ("fp16",)),
 ]
 BACKENDS = {"new": {"design": 1}, "old": {"design": 0}}
-TUNE = [  # design-1 configurations for --tune (cuda_graph only)
+TUNE = [  # design-1 configurations for --tune (cuda_graph only); the defaults: pack 0, fused 0, big 8 warps at
+    # 64 registers, small 4 warps at 80 registers (1-D forward)
     {"fused": 1},
     {"fused": 1, "pack": 1},
-    {"pack": 1},
-    {"big_maxnreg": 0},
-    {"pack": 1, "big_warps": 16, "big_maxnreg": 0},
-    {"maxnreg": 0},
     {"fused": 1, "big_maxnreg": 80},
+    {"pack": 1},
+    {"pack": 1, "big_maxnreg": 48},
+    {"big_maxnreg": 48},
+    {"big_maxnreg": 0},
+    {"maxnreg": 0},
     {"big_warps": 4, "big_maxnreg": 128},
     {"max_lanes": 16384, "big_warps": 16, "big_maxnreg": 64},
 ]

@@ -258,7 +258,7 @@ def test_design_tunables():
     assert ragged.plan(13, 1, torch.float32, design=0).constexprs["CHUNK"] == 512
 
 
-def test_bench_script_non_cuda_parts(tmp_path):
+def test_bench_script_non_cuda_parts(tmp_path, monkeypatch):
     """experiments/2026-12-04-ragged-redesign/bench_ragged.py without CUDA: arguments, lengths, the float64
     reference and check, ratios, CSV and table; main() says it needs a GPU (exit 2) and still writes nothing."""
     import importlib.util
@@ -296,6 +296,32 @@ def test_bench_script_non_cuda_parts(tmp_path):
     assert "| uniform | fp16 |  | new | cuda_graph | 80.0 | 80 | 55.0 | 3.75 |" in md and "failed: E" in md
     if not torch.cuda.is_available():
         assert bench.main(["--out", str(tmp_path / "none.csv")]) == 2 and not (tmp_path / "none.csv").exists()
+
+    # the whole timing loop on this device with tiny lengths and a fake clock: every backend, method and --tune row
+    import types
+
+    from blockscope.profiling.measure import timing
+
+    def fake_benchmark(fn, method, **kw):
+        fn()
+        return types.SimpleNamespace(median_us=10.0, p20_us=9.0, p80_us=11.0, reps=3)
+
+    tiny = {"uniform": [3, 1, 0, 40, 7], "long_tail": [2, 70, 1]}
+    monkeypatch.setattr(bench, "DEVICE", DEVICE)
+    monkeypatch.setattr(
+        bench, "lengths_of", lambda kind, divisor=1: torch.tensor(tiny[kind]).div(divisor).ceil().long()
+    )
+    monkeypatch.setattr(bench, "TUNE", [{"fused": 1, "tile": 256, "max_lanes": 512}])
+    monkeypatch.setattr(timing, "benchmark", fake_benchmark)
+    monkeypatch.setattr(timing, "measure_copy_gbps", lambda **kw: 4000.0)
+    rows = []
+    bench.run(bench.parse(["--out", str(tmp_path / "r.csv"), "--tune", "--dtypes", "fp16,fp32"]), rows)
+    bench.add_ratios(rows)
+    timed = [r for r in rows if r.get("median_us")]
+    assert {r["case"] for r in timed} == {"uniform", "long_tail", "uniform_h8"}
+    assert {r["backend"] for r in timed} >= {"new", "old", "new[fused=1,tile=256,max_lanes=512]"}
+    assert all(r["check"] == "ok" for r in timed if r["backend"] != "nested"), [r for r in timed if r["check"] != "ok"]
+    assert all(r["x_vs_old"] == 1.0 for r in timed if r["backend"] == "old")
 
 
 @pytest.mark.gpu

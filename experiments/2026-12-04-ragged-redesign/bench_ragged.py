@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+DEVICE = "cuda"  # the tests run the loop on "cpu" (Triton's interpreter, timing faked)
 FIELDS = [
     "case",
     "dtype",
@@ -165,7 +166,8 @@ def table(rows: list[dict], header: str = "") -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> list[dict]:
+def run(args: argparse.Namespace, rows: list[dict]) -> list[dict]:
+    """Time every case into `rows` (kept by the caller if a case raises)."""
     import torch
 
     from blockscope.kernels import ragged
@@ -173,8 +175,8 @@ def run(args: argparse.Namespace) -> list[dict]:
 
     start = time.monotonic()
     copy_gbps = timing.measure_copy_gbps(bytes=1 << 30, reps=20)
-    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, copy {copy_gbps:.0f} GB/s", flush=True)
-    rows: list[dict] = []
+    name = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
+    print(f"{name}, torch {torch.__version__}, copy {copy_gbps:.0f} GB/s", flush=True)
 
     def measure(fn, method):
         stats = timing.benchmark(
@@ -186,17 +188,17 @@ def run(args: argparse.Namespace) -> list[dict]:
     for case, kind, width, divisor, case_dtypes in [c for c in CASES if c[0] in args.case_names]:
         lengths_cpu = lengths_of(kind, divisor)
         total, n_seg, max_len = int(lengths_cpu.sum()), lengths_cpu.numel(), int(lengths_cpu.max())
-        lengths = lengths_cpu.cuda()
-        offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths_cpu.cumsum(0)]).cuda()
+        lengths = lengths_cpu.to(DEVICE)
+        offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths_cpu.cumsum(0)]).to(DEVICE)
         ragged.check_offsets(offsets, total)
         for name in [n for n in args.dtype_names if n in case_dtypes]:
             base = {"case": case, "dtype": name, "shape": f"B={n_seg} T={total} H={width or 1} max={max_len}"}
             if time.monotonic() - start > args.budget_s:
                 rows.append({**base, "backend": "all", "error": "skipped: time budget"})
                 continue
-            gen = torch.Generator(device="cuda").manual_seed(35)
+            gen = torch.Generator(device=DEVICE).manual_seed(35)
             shape = (total,) if width is None else (total, width)
-            values = torch.randn(shape, device="cuda", generator=gen).to(dtypes[name])
+            values = torch.randn(shape, device=DEVICE, generator=gen).to(dtypes[name])
             want = reference(values, offsets, lengths)
             ideal_us = 2 * values.numel() * values.element_size() / (copy_gbps * 1e3)
             backends = {
@@ -214,10 +216,10 @@ def run(args: argparse.Namespace) -> list[dict]:
             for label, fn, methods in configs:
                 try:
                     verdict = compare(fn(), want, TOLERANCE[name])
-                    torch.cuda.synchronize()
+                    _sync()
                 except Exception as error:  # noqa: BLE001 - a failing backend is a row (nested: int32 numel)
                     rows.extend({**base, "backend": label, "method": m, "error": short(error)} for m in methods)
-                    torch.cuda.empty_cache()
+                    _free()
                     continue
                 for method in methods:
                     row = {**base, "backend": label, "method": method, "check": verdict, "ideal_us": ideal_us}
@@ -233,10 +235,23 @@ def run(args: argparse.Namespace) -> list[dict]:
                         flush=True,
                     )
             del values, want, nested, backends, configs
-            torch.cuda.empty_cache()
-    add_ratios(rows)
+            _free()
     print(f"bench_ragged: {len(rows)} rows in {time.monotonic() - start:.0f} s", flush=True)
     return rows
+
+
+def _sync() -> None:
+    import torch
+
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def _free() -> None:
+    import torch
+
+    if DEVICE == "cuda":
+        torch.cuda.empty_cache()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,8 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows: list[dict] = []
     try:
-        rows = run(args)
+        run(args, rows)
     finally:
+        add_ratios(rows)
         write_csv(rows, args.out)
     print(table(rows, f"# ragged_softmax old vs new ({args.out})"))
     return 0

@@ -1,20 +1,29 @@
 """Ragged (variable-length) softmax: softmax over dim 0 within each segment values[offsets[i]:offsets[i+1]],
 independently per trailing column, for values (T,) or (T, H) and int32/int64 offsets of length B + 1.
 
-Work is cut into items of at most CHUNK rows: a segment of n rows is cdiv(n, CHUNK) items, so one program never
-owns more than CHUNK x H values and a 144k-row segment among thousands of short ones spreads over many programs.
-The item -> (segment, chunk) map is built on the GPU (cumsum + searchsorted over an upper bound of B + T / CHUNK
-items), so a launch needs no host sync and CUDA graphs can capture it.
-  pass 1  one program per item, its [CHUNK, H] tile in registers: a one-item segment (n <= CHUNK, the common case)
-          is finished here (values read once, y written once); a multi-item segment's item stores its per-column
-          (max, sum of exp) partial to a workspace
-  pass 2  one program per item of a multi-item segment combines the segment's partials and re-reads its chunk to
-          write y (exits at once for one-item segments)
-Short segments are not packed several per program: a program per segment (with masked lanes) even at n = 1.
-The backward (dx = y * (dy - sum over the segment of dy * y)) has the same two passes. Offsets are 64-bit inside.
+Design 1 (default; issue 35): length classes. Three launches after one memset of 8 counters, no host sync (CUDA
+graphs capture it):
+  bucket  one program per 512 segments reads their offsets once and appends each non-empty segment's (start, stop)
+          to its class's list (rows up to TILE_ROWS / 64, / 16, / 4, TILE_ROWS: four small classes; up to BIG_ROWS:
+          the big class; longer: CHUNK = BIG_ROWS-row chunk entries), one relaxed atomic per class per program
+  big     persistent, a work queue: the long segments' chunks first (read once, write a per-column (max, sum)
+          partial), then one big-class segment per item, whole in registers (x read once, y written once)
+  small   persistent, a work queue: the long segments' chunks (combine the segment's partials, re-read the chunk,
+          write y), then the small classes, SEGS = TILE_ROWS / BLOCK segments per item as the rows of one
+          [SEGS, BLOCK, HB] tile (every small class has the same TILE lanes, hence one launch for all four)
+So values are read once and written once, except long segments' (read twice); a program reads its segment's
+bounds straight from its class list (no item -> segment map). 16-bit 1-D values can be loaded as 32-bit words
+(`pack`). The backward (dx = y * (dy - sum over the segment of dy * y)) runs the same launches (dot partials).
+
+Design 0 (`design=0`, or its tunables `chunk` / `packed_max`): the earlier items of at most CHUNK rows: a segment
+of n rows is cdiv(n, CHUNK) items, the item -> (segment, chunk) map built by torch (cumsum + searchsorted), pass 1
+per item (a one-item segment finished there; else a (max, sum) partial), pass 2 for multi-item segments; short
+segments optionally packed several per program (`packed_max`). Offsets are 64-bit inside both designs.
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 import triton
@@ -36,12 +45,79 @@ from .plan import LaunchPlan
 NAME = "ragged"
 TILE_ELEMENTS = 512  # default CHUNK x next_pow2(H) lanes per program (H200: 512-1024 lanes beat 8192 by 2.6-5x)
 MAX_COLUMN_BLOCK = 256  # H wider than this spreads over a second grid axis
+DESIGNS = (0, 1)  # 0: items of CHUNK rows (two passes, item -> segment map); 1: length classes (default)
 TUNABLES = {
-    "packed_max": "longest segment packed several per program, 0 or one of 64, 256, 1024, 4096; default 0 (every "
-    "segment in items; capped where packed_max x next_pow2(H) > 512)",
-    "chunk": "rows per item, a power of two from 1 to 65536; default max(1, 512 // next_pow2(H))",
-    "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default CHUNK x HB / 256 clamped to 1..16",
+    "design": "1 (default): segments bucketed into length classes on the GPU, a class's segment read once from "
+    "registers, long ones split into chunks; 0: the earlier design, every segment in items of CHUNK rows",
+    "tile": "design 1: lanes (SEGS x BLOCK x next_pow2(H)) of a small-class program, a power of two from 256 to "
+    "8192; default 2048",
+    "max_lanes": "design 1: lanes of a big-class program and of a long segment's chunk, a power of two from 512 "
+    "to 32768; default 8192 (at least 2 x tile is used)",
+    "big_warps": f"design 1: warps of the big-class program, one of {NUM_WARPS_ALLOWED}; default max_lanes / 1024 "
+    "clamped to 1..16",
+    "pack": "design 1: 1 loads 16-bit 1-D values as 32-bit words (two per register) in the forward; 0 (default): "
+    "element by element",
+    "fused": "design 1: 1 runs the big and small launches as one (one queue; chunk pass 2 last, after pass 1 is "
+    "done), at big_warps / big_maxnreg; 0 (default): two launches",
+    "maxnreg": "design 1: register cap per thread of the small-class program (Triton's maxnreg: more programs per "
+    "SM, or spills), 0 (none) or 32 to 255; default 80 for the 1-D forward at 4 warps and tile <= 2048 (H200, long "
+    "tail fp16: 82 -> 79 us), else 0",
+    "big_maxnreg": "design 1: register cap per thread of the big-class program, 0 (none) or 32 to 255; default 64 for "
+    "the 1-D forward at 8 warps and max_lanes <= 8192 (H200: 198 -> 138 us on uniform fp16), else 0",
+    "packed_max": "design 0: longest segment packed several per program, 0 or one of 64, 256, 1024, 4096; default 0 "
+    "(every segment in items; capped where packed_max x next_pow2(H) > 512)",
+    "chunk": "design 0: rows per item, a power of two from 1 to 65536; default max(1, 512 // next_pow2(H))",
+    "num_warps": f"warps per program (design 1: of the small-class program), one of {NUM_WARPS_ALLOWED}; default "
+    "design 1: tile / 512 clamped to 1..16; design 0: CHUNK x HB / 256 clamped to 1..16",
 }
+OLD_ONLY, NEW_ONLY = (
+    ("packed_max", "chunk"),
+    ("tile", "max_lanes", "big_warps", "maxnreg", "big_maxnreg", "pack", "fused"),
+)
+BUCKET_SEGMENTS = 512  # segments per program of the bucket kernel
+
+
+def design_tunables(tunables: dict) -> dict:
+    """Design 1's tunables with defaults filled in (ValueError names what is allowed)."""
+    check_tunables(NAME, tunables, TUNABLES)
+    tile = check_power_of_2(NAME, "tile", tunables.get("tile", 2048), 256, 8192)
+    max_lanes = check_power_of_2(NAME, "max_lanes", tunables.get("max_lanes", 8192), 512, 32768)
+    warps = tunables.get("num_warps", min(16, max(1, tile // 512)))
+    big_warps = tunables.get("big_warps", min(16, max(1, max(max_lanes, 2 * tile) // 1024)))
+    return {
+        "tile": tile,
+        "max_lanes": max_lanes,
+        "num_warps": check_int_choice(NAME, "num_warps", warps, NUM_WARPS_ALLOWED),
+        "big_warps": check_int_choice(NAME, "big_warps", big_warps, NUM_WARPS_ALLOWED),
+        **{k: _check_maxnreg(k, tunables.get(k, DEFAULT_MAXNREG[k])) for k in ("maxnreg", "big_maxnreg")},
+        "pack": check_int_choice(NAME, "pack", tunables.get("pack", DEFAULT_PACK), (0, 1)),
+        "fused": check_int_choice(NAME, "fused", tunables.get("fused", 0), (0, 1)),
+    }
+
+
+DEFAULT_MAXNREG = {"maxnreg": None, "big_maxnreg": None}  # None: the launcher's default (_launch_classes)
+DEFAULT_PACK = 0
+
+
+def _check_maxnreg(name: str, value: object) -> int:
+    if value is None:
+        return value  # the launcher's default
+    if isinstance(value, bool) or not isinstance(value, int) or not (value == 0 or 32 <= value <= 255):
+        raise ValueError(f"{NAME}: {name}={value!r} is not allowed; allowed: 0 (none) or an integer from 32 to 255")
+    return value
+
+
+def design_of(tunables: dict) -> int:
+    """The design a call's tunables select: `design` if given, else 0 when a design-0-only tunable is given."""
+    if "design" in tunables:
+        design = check_int_choice(NAME, "design", tunables["design"], DESIGNS)
+        wrong = [k for k in (NEW_ONLY if design == 0 else OLD_ONLY) if k in tunables]
+        if wrong:
+            raise ValueError(
+                f"{NAME}: {', '.join(wrong)} do not apply to design={design}; allowed: {TUNABLES['design']}"
+            )
+        return design
+    return 0 if any(k in tunables for k in OLD_ONLY) else 1
 
 
 @triton.jit
@@ -297,7 +373,28 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
     check_tunables(NAME, tunables, TUNABLES)
     if n_cols < 1:
         raise ValueError(f"{NAME}: H={n_cols}; allowed: H >= 1")
+    design = design_of(tunables)
+    tunables = {k: v for k, v in tunables.items() if k != "design"}
     hb = min(next_power_of_2(n_cols), MAX_COLUMN_BLOCK)
+    if design == 1:
+        tun = design_tunables(tunables)
+        layout = class_layout(n_rows, n_rows, n_cols, tun["tile"], tun["max_lanes"])
+        return LaunchPlan(
+            variant=NAME,
+            kernel_name="_ragged_small_kernel",
+            n_rows=n_rows,
+            n_cols=n_cols,
+            dtype=dtype,
+            grid=(2, triton.cdiv(n_cols, hb)),
+            num_warps=tun["num_warps"],
+            num_stages=1,
+            tile_width=tun["tile"],
+            rows_per_program=layout["TILE_ROWS"],
+            constexprs={"TILE_ROWS": layout["TILE_ROWS"], "BIG_ROWS": layout["BIG_ROWS"], "HB": hb},
+            scalar_args={"total": n_rows, "n_cols": n_cols},
+            tunables={"design": 1, **tun},
+            grid_resolved_at_launch=True,
+        )
     chunk = check_power_of_2(NAME, "chunk", tunables.get("chunk", max(1, TILE_ELEMENTS // hb)), 1, 65536)
     num_warps = check_int_choice(
         NAME, "num_warps", tunables.get("num_warps", min(16, max(1, chunk * hb // 256))), NUM_WARPS_ALLOWED
@@ -318,7 +415,559 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
         rows_per_program=chunk,
         constexprs={"CHUNK": chunk, "HB": hb},
         scalar_args={"total": n_rows, "n_cols": n_cols, "packed_max": packed_max},
-        tunables={"chunk": chunk, "num_warps": num_warps, "packed_max": packed_max},
+        tunables={"design": 0, "chunk": chunk, "num_warps": num_warps, "packed_max": packed_max},
+    )
+
+
+# ---- the class design (default, design=1) ---------------------------------------------------------------------
+# A bucket kernel sorts the segments into length classes on the GPU (one atomic per class per program of 1024
+# segments, no host sync); then two persistent launches take every class list with no item -> segment indirection:
+#   big    one segment of (TILE, MAX] lanes per work item, in registers (read once, written once); before them,
+#          every CHUNK (= MAX lanes) piece of a long segment (> MAX lanes), writing its per-column partial
+#   small  chunk pass 2 of the long segments (combine the partials, re-read the chunk, write), then the four small
+#          classes, SEGS segments of up to BLOCK rows per program as the rows of a [SEGS, BLOCK, HB] tile
+#          (SEGS x BLOCK x HB = TILE lanes: every class has the same registers, so one launch serves them all)
+# Work items run in the order above, round-robin over the programs (largest first, so the tails are short).
+
+SMALL_CLASSES = 4  # rows up to TILE_ROWS / 64, / 16, / 4, / 1 (a class is empty where two bounds coincide)
+COUNTERS = SMALL_CLASSES + 4  # per small class, the big class, long chunks, the two launches' work queues (fused:
+# its queue, and chunk pass-1 items done)
+BIG_COUNTER = tl.constexpr(SMALL_CLASSES)  # counters[4]: big-class segments
+CHUNK_COUNTER = tl.constexpr(SMALL_CLASSES + 1)  # counters[5]: chunks of long segments
+BIG_QUEUE = tl.constexpr(SMALL_CLASSES + 2)  # counters[6]: work items claimed in the big launch
+SMALL_QUEUE = tl.constexpr(SMALL_CLASSES + 3)  # counters[7]: work items claimed in the small launch
+
+
+@triton.jit
+def _bucket_place(bounds_ptr, start, stop, flag, slot):
+    """Write the flagged segments' (start, stop) pairs from list position `slot` on, in segment order."""
+    pos = (slot + tl.cumsum(flag, axis=0) - 1).to(tl.int64)
+    tl.store(bounds_ptr + 2 * pos, start, mask=flag > 0)
+    tl.store(bounds_ptr + 2 * pos + 1, stop, mask=flag > 0)
+
+
+@triton.jit
+def _ragged_bucket_kernel(
+    offsets_ptr,
+    counters_ptr,
+    bounds_ptr,
+    entries_ptr,
+    n_segments,
+    total,
+    base1,
+    base2,
+    base3,
+    base4,
+    BB: tl.constexpr,
+    H0: tl.constexpr,
+    H1: tl.constexpr,
+    H2: tl.constexpr,
+    H3: tl.constexpr,
+    BIG_ROWS: tl.constexpr,
+    PACK: tl.constexpr,
+):
+    # read offsets once (B + 1 ints) + write 2 ints per non-empty segment (its start, stop in its class's list) and
+    # 4 per chunk of a long segment (> BIG_ROWS rows); one atomic per class per program reserves the slots
+    i = tl.program_id(axis=0).to(tl.int64) * BB + tl.arange(0, BB)
+    ok = i < n_segments
+    start = tl.load(offsets_ptr + i, mask=ok, other=0).to(tl.int64)
+    stop = tl.load(offsets_ptr + i + 1, mask=ok, other=0).to(tl.int64)
+    start = tl.minimum(tl.maximum(start, 0), total)
+    stop = tl.minimum(tl.maximum(stop, start), total)
+    n = tl.where(ok, stop - start, 0)
+    if PACK:  # the classes hold the span from the even row below start (the packed tiles load whole words)
+        span = tl.where(n > 0, n + start % 2, 0)
+    else:
+        span = n
+    f0 = ((span > 0) & (span <= H0)).to(tl.int32)
+    f1 = ((span > H0) & (span <= H1)).to(tl.int32)
+    f2 = ((span > H1) & (span <= H2)).to(tl.int32)
+    f3 = ((span > H2) & (span <= H3)).to(tl.int32)
+    f4 = ((span > H3) & (span <= BIG_ROWS)).to(tl.int32)
+    chunks = tl.where(span > BIG_ROWS, tl.cdiv(n, BIG_ROWS), 0)
+    # the six reservations are independent (relaxed): all in flight at once, waited for at their first use
+    s0 = tl.atomic_add(counters_ptr, tl.sum(f0, axis=0), sem="relaxed")
+    s1 = tl.atomic_add(counters_ptr + 1, tl.sum(f1, axis=0), sem="relaxed")
+    s2 = tl.atomic_add(counters_ptr + 2, tl.sum(f2, axis=0), sem="relaxed")
+    s3 = tl.atomic_add(counters_ptr + 3, tl.sum(f3, axis=0), sem="relaxed")
+    s4 = tl.atomic_add(counters_ptr + BIG_COUNTER, tl.sum(f4, axis=0), sem="relaxed")
+    slot = tl.atomic_add(counters_ptr + CHUNK_COUNTER, tl.sum(chunks, axis=0).to(tl.int32), sem="relaxed")
+    _bucket_place(bounds_ptr, start, stop, f0, s0)
+    _bucket_place(bounds_ptr, start, stop, f1, base1 + s1)
+    _bucket_place(bounds_ptr, start, stop, f2, base2 + s2)
+    _bucket_place(bounds_ptr, start, stop, f3, base3 + s3)
+    _bucket_place(bounds_ptr, start, stop, f4, base4 + s4)
+    first = slot + tl.cumsum(chunks, axis=0) - chunks  # each long segment's chunks are consecutive entries
+    for k in range(0, tl.max(chunks, axis=0)):
+        take = k < chunks
+        entry = (first + k) * 4
+        chunk_start = start + k * BIG_ROWS
+        tl.store(entries_ptr + entry, chunk_start, mask=take)
+        tl.store(entries_ptr + entry + 1, tl.minimum(chunk_start + BIG_ROWS, stop), mask=take)
+        tl.store(entries_ptr + entry + 2, first, mask=take)
+        tl.store(entries_ptr + entry + 3, chunks, mask=take)
+
+
+@triton.jit
+def _tile_finish(out_ptr, a_ptr, b_ptr, base, offsets, mask, BACKWARD: tl.constexpr):
+    """Softmax (or its backward, dx = y * (dy - sum(dy * y))) of each [BLOCK, HB] slice of a [SEGS, BLOCK, HB] tile
+    along axis 1, the whole segment in registers: read x (or y, dy) once + write y (or dx) once. Elements at
+    base (int64, [SEGS, 1, 1], a segment's first element) + offsets (int32 within the segment)."""
+    a_ptr += base
+    b_ptr += base
+    out_ptr += base
+    if BACKWARD:
+        y = tl.load(a_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+        dot = tl.sum(y * dy, axis=1)
+        tl.store(out_ptr + offsets, y * (dy - dot[:, None, :]), mask=mask)
+    else:
+        x = tl.load(a_ptr + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+        col_max = tl.max(x, axis=1)
+        shift = tl.where(col_max == -float("inf"), 0.0, col_max)  # an all -inf column: 0/0 = NaN, as torch
+        e = tl.exp(x - shift[:, None, :])  # masked lanes hold -inf: e = 0 there (no mask kept live to here)
+        tl.store(out_ptr + offsets, e * (1.0 / tl.sum(e, axis=1))[:, None, :], mask=mask)
+
+
+@triton.jit
+def _tile_finish_packed(out_ptr, a_ptr, start, stop, BLOCK: tl.constexpr):
+    """_tile_finish's forward for 16-bit 1-D values, loaded as 32-bit words (two elements per load and register:
+    twice the bytes in flight per register). Segment rows [start, stop) ([SEGS] int64) lie in the BLOCK lanes from
+    the even row below start (the bucket kernel classes segments by that span). Read x + write y once."""
+    elem: tl.constexpr = a_ptr.dtype.element_ty
+    even = start - start % 2
+    lanes = tl.arange(0, BLOCK // 2)[None, :]
+    words = tl.load(
+        a_ptr.to(tl.pointer_type(tl.int32)) + (even // 2)[:, None] + lanes,
+        mask=lanes < ((stop - even + 1) // 2).to(tl.int32)[:, None],
+        other=0,
+    )
+    head = (start - even).to(tl.int32)[:, None]
+    n = (stop - even).to(tl.int32)[:, None]
+    ok_lo = (2 * lanes >= head) & (2 * lanes < n)
+    ok_hi = 2 * lanes + 1 < n
+    x_lo = tl.where(ok_lo, (words & 0xFFFF).to(tl.int16).to(elem, bitcast=True).to(tl.float32), -float("inf"))
+    x_hi = tl.where(ok_hi, (words >> 16).to(tl.int16).to(elem, bitcast=True).to(tl.float32), -float("inf"))
+    col_max = tl.maximum(tl.max(x_lo, axis=1), tl.max(x_hi, axis=1))
+    shift = tl.where(col_max == -float("inf"), 0.0, col_max)[:, None]
+    e_lo = tl.exp(x_lo - shift)  # -inf lanes: 0
+    e_hi = tl.exp(x_hi - shift)
+    scale = (1.0 / (tl.sum(e_lo, axis=1) + tl.sum(e_hi, axis=1)))[:, None]
+    y_lo = (e_lo * scale).to(elem)
+    y_hi = (e_hi * scale).to(elem)
+    bits_lo = y_lo.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    bits_hi = y_hi.to(tl.int16, bitcast=True).to(tl.int32) << 16
+    word_ptr = out_ptr.to(tl.pointer_type(tl.int32)) + (even // 2)[:, None] + lanes
+    tl.store(word_ptr, bits_lo | bits_hi, mask=ok_lo & ok_hi)  # whole words: one store per two elements
+    row_ptr = out_ptr + even[:, None] + 2 * lanes
+    tl.store(row_ptr, y_lo, mask=ok_lo & ~ok_hi)  # a segment's last row on a word's low half
+    tl.store(row_ptr + 1, y_hi, mask=ok_hi & ~ok_lo)  # its first row on a word's high half
+
+
+@triton.jit
+def _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD: tl.constexpr):
+    """Chunk pass 1 of a long segment: read its chunk (x, or y and dy) once + write a per-column partial: (max, sum of
+    exp) or the dot of y and dy."""
+    col_ok = cols < n_cols
+    chunk_start = tl.load(entries_ptr + 4 * entry)
+    n = (tl.load(entries_ptr + 4 * entry + 1) - chunk_start).to(tl.int32)
+    mask = (lanes < n) & col_ok[None, None, :]
+    offsets = lanes * n_cols + cols[None, None, :]
+    base = chunk_start * n_cols
+    if BACKWARD:
+        y = tl.load(a_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(b_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
+        tl.store(part1_ptr + entry * n_cols + cols, tl.sum(tl.sum(y * dy, axis=1), axis=0), mask=col_ok)
+    else:
+        x = tl.load(a_ptr + base + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+        col_max = tl.max(tl.max(x, axis=1), axis=0)
+        shift = tl.where(col_max == -float("inf"), 0.0, col_max)
+        e = tl.exp(x - shift[None, None, :])  # masked lanes: exp(-inf) = 0
+        tl.store(part1_ptr + entry * n_cols + cols, col_max, mask=col_ok)
+        tl.store(part2_ptr + entry * n_cols + cols, tl.sum(tl.sum(e, axis=1), axis=0), mask=col_ok)
+
+
+@triton.jit
+def _chunk_finish(
+    out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD: tl.constexpr
+):
+    """Chunk pass 2 of a long segment: read the segment's partials + re-read its chunk once + write y (or dx) once,
+    in [TILE_ROWS, HB] steps."""
+    col_ok = cols < n_cols
+    chunk_start = tl.load(entries_ptr + 4 * entry)
+    chunk_stop = tl.load(entries_ptr + 4 * entry + 1)
+    first = tl.load(entries_ptr + 4 * entry + 2)
+    last = first + tl.load(entries_ptr + 4 * entry + 3)
+    if BACKWARD:
+        dot = tl.zeros(cols.shape, tl.float32)
+        for k in range(first, last):
+            dot += tl.load(part1_ptr + k * n_cols + cols, mask=col_ok, other=0.0)
+    else:
+        seg_max = tl.full(cols.shape, -float("inf"), tl.float32)
+        for k in range(first, last):
+            seg_max = tl.maximum(seg_max, tl.load(part1_ptr + k * n_cols + cols, mask=col_ok, other=0.0))
+        shift = tl.where(seg_max == -float("inf"), 0.0, seg_max)
+        seg_sum = tl.zeros(cols.shape, tl.float32)
+        for k in range(first, last):
+            m = tl.load(part1_ptr + k * n_cols + cols, mask=col_ok, other=0.0)
+            seg_sum += tl.load(part2_ptr + k * n_cols + cols, mask=col_ok, other=0.0) * tl.exp(m - shift)
+        scale = 1.0 / seg_sum
+    offsets = lanes * n_cols + cols[None, None, :]
+    step = lanes.shape[1]
+    for r in range(chunk_start, chunk_stop, step):
+        mask = (lanes < (chunk_stop - r).to(tl.int32)) & col_ok[None, None, :]
+        base = r * n_cols
+        if BACKWARD:
+            y = tl.load(a_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(b_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
+            tl.store(out_ptr + base + offsets, y * (dy - dot[None, None, :]), mask=mask)
+        else:
+            x = tl.load(a_ptr + base + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+            tl.store(out_ptr + base + offsets, tl.exp(x - shift[None, None, :]) * scale[None, None, :], mask=mask)
+
+
+@triton.jit
+def _class_item(
+    out_ptr, a_ptr, b_ptr, bounds_ptr, base, count, item, cols, n_cols, BLOCK: tl.constexpr, SEGS: tl.constexpr,
+    BACKWARD: tl.constexpr, PACK: tl.constexpr,
+):  # fmt: skip
+    """Segments item * SEGS .. + SEGS of a class list (of up to BLOCK rows each), in registers: read x once + write y
+    once (backward: read y, dy + write dx)."""
+    j = item * SEGS + tl.arange(0, SEGS)
+    ok = j < count
+    start = tl.load(bounds_ptr + 2 * (base + j), mask=ok, other=0).to(tl.int64)
+    if PACK:
+        stop = tl.load(bounds_ptr + 2 * (base + j) + 1, mask=ok, other=0).to(tl.int64)
+        _tile_finish_packed(out_ptr, a_ptr, start, stop, BLOCK)
+    else:
+        n = (tl.load(bounds_ptr + 2 * (base + j) + 1, mask=ok, other=0) - start).to(tl.int32)
+        lanes = tl.arange(0, BLOCK)[None, :, None]
+        mask = (lanes < n[:, None, None]) & (cols < n_cols)[None, None, :]
+        offsets = lanes * n_cols + cols[None, None, :]
+        _tile_finish(out_ptr, a_ptr, b_ptr, (start * n_cols)[:, None, None], offsets, mask, BACKWARD)
+
+
+@triton.jit
+def _ragged_big_kernel(
+    out_ptr,
+    a_ptr,
+    b_ptr,
+    bounds_ptr,
+    counters_ptr,
+    entries_ptr,
+    part1_ptr,
+    part2_ptr,
+    n_cols,
+    n_col_blocks,
+    big_base,
+    BIG_ROWS: tl.constexpr,
+    HB: tl.constexpr,
+    BACKWARD: tl.constexpr,
+    PACK: tl.constexpr,
+):
+    # chunks of long segments (first): read x once + write a (max, sum) partial per column (backward: read y, dy +
+    # write a dot partial); big-class segments: read x + write y once (backward: read y, dy + write dx).
+    # Work items from a queue (counters[6]): each program claims its next item before doing the current one.
+    n_programs = tl.num_programs(axis=0)
+    lanes = tl.arange(0, BIG_ROWS)[None, :, None]
+    n_chunks = tl.load(counters_ptr + CHUNK_COUNTER).to(tl.int64) * n_col_blocks
+    n_big = tl.load(counters_ptr + BIG_COUNTER).to(tl.int64)
+    n_work = n_chunks + n_big * n_col_blocks
+    w = tl.program_id(axis=0).to(tl.int64)
+    while w < n_work:
+        claimed = tl.atomic_add(counters_ptr + BIG_QUEUE, 1, sem="relaxed").to(tl.int64) + n_programs
+        if w < n_chunks:
+            entry = w // n_col_blocks
+            cols = (w - entry * n_col_blocks) * HB + tl.arange(0, HB)
+            _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD)
+        else:
+            item = (w - n_chunks) // n_col_blocks
+            cols = (w - n_chunks - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, big_base, n_big, item, cols, n_cols, BIG_ROWS, 1, BACKWARD,
+                        PACK)  # fmt: skip
+        w = claimed
+
+
+@triton.jit
+def _ragged_small_kernel(
+    out_ptr,
+    a_ptr,
+    b_ptr,
+    bounds_ptr,
+    counters_ptr,
+    entries_ptr,
+    part1_ptr,
+    part2_ptr,
+    n_cols,
+    n_col_blocks,
+    base1,
+    base2,
+    base3,
+    H0: tl.constexpr,
+    H1: tl.constexpr,
+    H2: tl.constexpr,
+    H3: tl.constexpr,
+    TILE_ROWS: tl.constexpr,
+    HB: tl.constexpr,
+    BACKWARD: tl.constexpr,
+    PACK: tl.constexpr,
+):
+    # chunks of long segments (first): read the segment's partials + re-read x (or y, dy) once + write y (or dx)
+    # once; then small classes 3, 2, 1, 0: read x + write y once (backward: read y, dy + write dx).
+    # Work items from a queue (counters[7]): each program claims its next item before doing the current one.
+    n_programs = tl.num_programs(axis=0)
+    lanes = tl.arange(0, TILE_ROWS)[None, :, None]
+    count3 = tl.load(counters_ptr + 3).to(tl.int64)
+    count2 = tl.load(counters_ptr + 2).to(tl.int64)
+    count1 = tl.load(counters_ptr + 1).to(tl.int64)
+    count0 = tl.load(counters_ptr).to(tl.int64)
+    end_chunks = tl.load(counters_ptr + CHUNK_COUNTER).to(tl.int64) * n_col_blocks
+    end3 = end_chunks + tl.cdiv(count3, TILE_ROWS // H3) * n_col_blocks
+    end2 = end3 + tl.cdiv(count2, TILE_ROWS // H2) * n_col_blocks
+    end1 = end2 + tl.cdiv(count1, TILE_ROWS // H1) * n_col_blocks
+    n_work = end1 + tl.cdiv(count0, TILE_ROWS // H0) * n_col_blocks
+    w = tl.program_id(axis=0).to(tl.int64)
+    while w < n_work:
+        claimed = tl.atomic_add(counters_ptr + SMALL_QUEUE, 1, sem="relaxed").to(tl.int64) + n_programs
+        if w < end_chunks:
+            entry = w // n_col_blocks
+            cols = (w - entry * n_col_blocks) * HB + tl.arange(0, HB)
+            _chunk_finish(
+                out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD
+            )
+        elif w < end3:
+            item = (w - end_chunks) // n_col_blocks
+            cols = (w - end_chunks - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base3, count3, item, cols, n_cols, H3, TILE_ROWS // H3,
+                        BACKWARD, PACK)  # fmt: skip
+        elif w < end2:
+            item = (w - end3) // n_col_blocks
+            cols = (w - end3 - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base2, count2, item, cols, n_cols, H2, TILE_ROWS // H2,
+                        BACKWARD, PACK)  # fmt: skip
+        elif w < end1:
+            item = (w - end2) // n_col_blocks
+            cols = (w - end2 - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base1, count1, item, cols, n_cols, H1, TILE_ROWS // H1,
+                        BACKWARD, PACK)  # fmt: skip
+        else:
+            item = (w - end1) // n_col_blocks
+            cols = (w - end1 - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, 0, count0, item, cols, n_cols, H0, TILE_ROWS // H0,
+                        BACKWARD, PACK)  # fmt: skip
+        w = claimed
+
+
+@triton.jit
+def _ragged_fused_kernel(
+    out_ptr,
+    a_ptr,
+    b_ptr,
+    bounds_ptr,
+    counters_ptr,
+    entries_ptr,
+    part1_ptr,
+    part2_ptr,
+    n_cols,
+    n_col_blocks,
+    base1,
+    base2,
+    base3,
+    big_base,
+    H0: tl.constexpr,
+    H1: tl.constexpr,
+    H2: tl.constexpr,
+    H3: tl.constexpr,
+    TILE_ROWS: tl.constexpr,
+    BIG_ROWS: tl.constexpr,
+    HB: tl.constexpr,
+    BACKWARD: tl.constexpr,
+    PACK: tl.constexpr,
+):
+    # `fused=1`: the big and small launches as one, one queue (counters[6]) in this order: chunk pass 1 (read x +
+    # write a partial), big class, small classes 3..0 (read x + write y once), chunk pass 2 (read partials + re-read
+    # x + write y). Every item is claimed from the queue (none fixed per program), so a program that claims a pass-2
+    # item knows every pass-1 item was claimed before by a running program: it waits for counters[7] (pass-1 items
+    # done) to reach their number, which cannot deadlock.
+    big_lanes = tl.arange(0, BIG_ROWS)[None, :, None]
+    tile_lanes = tl.arange(0, TILE_ROWS)[None, :, None]
+    n_big = tl.load(counters_ptr + BIG_COUNTER).to(tl.int64)
+    count3 = tl.load(counters_ptr + 3).to(tl.int64)
+    count2 = tl.load(counters_ptr + 2).to(tl.int64)
+    count1 = tl.load(counters_ptr + 1).to(tl.int64)
+    count0 = tl.load(counters_ptr).to(tl.int64)
+    n_chunks = tl.load(counters_ptr + CHUNK_COUNTER).to(tl.int64) * n_col_blocks
+    end_big = n_chunks + n_big * n_col_blocks
+    end3 = end_big + tl.cdiv(count3, TILE_ROWS // H3) * n_col_blocks
+    end2 = end3 + tl.cdiv(count2, TILE_ROWS // H2) * n_col_blocks
+    end1 = end2 + tl.cdiv(count1, TILE_ROWS // H1) * n_col_blocks
+    end0 = end1 + tl.cdiv(count0, TILE_ROWS // H0) * n_col_blocks
+    n_work = end0 + n_chunks
+    w = tl.atomic_add(counters_ptr + BIG_QUEUE, 1, sem="relaxed").to(tl.int64)
+    while w < n_work:
+        claimed = tl.atomic_add(counters_ptr + BIG_QUEUE, 1, sem="relaxed").to(tl.int64)
+        if w < n_chunks:
+            entry = w // n_col_blocks
+            cols = (w - entry * n_col_blocks) * HB + tl.arange(0, HB)
+            _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, big_lanes, BACKWARD)
+            tl.debug_barrier()  # every thread's partial stored before the release below
+            tl.atomic_add(counters_ptr + SMALL_QUEUE, 1, sem="release")
+        elif w < end_big:
+            item = (w - n_chunks) // n_col_blocks
+            cols = (w - n_chunks - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, big_base, n_big, item, cols, n_cols, BIG_ROWS, 1, BACKWARD,
+                        PACK)  # fmt: skip
+        elif w < end3:
+            item = (w - end_big) // n_col_blocks
+            cols = (w - end_big - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base3, count3, item, cols, n_cols, H3, TILE_ROWS // H3,
+                        BACKWARD, PACK)  # fmt: skip
+        elif w < end2:
+            item = (w - end3) // n_col_blocks
+            cols = (w - end3 - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base2, count2, item, cols, n_cols, H2, TILE_ROWS // H2,
+                        BACKWARD, PACK)  # fmt: skip
+        elif w < end1:
+            item = (w - end2) // n_col_blocks
+            cols = (w - end2 - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base1, count1, item, cols, n_cols, H1, TILE_ROWS // H1,
+                        BACKWARD, PACK)  # fmt: skip
+        elif w < end0:
+            item = (w - end1) // n_col_blocks
+            cols = (w - end1 - item * n_col_blocks) * HB + tl.arange(0, HB)
+            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, 0, count0, item, cols, n_cols, H0, TILE_ROWS // H0,
+                        BACKWARD, PACK)  # fmt: skip
+        else:
+            done = tl.atomic_add(counters_ptr + SMALL_QUEUE, 0, sem="acquire").to(tl.int64)
+            while done < n_chunks:  # pass-1 items still running on other programs (rare: they were first)
+                done = tl.atomic_add(counters_ptr + SMALL_QUEUE, 0, sem="acquire").to(tl.int64)
+            tl.debug_barrier()
+            entry = (w - end0) // n_col_blocks
+            cols = (w - end0 - entry * n_col_blocks) * HB + tl.arange(0, HB)
+            _chunk_finish(
+                out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, tile_lanes, BACKWARD
+            )
+        w = claimed
+
+
+def class_layout(n_rows: int, n_segments: int, n_cols: int, tile: int, max_lanes: int, pack: bool = False) -> dict:
+    """The class design's sizes for T = n_rows, B = n_segments, H = n_cols: HB, TILE_ROWS (rows of a small tile),
+    BIG_ROWS (rows of the big class and of a long segment's chunk), the small classes' (low, high, SEGS, BLOCK),
+    each list's capacity and start in the bounds array, and the chunk entries' bound. A class of rows in
+    (low, high] holds at most min(B, T // (low + 1)) segments (`pack`: classes by span, up to one row more than
+    the segment: T // low)."""
+    hb = min(next_power_of_2(n_cols), MAX_COLUMN_BLOCK)
+    tile_rows = max(1, tile // hb)
+    big_rows = max(2 * tile_rows, max_lanes // hb)
+    small, low = [], 0
+    for c in range(SMALL_CLASSES):
+        high = max(1, tile_rows >> (2 * (SMALL_CLASSES - 1 - c)))
+        small.append((low, max(low, high), tile_rows // high, high))
+        low = max(low, high)
+    least = 0 if pack else 1  # fewest rows of a segment over a class's low bound
+    caps = [min(n_segments, n_rows // max(1, lo + least)) if hi > lo else 0 for lo, hi, _, _ in small]
+    caps.append(min(n_segments, n_rows // (low + least)))  # the big class, (tile_rows, big_rows]
+    bases = [0]
+    for cap in caps:
+        bases.append(bases[-1] + cap)
+    n_long = min(n_segments, n_rows // (big_rows + least))
+    return {
+        "HB": hb,
+        "TILE_ROWS": tile_rows,
+        "BIG_ROWS": big_rows,
+        "small": small,
+        "caps": caps,
+        "bases": bases[:-1],
+        "list_size": bases[-1],
+        "n_long": n_long,
+        "entries": (n_rows // big_rows + n_long) if n_long else 0,
+    }
+
+
+@functools.cache
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _programs(device: torch.device, num_warps: int, maxnreg: int, work: int) -> int:
+    """Persistent grid: as many programs as fit on every SM at once (64 warps per SM; 64k registers per SM when
+    maxnreg caps them), at most one per work item. Programs beyond those resident only find the queue empty."""
+    if device.type == "cuda":
+        sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device())
+    else:
+        sms = 2  # the interpreter: a few programs, so the queue is exercised
+    per_sm = 64 // num_warps if not maxnreg else min(64 // num_warps, 65536 // (maxnreg * 32 * num_warps))
+    return max(1, min(work, sms * max(1, per_sm)))
+
+
+def _launch_classes(a_args, out, offsets, total, n_cols, tunables, backward):
+    """Design 1: the bucket kernel, the big launch (chunk pass 1 + big class), the small launch (chunk pass 2 + the
+    small classes). `a_args` = (values,) or (y, dy); `backward` picks the kernels' backward form."""
+    tile, max_lanes, small_warps, big_warps = (tunables[k] for k in ("tile", "max_lanes", "num_warps", "big_warps"))
+    small_regs, big_regs = tunables["maxnreg"], tunables["big_maxnreg"]
+    if big_regs is None:  # default: 64 for the 1-D forward (no spills at 8192 lanes x 8 warps; 4 programs per SM)
+        big_regs = 64 if n_cols == 1 and not backward and big_warps == 8 and max_lanes <= 8192 else 0
+    if small_regs is None:  # default: 80 for the 1-D forward at 4 warps (6 programs per SM, 40 bytes of spill)
+        small_regs = 80 if n_cols == 1 and not backward and small_warps == 4 and tile <= 2048 else 0
+    n_segments = offsets.numel() - 1
+    a, b = a_args if len(a_args) == 2 else (a_args[0], a_args[0])
+    pack = bool(
+        tunables["pack"] and not backward and n_cols == 1 and a.element_size() == 2 and a.data_ptr() % 4 == 0
+    )  # 16-bit 1-D values at a 4-byte aligned address: loaded as 32-bit words
+    layout = class_layout(total, n_segments, n_cols, tile, max_lanes, pack)
+    hb, tile_rows, big_rows = layout["HB"], layout["TILE_ROWS"], layout["BIG_ROWS"]
+    device = offsets.device
+    bounds = torch.empty(2 * max(1, layout["list_size"]), dtype=torch.int32 if total < 2**31 else torch.int64,
+                         device=device)  # fmt: skip
+    counters = torch.zeros(COUNTERS, dtype=torch.int32, device=device)
+    n_entries = layout["entries"]
+    entries = torch.empty(4 * max(1, n_entries), dtype=torch.int64, device=device)
+    parts = [torch.empty(max(1, n_entries) * n_cols, dtype=torch.float32, device=device) for _ in range(2)]
+    b1, b2, b3, b4 = layout["bases"][1:]
+    highs = {f"H{c}": high for c, (_, high, _, _) in enumerate(layout["small"])}
+    launch_kernel(
+        _ragged_bucket_kernel,
+        (triton.cdiv(n_segments, BUCKET_SEGMENTS),),
+        (offsets, counters, bounds, entries, n_segments, total, b1, b2, b3, b4),
+        {"BB": BUCKET_SEGMENTS, **highs, "BIG_ROWS": big_rows, "PACK": pack},
+        4,
+        1,
+    )
+    column_blocks = triton.cdiv(n_cols, hb)
+    big_work = (n_entries + layout["caps"][-1]) * column_blocks
+    small_work = n_entries + sum(
+        triton.cdiv(cap, segs) for cap, (_, _, segs, _) in zip(layout["caps"][:-1], layout["small"], strict=True)
+    )
+    common = (out, a, b, bounds, counters, entries, *parts, n_cols, column_blocks)
+    if tunables["fused"]:
+        launch_kernel(
+            _ragged_fused_kernel,
+            (_programs(device, big_warps, big_regs, big_work + small_work * column_blocks),),
+            (*common, b1, b2, b3, b4),
+            {**highs, "TILE_ROWS": tile_rows, "BIG_ROWS": big_rows, "HB": hb, "BACKWARD": backward, "PACK": pack},
+            big_warps,
+            1,
+            options={"maxnreg": big_regs} if big_regs else None,
+        )
+        return
+    if big_work:
+        launch_kernel(
+            _ragged_big_kernel,
+            (_programs(device, big_warps, big_regs, big_work),),
+            (*common, b4),
+            {"BIG_ROWS": big_rows, "HB": hb, "BACKWARD": backward, "PACK": pack},
+            big_warps,
+            1,
+            options={"maxnreg": big_regs} if big_regs else None,
+        )
+    launch_kernel(
+        _ragged_small_kernel,
+        (_programs(device, small_warps, small_regs, small_work * column_blocks),),
+        (*common, b1, b2, b3),
+        {**highs, "TILE_ROWS": tile_rows, "HB": hb, "BACKWARD": backward, "PACK": pack},
+        small_warps,
+        1,
+        options={"maxnreg": small_regs} if small_regs else None,
     )
 
 
@@ -399,7 +1048,7 @@ def _schedule(offsets: torch.Tensor, total: int, chunk: int, packed_max: int) ->
 
 def _launch(kernels, packed_kernel, out_args, tensors, offsets, total, n_cols, dtype, tunables, n_partials):
     """The packed launches (short segments), then the two item passes (the rest)."""
-    launch = plan(total, n_cols, dtype, **tunables)
+    launch = plan(total, n_cols, dtype, design=0, **tunables)
     chunk, hb = launch.constexprs["CHUNK"], launch.constexprs["HB"]
     packed_max = launch.scalar_args["packed_max"]
     n_segments = offsets.numel() - 1
@@ -436,6 +1085,11 @@ def ragged_softmax_forward(
     if values.numel() == 0 or offsets.numel() < 2:
         return output
     n_cols = values.shape[1] if values.dim() == 2 else 1
+    if design_of(tunables) == 1:
+        tunables = design_tunables({k: v for k, v in tunables.items() if k != "design"})
+        _launch_classes((values,), output, offsets, values.shape[0], n_cols, tunables, False)
+        return output
+    tunables = {k: v for k, v in tunables.items() if k != "design"}
     kernels = (_ragged_softmax_pass1_kernel, _ragged_softmax_pass2_kernel)
     packed = _ragged_softmax_packed_kernel
     _launch(kernels, packed, (output,), (values,), offsets, total, n_cols, values.dtype, tunables, 2)
@@ -450,6 +1104,11 @@ def ragged_softmax_backward(y: torch.Tensor, dy: torch.Tensor, offsets: torch.Te
     if y.numel() == 0 or offsets.numel() < 2:
         return dx
     n_cols = y.shape[1] if y.dim() == 2 else 1
+    if design_of(tunables) == 1:
+        tunables = design_tunables({k: v for k, v in tunables.items() if k != "design"})
+        _launch_classes((y, dy), dx, offsets, y.shape[0], n_cols, tunables, True)
+        return dx
+    tunables = {k: v for k, v in tunables.items() if k != "design"}
     kernels = (_ragged_backward_pass1_kernel, _ragged_backward_pass2_kernel)
     _launch(kernels, _ragged_backward_packed_kernel, (dx,), (y, dy), offsets, y.shape[0], n_cols, y.dtype, tunables, 1)
     return dx

@@ -22,14 +22,18 @@ LENGTHS = {
     "pow2": [16, 32, 8],
     "classes": [70, 200, 1, 65, 300, 0, 257],  # every packed class (64, 256 at 512-lane tiles), and longer ones
 }
-# default: every segment in items of CHUNK rows; packed: short segments several per program (every class up to
+# default: design 1 (length classes) at its default sizes (these lengths: the small classes); classes: design 1
+# with 256-lane small tiles and 512-lane big ones (rows: classes up to 4, 16, 64, 256, big up to 512, longer ones
+# split into 512-row chunks); design 0 (items): packed: short segments several per program (every class up to
 # 1024); items: CHUNK=16 items (long ones span several); mixed: segments up to 64 packed, longer ones in items
 PATHS = {
     "default": {},
+    "classes": {"tile": 256, "max_lanes": 512},
     "packed": {"packed_max": 1024},
     "items": {"packed_max": 0, "chunk": 16},
     "mixed": {"packed_max": 64, "chunk": 16},
 }
+SMALL_DESIGN = {"tile": 256, "max_lanes": 512}  # design 1 at sizes where a few hundred rows reach every path
 
 
 def offsets_of(lengths: list[int], dtype=torch.int64) -> torch.Tensor:
@@ -189,6 +193,160 @@ def test_torch_compile_fullgraph():
     (g,) = torch.autograd.grad((y**2).sum(), values)
     (want,) = torch.autograd.grad((kernels.ragged_softmax(values * 2, offsets) ** 2).sum(), values)
     assert torch.allclose(g, want, atol=1e-6)
+
+
+# every design-1 path at SMALL_DESIGN: each small class (1-4, 5-16, 17-64, 65-256 rows), the big class (257-512),
+# long segments split into 512-row chunks (513, 1100: 2 and 3 chunks), bounds (4, 16, 64, 256, 512, 513), odd
+# starts (the packed 16-bit loads), empty and length-1 segments
+DESIGN_LENGTHS = [3, 0, 1, 4, 5, 16, 17, 64, 65, 256, 257, 512, 513, 1100, 1, 2, 0, 7]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+@pytest.mark.parametrize("width", [None, 3])
+@pytest.mark.parametrize("pack", [1, 0])
+@pytest.mark.parametrize("fused", [0, 1])
+def test_design1_every_class_and_long_split(dtype, width, pack, fused):
+    if pack == 0 and (dtype == torch.float32 or width is not None):
+        pytest.skip("pack applies to 16-bit 1-D values only")
+    values = make_values(DESIGN_LENGTHS, dtype, width, seed=5)
+    offsets = offsets_of(DESIGN_LENGTHS, torch.int32)
+    got = ragged.ragged_softmax_forward(values, offsets, pack=pack, fused=fused, **SMALL_DESIGN)
+    assert_close(got, values, offsets, f"design 1 H={width} pack={pack} fused={fused}")
+    layout = ragged.class_layout(values.shape[0], len(DESIGN_LENGTHS), width or 1, 256, 512, bool(pack))
+    assert layout["TILE_ROWS"] == 256 // (4 if width else 1) and layout["entries"] >= 5  # 1100 and 513 split
+
+
+def test_design1_misaligned_16bit_view_and_wide_rows():
+    """A 16-bit view at an odd element offset (no word loads) and H > 256 (two column blocks) on design 1."""
+    lengths = [5, 300, 1, 0, 40]
+    base = make_values([sum(lengths) + 1], torch.float16, None, seed=2)
+    values = base[1:]  # 2-byte aligned: element loads
+    offsets = offsets_of(lengths)
+    assert_close(ragged.ragged_softmax_forward(values, offsets, **SMALL_DESIGN), values, offsets, "odd view")
+    wide = make_values([3, 9, 0, 2], torch.float32, 300, seed=4)
+    offsets = offsets_of([3, 9, 0, 2])
+    assert_close(ragged.ragged_softmax_forward(wide, offsets, tile=256, max_lanes=512), wide, offsets, "H=300")
+
+
+def test_design1_backward_every_path():
+    lengths = [1, 0, 3, 20, 100, 300, 700, 2]
+    dtype = torch.float32
+    values = make_values(lengths, dtype, 2, seed=6)
+    offsets = offsets_of(lengths, torch.int32)
+    dy = torch.randn(values.shape, generator=torch.Generator().manual_seed(7)).to(DEVICE)
+    y = ragged.ragged_softmax_forward(values, offsets, **SMALL_DESIGN)
+    v64 = values.double().requires_grad_()
+    (want,) = torch.autograd.grad(reference(v64, offsets), v64, dy.double())
+    for fused in (0, 1):
+        dx = ragged.ragged_softmax_backward(y, dy, offsets, fused=fused, **SMALL_DESIGN)
+        assert torch.allclose(dx.double(), want, atol=1e-6), (fused, (dx.double() - want).abs().max())
+
+
+def test_design_tunables():
+    values, offsets = make_values([4, 9], torch.float32, None), offsets_of([4, 9])
+    with pytest.raises(ValueError, match="do not apply to design=0"):
+        ragged.ragged_softmax_forward(values, offsets, design=0, tile=256)
+    with pytest.raises(ValueError, match="do not apply to design=1"):
+        ragged.ragged_softmax_forward(values, offsets, design=1, chunk=16)
+    with pytest.raises(ValueError, match="maxnreg=7"):
+        ragged.ragged_softmax_forward(values, offsets, maxnreg=7)
+    assert ragged.design_of({}) == 1 and ragged.design_of({"chunk": 16}) == 0
+    old = ragged.ragged_softmax_forward(values, offsets, design=0)
+    new = ragged.ragged_softmax_forward(values, offsets, design=1, maxnreg=80, big_maxnreg=64, big_warps=4)
+    assert torch.allclose(old, new, atol=1e-6)
+    assert ragged.plan(13, 1, torch.float32).tunables["design"] == 1
+    assert ragged.plan(13, 1, torch.float32, design=0).constexprs["CHUNK"] == 512
+
+
+def test_bench_script_non_cuda_parts(tmp_path, monkeypatch):
+    """experiments/2026-12-04-ragged-redesign/bench_ragged.py without CUDA: arguments, lengths, the float64
+    reference and check, ratios, CSV and table; main() says it needs a GPU (exit 2) and still writes nothing."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments/2026-12-04-ragged-redesign/bench_ragged.py"
+    spec = importlib.util.spec_from_file_location("bench_ragged", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    args = bench.parse(["--out", str(tmp_path / "b.csv"), "--dtypes", "fp16,fp32", "--tune", "--cases", "uniform"])
+    assert args.dtype_names == ["fp16", "fp32"] and args.tune and args.case_names == ["uniform"]
+    with pytest.raises(SystemExit):
+        bench.parse(["--out", "x.csv", "--dtypes", "fp8"])
+    assert bench.lengths_of("uniform").numel() == 16384 and int(bench.lengths_of("uniform", 8).min()) >= 1
+    assert int(bench.lengths_of("long_tail").max()) == 147_456
+    for width in (None, 3):
+        lengths = torch.tensor([3, 1, 7])
+        values = make_values(lengths.tolist(), torch.float32, width)
+        offsets = offsets_of(lengths.tolist())
+        want = bench.reference(values, offsets, lengths.to(DEVICE))
+        assert torch.allclose(want, reference(values, offsets))
+        assert bench.compare(ragged.ragged_softmax_forward(values, offsets), want, 1e-5) == "ok"
+        assert bench.compare(want + 1e-3, want, 1e-5).startswith("MISMATCH")
+    rows = [
+        {"case": "uniform", "dtype": "fp16", "backend": b, "method": "cuda_graph", "median_us": us, "pct_of_ideal": p}
+        for b, us, p in (("new", 80.0, 80.0), ("old", 300.0, 21.0), ("nested", 4400.0, 1.4))
+    ]
+    rows.append({"case": "long_tail", "dtype": "fp16", "backend": "nested", "method": "cuda_graph", "error": "E"})
+    bench.add_ratios(rows)
+    assert rows[0]["x_vs_nested"] == pytest.approx(55.0) and rows[0]["x_vs_old"] == pytest.approx(3.75)
+    bench.write_csv(rows, tmp_path / "out" / "b.csv")
+    text = (tmp_path / "out" / "b.csv").read_text()
+    assert text.splitlines()[0] == ",".join(bench.FIELDS) and "55" in text
+    md = bench.table(rows, "# t")
+    assert "| uniform | fp16 |  | new | cuda_graph | 80.0 | 80 | 55.0 | 3.75 |" in md and "failed: E" in md
+    if not torch.cuda.is_available():
+        assert bench.main(["--out", str(tmp_path / "none.csv")]) == 2 and not (tmp_path / "none.csv").exists()
+
+    # the whole timing loop on this device with tiny lengths and a fake clock: every backend, method and --tune row
+    import types
+
+    from blockscope.profiling.measure import timing
+
+    def fake_benchmark(fn, method, **kw):
+        fn()
+        return types.SimpleNamespace(median_us=10.0, p20_us=9.0, p80_us=11.0, reps=3)
+
+    tiny = {"uniform": [3, 1, 0, 40, 7], "long_tail": [2, 70, 1]}
+    monkeypatch.setattr(bench, "DEVICE", DEVICE)
+    monkeypatch.setattr(
+        bench, "lengths_of", lambda kind, divisor=1: torch.tensor(tiny[kind]).div(divisor).ceil().long()
+    )
+    monkeypatch.setattr(bench, "TUNE", [{"fused": 1, "tile": 256, "max_lanes": 512}])
+    monkeypatch.setattr(timing, "benchmark", fake_benchmark)
+    monkeypatch.setattr(timing, "measure_copy_gbps", lambda **kw: 4000.0)
+    rows = []
+    bench.run(bench.parse(["--out", str(tmp_path / "r.csv"), "--tune", "--dtypes", "fp16,fp32"]), rows)
+    bench.add_ratios(rows)
+    timed = [r for r in rows if r.get("median_us")]
+    assert {r["case"] for r in timed} == {"uniform", "long_tail", "uniform_h8"}
+    assert {r["backend"] for r in timed} >= {"new", "old", "new[fused=1,tile=256,max_lanes=512]"}
+    assert all(r["check"] == "ok" for r in timed if r["backend"] != "nested"), [r for r in timed if r["check"] != "ok"]
+    assert all(r["x_vs_old"] == 1.0 for r in timed if r["backend"] == "old")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+@pytest.mark.parametrize(
+    "tunables",
+    [{}, {"pack": 1}, {"fused": 1}, {"fused": 1, "pack": 1}, {"maxnreg": 0, "big_maxnreg": 0}, {"design": 0}],
+    ids=["design1", "pack", "fused", "fused_pack", "no_cap", "design0"],
+)
+def test_gpu_bench_lengths_both_designs(dtype, tunables):
+    """bench_fused's full-size lengths (uniform 1..8192 over 16384 segments; the long tail with a 144k segment)."""
+    from tools.bench_fused import _lengths
+
+    for kind in ("uniform", "long_tail"):
+        lengths = _lengths(kind)
+        offsets = offsets_of(lengths.tolist(), torch.int32)
+        values = (torch.randn(int(lengths.sum()), device=DEVICE) * 3).to(dtype)
+        got = ragged.ragged_softmax_forward(values, offsets, **tunables).double()
+        v = values.double()
+        seg = torch.repeat_interleave(torch.arange(lengths.numel(), device=DEVICE), lengths.to(DEVICE))
+        m = torch.full((lengths.numel(),), -torch.inf, dtype=v.dtype, device=DEVICE).scatter_reduce(0, seg, v, "amax")
+        e = torch.exp(v - m[seg])
+        want = e / torch.zeros_like(m).index_add_(0, seg, e)[seg]
+        rtol, atol = TOLERANCES[dtype]
+        assert ((got - want).abs() <= atol + rtol * want.abs()).all(), f"{kind} {tunables}"
 
 
 @pytest.mark.gpu

@@ -27,7 +27,8 @@ nested (torch.softmax over the ragged dim of a jagged nested tensor), pad_unpad 
 repeat_interleave: the torch_geometric CSR recipe). Failures (out of memory, int32 limits) are rows with `error`.
 Last, if time is left, a tuning pass (cuda_graph only): masked_softmax at num_warps 1-16, ragged_softmax at other
 chunk sizes x num_warps x packed_max (0: no packed launches, 1024), rows with backend "blockscope[name=value]"
-and their own table, for choosing the defaults.
+and their own table, for choosing the defaults (ragged: design 0's tunables; design 1's: experiments/
+2026-12-04-ragged-redesign/bench_ragged.py --tune).
 
 Cases, inputs, float64 references, checks and backends come from profiling/measure/backends/fused.py, shared with
 `python -m profiling sweep --op masked_softmax,ragged_softmax` (the same measurements as results-schema rows).
@@ -235,14 +236,14 @@ def bench_tuning(bench: Bench, dtypes: list) -> None:
             values = torch.randn(total, device=DEVICE).to(dtype)
             base = {"op": "ragged_softmax", "case": kind, "dtype": str(dtype).removeprefix("torch.")}
             base["shape"] = f"B={lengths.numel()} T={total} max={int(lengths.max())}"
-            plan = ragged.plan(total, 1, dtype)
+            plan = ragged.plan(total, 1, dtype, design=0)  # the tuning rows are design 0's (items) tunables
             default = (plan.constexprs["CHUNK"], plan.num_warps, plan.tunables["packed_max"])
             for chunk, warps, packed in itertools.product((256, 512, 1024, 2048, 4096), (1, 2, 4, 8), (0, 1024)):
-                name = f"blockscope[chunk={chunk},num_warps={warps},packed_max={packed}]" + (
+                name = f"blockscope[design=0,chunk={chunk},num_warps={warps},packed_max={packed}]" + (
                     " (default)" if (chunk, warps, packed) == default else ""
                 )
                 fn = lambda v=values, o=offsets, c=chunk, w=warps, p=packed: ragged.ragged_softmax_forward(  # noqa: E731
-                    v, o, check=False, chunk=c, num_warps=w, packed_max=p
+                    v, o, check=False, design=0, chunk=c, num_warps=w, packed_max=p
                 )
                 _tune_row(bench, base, name, fn, 2 * values.numel() * values.element_size())
             del values

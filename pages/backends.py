@@ -260,6 +260,8 @@ def _fused_ops(ctx: ui.Context) -> None:
     if df is None or df.empty:
         st.info(fused.MISSING_FUSED)
         return
+    if path == fused.BUNDLED_FUSED_PATH:
+        st.caption(fused.BUNDLED_NOTE)
     present = fused.methods(df)
     method = ctx.method if ctx.method in present else present[0]
     if method != ctx.method:

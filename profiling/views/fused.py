@@ -20,6 +20,11 @@ from blockscope.profiling.results.fused import fused_from_results, load_fused_an
 from blockscope.profiling.views.dashboard_data import md
 
 BUNDLED_FUSED_PATH = paths.BUNDLED_FUSED
+BUNDLED_NOTE = (  # what the bundled CSV's blockscope rows measured, said beside them on the page
+    "Bundled data (2026-12-04): its `ragged_softmax` Blockscope rows measured design 0 (per-segment items); the "
+    "default is now design 1 (length classes), 2.25x faster on uniform fp16 lengths in "
+    "experiments/2026-12-04-ragged-redesign. Rerun `python3 -m tools.bench_fused` on a GPU to see it here."
+)
 MISSING_FUSED = "no fused-op benchmark bundled; run `python3 -m tools.bench_fused --out-dir DIR`"
 REFERENCE = "blockscope"
 KEYS = ["op", "case", "dtype", "length", "shape"]

@@ -39,7 +39,7 @@ if len(loaded) < 2 and ctx.label.startswith("bundled") and repeat_path.exists():
     loaded = compare.runs(dd.apply_filters(pair, ctx.filters, method=False))
     st.caption(
         f"The bundled dataset and its bundled repeat run (`{repeat_path.name}`), side by side: the same "
-        "configs timed on another day (their kernel revisions and dates are in the table below). Load two "
+        "configs timed again (their runs, kernel revisions and dates are in the table below). Load two "
         "files of your own with **Upload results files** in the sidebar."
     )
 if len(loaded) < 2:

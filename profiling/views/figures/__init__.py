@@ -1135,9 +1135,11 @@ def ratio_figure(table: pd.DataFrame, label_a: str, label_b: str, dtype: str, me
     part = table[(table["dtype"] == dtype) & (table["method"] == method)] if len(table) else table
     grid = _grid(part)
     fig = go.Figure()
-    several_r = len(part) and part["n_rows"].nunique() > 1
-    for key, rows in part.groupby(["variant", "n_rows"]) if len(part) else []:
-        variant, n_rows = key
+    # one series per variant where each N has one R (the sweep's tiny N run at more rows), else per (variant, R)
+    several_r = bool(len(part)) and part.groupby(["variant", "n_cols"])["n_rows"].nunique().max() > 1
+    keys = ["variant", "n_rows"] if several_r else ["variant"]
+    for key, rows in part.groupby(keys) if len(part) else []:
+        variant, n_rows = (key[0], key[1]) if several_r else (key[0], None)
         rows = rows.sort_values("n_cols").drop_duplicates("n_cols")
         hover = [
             f"{variant} {dtype} R={r.n_rows} N={r.n_cols}<br>A {r.a_us:.4g} µs, B {r.b_us:.4g} µs<br>"

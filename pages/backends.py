@@ -107,7 +107,7 @@ def _row_softmax(ctx: ui.Context) -> None:
         bf.latency_figure(table, df, method, dtype),
         table[["variant", "n_rows", "n_cols", "median_us", "p20_us", "p80_us", "vs_best", "kernel_names"]],
         "be_latency",
-        "Fastest config of each backend at each N; dotted: powers of two.",
+        "Fastest config of each backend at each N; dotted: powers of two." + dd.rows_note(table),
     )
     ui.chart(
         bf.relative_figure(table, df, method, dtype),

@@ -73,7 +73,7 @@ ui.chart(
     f"Drawn at first: {dd.md(', '.join(shown)) or 'every variant'} (auto, torch, the fastest peer backend, the seed's "
     "teaching kernel); every other variant is in the legend, one click away. Fastest config of each variant at "
     "each N (hover for its tunables); band: p20..p80 of the samples; dotted: powers of two, where BLOCK_SIZE "
-    "doubles (the N = 2^k ± 1 points are in the table below).",
+    "doubles (the N = 2^k ± 1 points are in the table below)." + dd.rows_note(best),
 )
 edges = computed["edges"]
 if len(edges):

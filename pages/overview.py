@@ -60,7 +60,12 @@ cols[3].metric(
     f"{compact(info['n_min'])}–{compact(info['n_max'])}",
     help=f"{info['n_min']:,} to {info['n_max']:,}: {info['n_count']} distinct N",
 )
-cols[4].metric("R (rows)", ", ".join(f"{r:,}" for r in info["rows_r"]))
+rows_r = info["rows_r"]
+cols[4].metric(
+    "R (rows)",
+    f"{rows_r[0]:,}" + (f" +{len(rows_r) - 1} more" if len(rows_r) > 1 else ""),
+    help=", ".join(f"{r:,}" for r in rows_r),
+)
 cols[5].metric("Timing methods", len(info["methods"]), help=", ".join(info["methods"]))
 st.caption(
     f"Variants: {dd.md(', '.join(info['variants']))} · dtypes: {', '.join(info['dtypes'])} · num_warps: "

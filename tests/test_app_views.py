@@ -250,3 +250,12 @@ def test_one_r_per_n_keeps_rows_only_when_no_n_has_two_r():
     two = pd.concat([one, pd.DataFrame({"dtype": ["fp16"], "n_cols": [1024], "n_rows": [8192]})])
     assert not dd.one_r_per_n(two), "fp16 N=1024 at R=4096 and 8192 must not be offered as one curve"
     assert not dd.one_r_per_n(one.iloc[0:0])
+
+
+def test_rows_note_says_which_n_ran_at_more_rows():
+    df = pd.DataFrame({"dtype": "fp16", "n_cols": [8, 64, 128, 1024], "n_rows": [1048576, 131072, 4096, 4096]})
+    note = dd.rows_note(df)
+    assert "N 8-64 ran at more rows (R 131,072-1,048,576) than the others (R 4,096)" in note, note
+    assert dd.rows_note(df.assign(n_rows=4096)) == ""
+    two_r = pd.concat([df, df.assign(n_rows=8192)])  # an N at two R: the R filter picks one, no note
+    assert dd.rows_note(two_r) == ""

@@ -178,6 +178,23 @@ def one_r_per_n(df: pd.DataFrame) -> bool:
     return bool(df.groupby(["dtype", "n_cols"])["n_rows"].nunique().max() <= 1)
 
 
+def rows_note(df: pd.DataFrame) -> str:
+    """' N 8-64 ran at more rows (R 131,072-1,048,576) than the others (R 4,096): ...' where the N of `df` were
+    measured at different R (the sweep gives tiny N >= 32 MB of rows), so a chart over N is read right; '' else."""
+    if df.empty or "n_rows" not in df.columns or df["n_rows"].nunique() < 2 or not one_r_per_n(df):
+        return ""
+    per_n = df.groupby("n_cols")["n_rows"].first()
+    common = int(per_n.mode().iloc[0])
+    other = per_n[per_n != common]
+    return (
+        f" N {int(other.index.min()):,}-{int(other.index.max()):,} ran at more rows (R {int(other.min()):,}-"
+        f"{int(other.max()):,}) than the others (R {common:,}): their times are for a larger tensor, their GB/s "
+        "compare."
+        if other.min() > common
+        else f" {len(other)} N ran at another R than {common:,} (hover for R)."
+    )
+
+
 def hidden_by_filters(df: pd.DataFrame, filters: Filters) -> str | None:
     """What the multiselect and range filters hide (dtype and timing method pick one by design), e.g.
     'Filters hide 2 of 7 variants (auto, splitrow): 780 of 2,730 rows.'; None when they hide nothing."""

@@ -23,7 +23,12 @@ st.caption(
     "For torch this shows which ATen kernel it dispatched at which N."
 )
 names = dd.kernel_names_table(df)
-if names.empty:
+if names.empty and ctx.df is not None and dd.kernel_names_table(ctx.df).empty:
+    st.info(
+        "This data has no kernel names: its sweep ran with `--no-trace` or stopped (`--max-minutes`) before its "
+        "trace phase. The profiler traces below name the kernels of the runs that have them."
+    )
+elif names.empty:
     ui.empty("no kernel names in the filtered rows")
 else:
     torch_names = names[names["variant"] == dd.TORCH]

@@ -121,7 +121,8 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
     assert tv.log_sources(log, "fp16", 4096, 32768) == ["h200_challenge_staged_lean16.jsonl"]
     assert tv.log_sources(log, "fp16", 4096, 1000) == ["h200_challenge_tiebreak16.jsonl"]
     assert tv.log_sources(log, "fp32", 4096, 32768) == ["h200_challenge_staged_fp32range.jsonl"]
-    assert tv.log_sources(log, "fp32", 4096, 12000) == ["h200_challenge_stagedrows_cs.jsonl"]
+    assert tv.log_sources(log, "fp32", 4096, 12000) == ["h200_retune_2026-12-04.jsonl"]  # the exact-exp retune
+    assert tv.log_sources(log, "fp16", 4096, 12000) == ["h200_challenge_stagedrows_cs.jsonl"]
     assert tv.log_sources(log, "bf16", 4096, 1024) == ["h200_challenge_bf16_exp.jsonl"]
     assert tv.log_sources(log, "fp16", 4096, 32769) == [tv.TUNE_LOG_PATH.name]  # no challenger ran at odd N
     table = tv.entries_table(auto.load_table(H200))
@@ -141,9 +142,9 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
         assert kept.iloc[0]["median_us"] == pytest.approx(entry.median_us)
         assert found.iloc[0]["median_us"] == pytest.approx(fastest["median_us"])
         assert found.iloc[0]["vs_fastest"] == 1.0 and found["rank"].tolist() == list(range(1, len(found) + 1))
-    pick = tv.explain("fp32", 4096, 1000, H200)  # a Triton (not Gluon) pick: the interpreter runs it here
-    assert pick.variant == "multirow"
-    found = tv.candidates(log, "fp32", 4096, 1000, pick)
+    pick = tv.explain("fp32", 4096, 1024, H200)  # a Triton (not Gluon) pick: the interpreter runs it here
+    assert pick.variant == "teaching"
+    found = tv.candidates(log, "fp32", 4096, 1024, pick)
     assert found["picked"].sum() == 1 and found.loc[found["picked"], "variant"].item() == pick.variant
 
 

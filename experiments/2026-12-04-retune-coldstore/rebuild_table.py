@@ -13,6 +13,8 @@ from blockscope.profiling.measure import autotune
 
 HERE = Path(__file__).parent
 TABLE = Path("kernels/tuned/nvidia-h200.json")
+LOG = Path("data/tuning/h200_retune_2026-12-04.jsonl")  # the auto page's candidates: torch and the kept config
+ORDER = Path("data/tuning/order.json")
 LINE = re.compile(r"^(fp16|bf16|fp32) R=(\d+) N=(\d+): torch ([\d.]+) us, best (\w+) (\{.*\}) ([\d.]+) us$")
 RUNS = (  # log, command as it ran, seconds the tuner reported
     (
@@ -65,6 +67,19 @@ def main() -> None:
             table, records, seconds, command + f"  (rebuilt from {name}: {len(records)} shapes)"
         )
     print("wrote", autotune.save_table(table, TABLE.parent))
+    note = "rebuilt from the tuner's per-shape line: the other candidates' times did not come back"
+    with open(LOG, "w") as log:
+        for name, _, _ in RUNS:
+            for record in entries(HERE / "logs" / name):
+                torch_record = {**record, "variant": "torch", "tunables": {}, "median_us": record["torch_us"]}
+                torch_record.pop("chosen")
+                kept = [record] if record["variant"] == "torch" else [torch_record, record]
+                log.writelines(json.dumps({**r, "seconds": None, "note": note}) + "\n" for r in kept)
+    order = json.loads(ORDER.read_text())
+    if LOG.name not in order["logs"]:
+        order["logs"].append(LOG.name)
+        ORDER.write_text(json.dumps(order, indent=2) + "\n")
+    print("wrote", LOG)
     print("entries", len(table["entries"]))
 
 

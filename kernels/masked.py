@@ -40,9 +40,12 @@ NAME = "masked"
 ONEPASS_MAX_N = 16384  # widest row kept whole in one program's registers
 MIN_TILE, MAX_TILE, DEFAULT_TILE = 16, 16384, 4096
 MAX_ROWS = 64
+CAUSAL_ONE_WARP_N = (513, 4096)  # causal forward rows of these widths default to 1 warp (measured: BLOCK 1024-4096)
 TUNABLES = {
-    "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default (ROWS x BLOCK) / 1024 clamped to 2..8 (from "
-    "the H200 tuning rows at L = 1000-4096 in experiments/2026-12-04-fused-bench)",
+    "num_warps": f"warps per program, one of {NUM_WARPS_ALLOWED}; default (ROWS x BLOCK) / 1024 clamped to 2..8, and "
+    "1 for a causal forward with 513 <= N <= 4096 (both from the H200 tuning rows at L = 1000-4096 in "
+    "data/h200_fused.csv: causal at 1 warp was 11-25 % faster at L = 1000 and 4096 in 16-bit and within 1 % at 2048; "
+    "fp32: 13 % faster at 1000, within 0.6 % at 2048-4096)",
     "rows_per_program": "onepass: rows per tile, a power of two from 1 to 64; default 2048 // BLOCK (at least 1)",
     "tile": f"looped: lanes per step, a power of two from {MIN_TILE} to {MAX_TILE}; default {DEFAULT_TILE}; "
     f"given, it forces the looped path",
@@ -466,6 +469,15 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
 _plans = cached_plans(plan)
 
 
+def forward_plan(n_rows: int, n_cols: int, dtype: torch.dtype, causal: bool = False, **tunables: int) -> LaunchPlan:
+    """The forward launch: `plan`, with 1 warp by default for a causal row of N in CAUSAL_ONE_WARP_N (its kept part
+    is short on average; measured faster on the H200, see TUNABLES)."""
+    low, high = CAUSAL_ONE_WARP_N
+    if causal and "num_warps" not in tunables and low <= n_cols <= high:
+        tunables = {**tunables, "num_warps": 1}
+    return _plans(n_rows, n_cols, dtype, dict(tunables))
+
+
 # ---- input checks and broadcast layout -------------------------------------------------------------------------
 
 
@@ -603,7 +615,7 @@ def masked_softmax_forward(
     x, bias, mask, (sizes, (xs, os_, ms, bs), coefficients) = _prepared(x, output, bias, mask)
     n_cols = x.shape[-1]
     n_rows = x.numel() // n_cols
-    launch = _plans(n_rows, n_cols, x.dtype, dict(tunables))
+    launch = forward_plan(n_rows, n_cols, x.dtype, causal, **tunables)
     kernel = _masked_softmax_looped_kernel if "TILE" in launch.constexprs else _masked_softmax_onepass_kernel
     constexprs = {
         **launch.constexprs,

@@ -296,3 +296,21 @@ def test_gpu_attention_shapes_and_cuda_graph(dtype, lk):
     x.copy_(x.flip(-1))
     graph.replay()
     assert_close(y_graph, reference(x, **kw), x, f"graph {lk}")
+
+
+@pytest.mark.parametrize("n_cols", [16, 512, 513, 1000, 2048, 4096, 4097, 20000])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_causal_forward_defaults_to_one_warp_at_513_to_4096(n_cols, dtype):
+    """The H200 tuning rows (data/h200_fused.csv) put causal rows at 1 warp ahead at L 1000-4096: the forward's
+    default for those blocks (1024-4096); other widths, non-causal rows and a given num_warps keep the plan's rule."""
+    from blockscope.kernels import masked
+
+    rows = 2 * 16 * 8
+    causal = masked.forward_plan(rows, n_cols, dtype, causal=True)
+    plain = masked.forward_plan(rows, n_cols, dtype, causal=False)
+    assert plain.num_warps == masked.plan(rows, n_cols, dtype).num_warps
+    if masked.CAUSAL_ONE_WARP_N[0] <= n_cols <= masked.CAUSAL_ONE_WARP_N[1]:
+        assert causal.num_warps == 1, f"causal N={n_cols}: {causal.num_warps} warps"
+    else:
+        assert causal.num_warps == plain.num_warps
+    assert masked.forward_plan(rows, n_cols, dtype, causal=True, num_warps=4).num_warps == 4

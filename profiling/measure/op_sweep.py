@@ -215,7 +215,7 @@ def _launch_columns(config: OpConfig) -> dict[str, Any]:
             from blockscope.kernels import masked
 
             n_rows, n_cols = config.rows_cols()
-            plan = masked.plan(n_rows, n_cols, dtype)
+            plan = masked.forward_plan(n_rows, n_cols, dtype, causal=config.case == "causal")
         else:
             from blockscope.kernels import ragged
 

@@ -55,6 +55,26 @@ def test_a_table_that_picks_otherwise_or_an_unproven_hash_changes_nothing(tmp_pa
     pd.testing.assert_frame_equal(pd.read_parquet(results), before)
 
 
+def test_per_row_restamps_the_unchanged_picks_and_leaves_the_changed_stale(tmp_path, monkeypatch):
+    shipped = auto.load_table("NVIDIA H200")
+    df = load_results(SWEEP)
+    shapes = df[(df["variant"] == "auto")].head(60)[["dtype", "n_rows", "n_cols"]].drop_duplicates()
+    first = shapes.iloc[0]  # this shape's entry picks torch in the "used" table: its rows must stay stale
+    other = [
+        {**e, "variant": "torch", "tunables": {}}
+        if (e["dtype"], e["n_rows"], e["n_cols"]) == (first["dtype"], first["n_rows"], first["n_cols"])
+        else e
+        for e in shipped["entries"]
+    ]
+    results, used, old_hash = _setup(tmp_path, {**shipped, "entries": other})
+    assert _run(monkeypatch, str(results), "--table-used", str(used), "--per-row") == 0
+    out = pd.read_parquet(results)
+    stale = revision.stale_rows(out)
+    changed = (out["n_cols"] == first["n_cols"]) & (out["dtype"] == first["dtype"]) & (out["variant"] == "auto")
+    assert changed.any() and stale[changed].all(), "the shape whose pick changed must stay stale"
+    assert not stale[~changed].any(), "every other auto row picks the same config: this tree's hash"
+
+
 def test_same_kernels_restamp_needs_provenance_and_identical_kernels():
     """tools/restamp_same_kernels.py: a row passes only with the measuring tree's hash and the same kernel (or
     the same refusal, or the same auto pick) in both trees."""

@@ -1,7 +1,7 @@
 """Give `auto` rows measured with an earlier tuning table this tree's kernel hash, where that table and this tree's
 tables pick the same kernel config for every one of those rows (nothing else in the rows changes).
 
-python3 -m tools.restamp_auto_rows RESULTS.parquet --table-used TABLE.json [--table-used OTHER.json ...]
+python3 -m tools.restamp_auto_rows RESULTS.parquet --table-used TABLE.json [--table-used OTHER.json ...] [--per-row]
 
 `auto`'s kernel_source_hash covers the kernels sources and the shipped tuning tables (results/revision.py), so an
 entry added to the table for shapes a results file never ran marks all its `auto` rows stale. This script proves
@@ -10,7 +10,8 @@ of the given tables in place of the shipped table of its GPU (the rows were made
 table); (2) for every `auto` row, `auto.choose` gives the same variant and tunables under every given table as
 under the shipped one. Give every table that could have decided the run: the shipped one of that tree and a user
 table ($BLOCKSCOPE_CACHE_DIR/autotune, which takes precedence and is not in the hash). Then it writes this tree's
-hash (and kernel_revision) into those rows and prints how many.
+hash (and kernel_revision) into those rows and prints how many. With --per-row, (2) is asked of each row: rows
+whose shape picks the same config get this tree's hash, the others keep theirs (stale: they measured another pick).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+import pandas as pd
 
 from blockscope.kernels import auto, dtype_from_name
 from blockscope.profiling.results import load_results, revision, save_results
@@ -42,6 +45,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--table-used", type=Path, action="append", required=True)
+    parser.add_argument("--per-row", action="store_true", help="restamp the rows whose pick is unchanged only")
     args = parser.parse_args()
     df = load_results(args.results)
     rows = df["variant"] == "auto"
@@ -74,7 +78,14 @@ def main() -> int:
             if pick != picks_now[key]:
                 picks_used[key] = pick
     differ = sorted(picks_used)
-    if differ:
+    if differ and args.per_row:
+        keys = pd.Series(
+            list(zip(df["n_rows"], df["n_cols"], df["dtype"], df["gpu_name"], strict=True)), index=df.index
+        )
+        rows &= ~keys.isin(set(differ))
+        for key in differ:
+            print(f"left stale: {key}: {picks_used[key]} then, {picks_now[key]} now")
+    elif differ:
         print(
             f"{len(differ)} shapes pick differently, e.g. {differ[0]}: {picks_used[differ[0]]} then, "
             f"{picks_now[differ[0]]} now; nothing changed"
@@ -85,7 +96,9 @@ def main() -> int:
         revision.kernel_revision(new_hash, version) for version in df.loc[rows, "triton_version"]
     ]
     save_results(df, args.results)
-    print(f"{int(rows.sum())} auto rows over {len(picks_now)} shapes: {old_hash} -> {new_hash} (same picks)")
+    print(
+        f"{int(rows.sum())} auto rows over {len(picks_now) - len(differ)} shapes: {old_hash} -> {new_hash} (same picks)"
+    )
     return 0
 
 

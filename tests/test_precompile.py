@@ -70,6 +70,23 @@ def test_a_crashing_worker_is_reported_and_the_rest_is_kept():
         run_precompile(groups, mode="gpu")
 
 
+def test_workers_start_when_main_is_a_script_that_must_not_rerun(tmp_path, monkeypatch):
+    """Streamlit runs a page as `__main__` (its file set): spawned workers used to re-run it and die, breaking the
+    pool (a live sweep from the Run sweep page, or warm after an AppTest in one pytest process)."""
+    import sys
+    import types
+
+    page = tmp_path / "page.py"
+    page.write_text("raise SystemExit('a page script must not run in a compile worker')\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(page)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    groups = [[make_config("teaching", "fp16", 4, 128)], [make_config("teaching", "fp16", 4, 256)]]
+    report = run_precompile(groups, mode="offline", task=fake_task, timeout_s=120)
+    assert not report.broken and not report.failed, (report.broken, report.failed)
+    assert report.compiled == 2 and sys.modules["__main__"] is main
+
+
 def test_offline_compiles_in_two_workers_fill_the_triton_cache(tmp_path):
     triton_cache, facts_cache = tmp_path / "triton", tmp_path / "blockscope"
     configs = [make_config("teaching", "fp16", 64, 128), make_config("multirow", "fp32", 64, 256)]

@@ -23,10 +23,13 @@ TRITON_INTERPRET for offline compiles) before they are imported in the worker.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
+import sys
 import time
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,13 +227,14 @@ def run_precompile(
     worker_env.update(env or {})
     executor = None
     try:
-        executor = ProcessPoolExecutor(
-            max_workers=len(groups),
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_init,
-            initargs=(worker_env,),
-        )
-        futures = {executor.submit(task, part, mode, arch, gpu_name): part for part in tasks}
+        with bare_main():  # the workers start while the pool takes the tasks
+            executor = ProcessPoolExecutor(
+                max_workers=len(groups),
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_init,
+                initargs=(worker_env,),
+            )
+            futures = {executor.submit(task, part, mode, arch, gpu_name): part for part in tasks}
         not_done = set(futures)
         deadline = started + timeout_s
         while not_done:
@@ -272,6 +276,21 @@ def run_precompile(
             executor.shutdown(wait=True, cancel_futures=True)
     report.seconds = time.perf_counter() - started
     return report
+
+
+@contextlib.contextmanager
+def bare_main() -> Iterator[None]:
+    """A spawned worker first re-runs the parent's `__main__` from its file (multiprocessing's `prepare`). Under
+    Streamlit that module is the page script being run (a live sweep from the Run sweep page; AppTest in the tests),
+    whose rerun in a worker fails and breaks the pool. The workers need nothing from it: a bare `__main__` while
+    they start."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def _chunks(group: list[Any], size: int) -> list[list[Any]]:

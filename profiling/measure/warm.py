@@ -258,7 +258,10 @@ def warm(
         with ProcessPoolExecutor(
             max_workers=count, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
         ) as executor:
-            futures = [executor.submit(compile_items, group, str(store), arch) for group in groups]
+            from blockscope.profiling.measure.precompile import bare_main
+
+            with bare_main():  # spawned workers must not rerun a Streamlit page running as __main__
+                futures = [executor.submit(compile_items, group, str(store), arch) for group in groups]
             for future, group in zip(futures, groups, strict=True):
                 try:
                     results = future.result(timeout=timeout_s)

@@ -106,3 +106,20 @@ def test_same_kernels_restamp_needs_provenance_and_identical_kernels():
     new = {"hashes": {"warprows": "new"}, "kernels": {keys[0]: "aa", keys[1]: "b2", keys[2]: "cc"}}
     # fp16: same kernel; bf16: changed; fp32 'other': not measured by the old tree; fp32 N=2048: no fingerprint
     assert same.restampable(rows, old, new) == [True, False, False, False]
+
+
+def test_rows_left_stale_by_an_earlier_restamp_keep_their_hash(tmp_path, monkeypatch):
+    """A file whose auto rows carry two hashes (the given table's, and an older one an earlier --per-row left
+    stale): the first get this tree's hash, the others are kept as they were."""
+    shipped = auto.load_table("NVIDIA H200")
+    extra = {"dtype": "fp16", "n_rows": 3, "n_cols": 3, "variant": "torch", "tunables": {}}
+    results, used, _ = _setup(tmp_path, {**shipped, "entries": [*shipped["entries"], extra]})
+    df = pd.read_parquet(results)
+    older = df.index[df["variant"] == "auto"][:3]
+    df.loc[older, "kernel_source_hash"] = "0123456789ab"
+    save_results(df, results)
+    assert _run(monkeypatch, str(results), "--table-used", str(used), "--per-row") == 0
+    after = pd.read_parquet(results)
+    assert set(after.loc[older, "kernel_source_hash"]) == {"0123456789ab"}
+    rest = after.index[(after["variant"] == "auto") & ~after.index.isin(older)]
+    assert set(after.loc[rest, "kernel_source_hash"]) == {revision.kernel_source_hash("auto")}

@@ -612,6 +612,29 @@ def test_chosen_configs_keep_a_chrome_trace_with_an_index(tmp_path):
     assert sweep.pick_trace_configs(configs, ["online:fp32:100"], strict=False) == []
 
 
+def test_a_resumed_sweep_keeps_the_chrome_trace_of_a_config_an_earlier_part_measured(tmp_path):
+    """Part 1 stopped before its trace phase; part 2 (same --out) measures only what was left, and still keeps the
+    trace of a chosen config whose rows part 1 wrote."""
+    import json
+
+    from blockscope.profiling.measure.trace import read_trace_index
+
+    def fake_chrome(fn, path):
+        fn()
+        path.write_text(json.dumps({"traceEvents": []}))
+        return ["row_softmax_kernel"]
+
+    first, second = make_config("teaching", "fp32", 4, 100), make_config("torch", "fp32", 4, 100)
+    out = tmp_path / "s.parquet"
+    run([first], methods=["per_call_events"], out=out)
+    table = run(
+        [first, second], methods=["per_call_events"], out=out, trace_configs=[first], chrome_tracer=fake_chrome
+    )
+    assert table.attrs["sweep"]["skipped_existing"] == 1
+    assert table.attrs["sweep"]["traces"] == ["teaching_fp32_R4_N100_num_warps4.json"]
+    assert [e["variant"] for e in read_trace_index(tmp_path / "s_traces")] == ["teaching"]
+
+
 def test_traces_are_of_the_forward_config_when_backward_rows_ran_too(tmp_path):
     """A spec names the forward config, and its trace is named from the forward row's tunables, not from the
     backward row of the same shape (whose tunables describe the backward kernel)."""

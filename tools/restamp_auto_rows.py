@@ -12,6 +12,7 @@ under the shipped one. Give every table that could have decided the run: the shi
 table ($BLOCKSCOPE_CACHE_DIR/autotune, which takes precedence and is not in the hash). Then it writes this tree's
 hash (and kernel_revision) into those rows and prints how many. With --per-row, (2) is asked of each row: rows
 whose shape picks the same config get this tree's hash, the others keep theirs (stale: they measured another pick).
+Rows whose hash is none of the given tables' (left stale by an earlier restamp) are kept as they are.
 """
 
 from __future__ import annotations
@@ -52,13 +53,20 @@ def main() -> int:
     new_hash = revision.kernel_source_hash("auto")
     candidates = {hash_with_table(path): path for path in args.table_used}
     hashes = set(df.loc[rows, "kernel_source_hash"])
-    if len(hashes) != 1 or not hashes <= set(candidates):
+    matching = hashes & set(candidates)
+    if len(matching) != 1:
         print(
-            f"the auto rows have hashes {sorted(hashes)}, none of {sorted(candidates)} (these sources with the "
-            "given tables); nothing changed"
+            f"the auto rows have hashes {sorted(hashes)}, {'none' if not matching else 'several'} of "
+            f"{sorted(candidates)} (these sources with the given tables); nothing changed"
         )
         return 1
-    old_hash = hashes.pop()
+    old_hash = matching.pop()
+    others = rows & (df["kernel_source_hash"] != old_hash)
+    if others.any():  # rows already stale under an older table: another run's pick, they stay as they are
+        print(
+            f"kept: {int(others.sum())} auto rows of hashes {sorted(hashes - {old_hash})} (not from the given tables)"
+        )
+    rows &= ~others
     tables = [json.loads(path.read_text()) for path in args.table_used]
     original = auto.load_table
     picks_now, picks_used = {}, {}

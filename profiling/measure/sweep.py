@@ -1055,7 +1055,10 @@ def run_sweep(
                     else (_traces_dir(out_path) if out_path is not None else None)
                 )
                 if folder is not None:
-                    state.traces = _keep_traces(trace_configs, new_rows, folder, chrome_tracer, device, env_row, seed)
+                    earlier = _earlier_rows(existing, env_row)
+                    state.traces = _keep_traces(
+                        trace_configs, new_rows + earlier, folder, chrome_tracer, device, env_row, seed
+                    )
                 state.add_phase("chrome_traces", time.perf_counter() - tic)
             if proton and not state.cancelled and out_path is not None:
                 tic = time.perf_counter()
@@ -1121,6 +1124,18 @@ def _keep_proton(
         return f"not written: {error}"
 
 
+def _earlier_rows(existing: pd.DataFrame, env_row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The error-free rows of `existing` measured on this run's GPU, torch and Triton with this tree's kernel source,
+    as dicts: a resumed sweep keeps Chrome traces of configs an earlier part of the run measured."""
+    if not len(existing):
+        return []
+    done, _ = _resume_masks(existing, env_row, False)
+    rows = existing[done & (existing["error"].astype("string").fillna("") == "")]
+    return [
+        {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in rows.to_dict("records")
+    ]
+
+
 def _keep_traces(
     configs: Sequence[Config],
     new_rows: list[dict[str, Any]],
@@ -1130,8 +1145,8 @@ def _keep_traces(
     env_row: Mapping[str, Any],
     seed: int,
 ) -> list[str]:
-    """One Chrome trace per config in `configs` that ran without error in this run, plus the folder's index.json;
-    a failing trace is skipped (evidence, not results). Returns the files written."""
+    """One Chrome trace per config in `configs` that ran without error (in `new_rows`: this run's rows first, then
+    an earlier part's of a resumed run), plus the folder's index.json; a failing trace is skipped (evidence, not results). Returns the files written."""
     from blockscope.profiling.measure.trace import trace_file_name, write_trace_index
 
     tracer = chrome_tracer or _default_chrome_tracer

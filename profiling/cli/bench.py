@@ -58,8 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "scope breakdown (--proton-scopes)",
         "Instead of the timing table: per config of --variants x --dtypes x --n, one launch of the kernel's "
         "instrumented copy under Proton's instrumentation backend (after a warm-up launch); cycles per warp in "
-        "load / local / publish / exchange / store (docs/results-schema.md, "Proton scope breakdowns"). Writes <csv or markdown stem>_proton/"
-        "<run id>_scopes/<config>.json and prints each breakdown.",
+        "load / local / publish / exchange / store (docs/results-schema.md, Proton scope breakdowns). Writes "
+        "<csv or markdown stem>_proton/<run id>_scopes/<config>.json and prints each breakdown.",
     )
     scopes.add_argument(
         "--proton-scopes",

@@ -186,6 +186,16 @@ def instrumented_kernel(variant: str) -> Any:
     return JITFunction(copy)
 
 
+def _plain_kernel(variant: str) -> Any:
+    """The variant's own kernel as a JITFunction (Gluon kernels as they are)."""
+    original = getattr(kernel_module(variant), KERNEL_ATTRS[variant])
+    if bool(getattr(original, "is_gluon", lambda: False)()):
+        return original
+    from triton.runtime.jit import JITFunction
+
+    return original if type(original) is JITFunction else JITFunction(_raw_function(variant))
+
+
 def _instrumentation_passes(mode: Any, max_shared: int) -> Any:
     """Proton's instrumentation pass hooks for the NVIDIA backend (as InstrumentationHook.activate registers them,
     without asking a GPU for its shared memory)."""
@@ -251,11 +261,13 @@ def compile_offline(
     n_rows: int = 4096,
     capability: int = 90,
     mode: str = DEFAULT_MODE,
+    instrumented: bool = True,
     **tunables: int,
 ) -> Any:
     """The instrumented copy of the variant's kernel compiled for `capability` (sm_90 by default) without a GPU, as
-    a launch of the plan for (n_rows, n_cols, dtype, tunables) specializes; a CompiledKernel (asm: ttir, ttgir, llir,
-    ptx, cubin). TRITON_INTERPRET must be off for the compile itself (the copy is always a JITFunction)."""
+    a launch of the plan for (n_rows, n_cols, dtype, tunables) specializes; a CompiledKernel (asm: ttgir, llir, ptx,
+    cubin; ttir too for Triton kernels). `instrumented` False: the plain kernel, instrumentation off (to compare).
+    Run with TRITON_INTERPRET off: the kernel's helpers must be JIT functions."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -264,13 +276,16 @@ def compile_offline(
 
     spec, plan, torch_dtype = _resolve(check_variant(variant), n_cols, dtype, n_rows, tunables)
     signature, constexprs, attrs = _specialization(spec, plan, torch_dtype)
-    kernel = instrumented_kernel(variant)
+    kernel = instrumented_kernel(variant) if instrumented else _plain_kernel(variant)
     if bool(getattr(kernel, "is_gluon", lambda: False)()):
         from triton.experimental.gluon._runtime import GluonASTSource
 
         source = GluonASTSource(kernel, signature, constexprs=constexprs, attrs=attrs)
     else:
         source = ASTSource(kernel, signature, constexprs=constexprs, attrs=attrs)
+    if not instrumented:
+        options = {"num_warps": plan.num_warps, "num_stages": plan.num_stages, **plan.compile_options}
+        return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
     with offline_instrumentation(mode) as instrumentation_mode:
         return triton.compile(
             source,

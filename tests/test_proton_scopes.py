@@ -329,7 +329,7 @@ def test_files_beside_results_are_found_and_read_together(tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["bench", "--variants", "splitrow"], "--variants, --n and --rows go with --proton-scopes"),
+        (["bench", "--variants", "splitrow"], "--variants, --n, --rows and --no-scope-warmup go with --proton-scopes"),
         (["bench", "--proton-scopes", "--variants", "online"], "no scope markers in variant(s) online; allowed:"),
         (["bench", "--proton-scopes", "--n", "1024,2048", "--rows", "1,2,3"], "--rows has 3 values for 2 N"),
     ],
@@ -344,3 +344,90 @@ def test_scope_cli_errors(argv, message, capsys):
 def test_scope_cli_needs_cuda(tmp_path, capsys):
     assert main(["bench", "--proton-scopes", "--markdown", str(tmp_path / "b.md")]) == 2
     assert "bench --proton-scopes needs a CUDA GPU" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the GPU run's control flow, with a fake Proton
+
+
+class FakeProton:
+    """proton.start/finalize as the instrumentation backend uses them; finalize writes `<name>.chrome_trace`."""
+
+    def __init__(self) -> None:
+        self.started: list[dict] = []
+        self.open: str | None = None
+
+    def start(self, name, backend=None, data=None, mode=None):
+        assert self.open is None, "sessions never overlap"
+        self.started.append({"name": name, "backend": backend, "data": data, "mode": mode})
+        self.open = name
+        return len(self.started) - 1
+
+    def finalize(self, session=None):
+        Path(self.open + ".chrome_trace").write_text(json.dumps(synthetic_trace(ctas=2, warps=2)))
+        self.open = None
+
+
+@pytest.mark.parametrize("variant, cluster", [("splitrow", 1), ("cluster", 4), ("staged", 2)])
+def test_profile_scopes_launches_a_fresh_copy_per_session_through_the_variants_launcher(
+    variant, cluster, tmp_path, monkeypatch
+):
+    from types import SimpleNamespace
+
+    from triton.runtime import _allocation
+
+    from blockscope import kernels
+
+    fake, seen, sizes = FakeProton(), [], []
+    module = ps.kernel_module(variant)
+    original = getattr(module, ps.KERNEL_ATTRS[variant])
+
+    def launcher(x, **tunables):
+        kernel = getattr(module, ps.KERNEL_ATTRS[variant])
+        assert kernel is not original and fake.open is not None
+        assert "pl.enter_scope" in ps.inspect.getsource(kernel.fn)
+        seen.append(kernel)
+        _allocation._profile_allocator(1000, 128, None)  # what Triton's launcher asks for: one cluster's worth
+        return x
+
+    def plan(n_rows, n_cols, dtype, **tunables):
+        return SimpleNamespace(cluster_size=cluster)
+
+    monkeypatch.setattr(kernels, "get_variant", lambda name: SimpleNamespace(launcher=launcher, plan=plan))
+    monkeypatch.setattr(ps, "_need_proton", lambda: fake)
+    monkeypatch.setattr(ps, "_input", lambda n_rows, n_cols, dtype: torch.zeros(n_rows, 4, dtype=dtype))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    _allocation._profile_allocator.set(lambda size, align, stream: sizes.append(size))
+    try:
+        path = ps.profile_scopes(variant, "fp16", 65536, tmp_path / "scopes", n_rows=8)
+    finally:
+        _allocation.set_profile_allocator(None)
+    assert path == tmp_path / "scopes" / f"{variant}-fp16-N65536-R8.json"
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # the warm-up trace dropped
+    assert [s["backend"] for s in fake.started] == ["instrumentation"] * 2
+    assert {s["data"] for s in fake.started} == {"trace"} and {s["mode"] for s in fake.started} == {ps.DEFAULT_MODE}
+    assert len(seen) == 2 and seen[0] is not seen[1]  # warm-up, then measured: a fresh copy each
+    assert getattr(module, ps.KERNEL_ATTRS[variant]) is original  # put back
+    assert sizes == [1000 * cluster] * 2  # a profile segment for every CTA of the clusters
+    assert set(sv.scope_breakdown(path)["scope"]) == {"kernel", "load", "exchange", "store", "other"}
+
+
+def test_profile_scopes_says_when_splitrow_ran_online_instead(tmp_path, monkeypatch):
+    import warnings
+    from types import SimpleNamespace
+
+    from blockscope import kernels
+
+    def launcher(x, **tunables):
+        warnings.warn("splitrow: no cooperative launch; ran 'online' instead", RuntimeWarning, stacklevel=2)
+        return x
+
+    monkeypatch.setattr(
+        kernels,
+        "get_variant",
+        lambda name: SimpleNamespace(launcher=launcher, plan=lambda *a, **k: SimpleNamespace(cluster_size=1)),
+    )
+    monkeypatch.setattr(ps, "_need_proton", lambda: FakeProton())
+    monkeypatch.setattr(ps, "_input", lambda n_rows, n_cols, dtype: torch.zeros(n_rows, 4, dtype=dtype))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    with pytest.raises(ps.ScopesError, match="splitrow did not run its own kernel: splitrow: no cooperative"):
+        ps.profile_scopes("splitrow", "fp16", 65536, tmp_path, n_rows=8, warmup=False)

@@ -75,6 +75,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     scopes.add_argument(
         "--rows", type=rows_list, help="with --proton-scopes: comma list of R per N (default: ~32 MB of input)"
     )
+    scopes.add_argument(
+        "--no-scope-warmup",
+        action="store_true",
+        help="with --proton-scopes: measure the first launch (one Proton session per config, no warm-up session)",
+    )
     bench.set_defaults(handler=run_bench_command)
 
     tune = subparsers.add_parser(
@@ -148,12 +153,12 @@ def run_scopes_command(args: argparse.Namespace) -> int:
                 r = rows[i] if len(rows) > 1 else rows[0]
                 label = config_name(variant, dtype, n_cols, r or 0).removesuffix("-R0")
                 try:
-                    path = profile_scopes(variant, dtype, n_cols, folder, n_rows=r)
+                    path = profile_scopes(variant, dtype, n_cols, folder, n_rows=r, warmup=not args.no_scope_warmup)
                     table = scope_breakdown(path, path.name)
                 except (ValueError, ScopesError, ScopeTraceError) as error:
                     sys.stderr.write(f"{label}: not profiled: {str(error).splitlines()[0] if str(error) else error}\n")
                     continue
-                except RuntimeError as error:  # a launch or compile failure of this config: the others still run
+                except Exception as error:  # a launch or compile failure of this config: the others still run
                     first = str(error).strip().splitlines()[0][:300] if str(error).strip() else repr(error)
                     sys.stderr.write(f"{label}: failed: {first}\n")
                     continue
@@ -168,8 +173,11 @@ def run_bench_command(args: argparse.Namespace) -> int:
     _check_dtypes(args.dtypes)
     if args.proton_scopes:
         return run_scopes_command(args)
-    if args.variants or args.n or args.rows:
-        raise CLIError("--variants, --n and --rows go with --proton-scopes; the bench table has its own shape sets")
+    if args.variants or args.n or args.rows or args.no_scope_warmup:
+        raise CLIError(
+            "--variants, --n, --rows and --no-scope-warmup go with --proton-scopes; the bench table has its own "
+            "shape sets"
+        )
     from blockscope.profiling.measure.bench import SETS
 
     bad = [s for s in args.sets if s not in SETS]

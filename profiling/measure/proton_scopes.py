@@ -50,6 +50,8 @@ DEFAULT_INPUT_BYTES = 32 << 20  # default rows: about 32 MB of input (a few wave
 START = re.compile(r"^(?P<indent>[ \t]*)# scope: (?P<name>[A-Za-z_]\w*)[ \t]*$")
 END = re.compile(r"^(?P<indent>[ \t]*)# end scope: (?P<name>[A-Za-z_]\w*)[ \t]*$")
 _COPIES = itertools.count()
+_LIVE: list[Any] = []  # every copy made: kernels._common caches compiled kernels by id(kernel), never reused here
+FALLBACK_WARNING = "ran 'online' instead"  # splitrow's warning when it does not run its own kernel
 
 
 class ScopesError(RuntimeError):
@@ -180,10 +182,13 @@ def instrumented_kernel(variant: str) -> Any:
     if bool(getattr(original, "is_gluon", lambda: False)()):
         from triton.experimental import gluon
 
-        return gluon.jit(copy)
-    from triton.runtime.jit import JITFunction
+        kernel = gluon.jit(copy)
+    else:
+        from triton.runtime.jit import JITFunction
 
-    return JITFunction(copy)
+        kernel = JITFunction(copy)
+    _LIVE.append(kernel)
+    return kernel
 
 
 def _plain_kernel(variant: str) -> Any:
@@ -331,6 +336,13 @@ def default_rows(n_cols: int, itemsize: int) -> int:
     return max(1, min(4096, DEFAULT_INPUT_BYTES // max(1, n_cols * itemsize)))
 
 
+def _input(n_rows: int, n_cols: int, dtype: Any) -> Any:
+    """The config's input rows on the GPU (standard normal)."""
+    import torch
+
+    return torch.randn(n_rows, n_cols, device="cuda", dtype=dtype)
+
+
 def _need_proton() -> Any:
     import torch
 
@@ -372,19 +384,22 @@ def _session(proton: Any, variant: str, x: Any, tunables: Mapping[str, int], bas
         raise ScopesError(f"proton.start failed: {str(error).splitlines()[0] if str(error) else error!r}") from None
     if session is None:
         raise ScopesError("proton.start returned no session (TRITON_PROTON_DISABLE set, or under the proton CLI)")
+    allocate = _allocation._profile_allocator.get()  # the session's (Proton's hook set it)
     try:
         if factor > 1:  # one profile segment per CTA, and a cluster launch counts clusters
-            allocate = _allocation._profile_allocator.get()
             _allocation._profile_allocator.set(lambda size, align, stream: allocate(size * factor, align, stream))
-        with kernel_swapped(variant, kernel), warnings.catch_warnings():
-            warnings.simplefilter("error", RuntimeWarning)  # splitrow running 'online' instead: no scopes to see
+        with kernel_swapped(variant, kernel), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             launcher(x, **dict(tunables))
-        torch.cuda.synchronize()
-    except RuntimeWarning as warning:
-        raise ScopesError(f"{variant} did not run its own kernel: {str(warning).splitlines()[0]}") from None
+            torch.cuda.synchronize()
     finally:
+        _allocation._profile_allocator.set(allocate)
         proton.finalize(session)
-    return sorted(p for p in base.parent.glob(base.name + ".*") if p.is_file())
+    for warning in caught:
+        if FALLBACK_WARNING in str(warning.message):  # splitrow ran 'online': no scopes to see
+            raise ScopesError(f"{variant} did not run its own kernel: {str(warning.message).splitlines()[0]}")
+        warnings.warn(warning.message, warning.category, stacklevel=2)
+    return sorted(p for p in base.parent.iterdir() if p.is_file() and p.name.split(".")[0] == base.name)
 
 
 def profile_scopes(
@@ -395,11 +410,13 @@ def profile_scopes(
     n_rows: int | None = None,
     tunables: Mapping[str, int] | None = None,
     mode: str = DEFAULT_MODE,
+    warmup: bool = True,
 ) -> Path:
-    """Run one config's instrumented copy on the GPU (a warm-up session, then the measured one, one launch each) and
-    write its Proton trace as `<folder>/<config_name>.json`; returns that path. `n_rows` default: about 32 MB of
-    input. ValueError for a variant without markers or a bad config; ScopesError without CUDA or Proton, or when
-    the session writes no trace."""
+    """Run one config's instrumented copy on the GPU (with `warmup`, a first session whose trace is dropped: the
+    compile and first launch; then the measured one; one launch each) and write its Proton trace as
+    `<folder>/<config_name>.json`; returns that path. `n_rows` default: about 32 MB of input. ValueError for a
+    variant without markers or a bad config; ScopesError without CUDA or Proton, or when the session writes no
+    trace."""
     check_variant(variant)
     tunables = dict(tunables or {})
     from blockscope import kernels
@@ -408,13 +425,12 @@ def profile_scopes(
     rows = int(n_rows or default_rows(int(n_cols), torch_dtype.itemsize))
     kernels.get_variant(variant).plan(rows, int(n_cols), torch_dtype, **tunables)  # config errors before the GPU
     proton = _need_proton()
-    import torch
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    x = torch.randn(rows, int(n_cols), device="cuda", dtype=torch_dtype)
+    x = _input(rows, int(n_cols), torch_dtype)
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
-        _session(proton, variant, x, tunables, Path(scratch) / "warmup", mode)  # compile + first launch, dropped
+        if warmup:  # compile + first launch, dropped; the measured session gets a fresh copy (Proton registers it)
+            _session(proton, variant, x, tunables, Path(scratch) / "warmup", mode)
         written = _session(proton, variant, x, tunables, Path(scratch) / "measured", mode)
         if not written:
             raise ScopesError("the Proton session wrote no trace file")

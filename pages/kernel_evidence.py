@@ -189,7 +189,8 @@ if not scope_files:
     st.caption(
         "No scope breakdowns found (`<results stem>_proton/<run id>_scopes/*.json` beside a typed path or the live "
         "sweep's file). `python -m profiling bench --proton-scopes --variants splitrow,staged,cluster --dtypes "
-        "fp16,fp32 --n 65536,262144 --csv RESULTS_STEM.csv` writes them on a GPU (Proton's instrumentation backend)."
+        "fp16,fp32 --n 65536,262144 --csv STEM.csv` writes them on a GPU into `STEM_proton/` (Proton's "
+        "instrumentation backend; only the stem of --csv is used)."
     )
 else:
     breakdown, scope_errors = scope_views.breakdowns(scope_files)

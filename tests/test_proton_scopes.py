@@ -431,3 +431,17 @@ def test_profile_scopes_says_when_splitrow_ran_online_instead(tmp_path, monkeypa
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
     with pytest.raises(ps.ScopesError, match="splitrow did not run its own kernel: splitrow: no cooperative"):
         ps.profile_scopes("splitrow", "fp16", 65536, tmp_path, n_rows=8, warmup=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ps.VARIANTS)
+def test_gpu_breakdown_of_one_small_config(variant, tmp_path):
+    """On the GPU: one config per variant under Proton's instrumentation backend gives every marked scope."""
+    if variant in ("staged", "cluster") and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("thread-block clusters need sm_90")
+    path = ps.profile_scopes(variant, "fp16", 65536, tmp_path, n_rows=16)
+    table = sv.scope_breakdown(path)
+    assert set(EXPECTED[variant]) | {"other"} == set(table["scope"])
+    rows = table.set_index("scope")
+    assert (rows["median_cycles"] > 0).loc[["kernel", "load", "exchange", "store"]].all()
+    assert rows.loc["load", "ctas"] == rows.loc["kernel", "ctas"] > 1

@@ -15,6 +15,8 @@ PTX: the exchange buffer is the last EXCHANGE_BYTES of the dynamic shared memory
 `%dynamic_smem_size`), which the launcher adds past what Triton's own reductions use, and the cluster is formed at
 launch (Triton's launcher forms clusters of `num_ctas` programs along x: the kernel is compiled for one CTA and
 launched with num_ctas = CLUSTER). The CPU interpreter runs no PTX: the launcher is GPU-only.
+The `# scope: NAME` / `# end scope: NAME` comments in the kernel mark regions that
+profiling/measure/proton_scopes.py times with Proton (`bench --proton-scopes`); comments, so the code is unchanged.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ three times from shared memory (max per lane as slices land, sum of exp, exp tim
 slice, shared memory bounds the programs per SM (3 of 64 KB at N=32768 fp16 on sm_90), and DRAM sees x once.
 Gluon (triton.experimental.gluon) is what exposes shared memory and cp.async; the Triton CPU interpreter cannot run
 it, so the launcher is GPU-only (CPU tests compile it offline and check the PTX).
+The `# scope: NAME` / `# end scope: NAME` comments in the kernel mark regions that
+profiling/measure/proton_scopes.py times with Proton (`bench --proton-scopes`); comments, so the code is unchanged.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ PTX: the exchange buffer is the last EXCHANGE_BYTES of the dynamic shared memory
 `%dynamic_smem_size`), which the launcher adds past what Triton's own reductions use, and the cluster is formed at
 launch (Triton's launcher forms clusters of `num_ctas` programs along x: the kernel is compiled for one CTA and
 launched with num_ctas = CLUSTER). The CPU interpreter runs no PTX: the launcher is GPU-only.
+The `# scope: NAME` / `# end scope: NAME` comments in the kernel mark regions that
+profiling/measure/proton_scopes.py times with Proton (`bench --proton-scopes`); comments, so the code is unchanged.
 """
 
 from __future__ import annotations
@@ -157,20 +159,26 @@ def row_softmax_cluster_kernel(
     EXACT: tl.constexpr,
 ):
     # read CHUNK + write CHUNK elements per program; CLUSTER x 8 bytes into the cluster's shared memory
+    # scope: kernel
     program = tl.program_id(0)
     row = (program // CLUSTER).to(tl.int64)
     rank = program % CLUSTER  # clusters are CLUSTER consecutive programs along x
     if CLUSTER > 1:  # a launch without a cluster faults on cluster instructions (illegal instruction on the H200)
         bar = _announce()
+    # scope: load
     cols = rank * CHUNK + tl.arange(0, CHUNK)
     mask = cols < n_cols // VEC * VEC  # exact (the launcher checks N % VEC): shows Triton whole vectors
     x = tl.load(input_ptr + row * (input_row_stride // VEC * VEC) + cols, mask=mask, other=-float("inf"))
     m = tl.max(x.to(tl.float32), axis=0)
+    # end scope: load
+    # scope: local
     shift = tl.where(m == -float("inf"), 0.0, m)  # a chunk of -inf: exp(-inf) = 0, not exp(nan)
     if EXACT:
         partial = tl.sum(exactexp.exp_diff(x.to(tl.float32), shift), axis=0)
     else:
         partial = tl.sum(tl.exp(x.to(tl.float32) - shift), axis=0)
+    # end scope: local
+    # scope: exchange
     if CLUSTER > 1:
         row_max, total = _row_stats(_exchange(bar, m, partial, rank, CLUSTER), CLUSTER, EXACT)
     elif EXACT:
@@ -179,8 +187,10 @@ def row_softmax_cluster_kernel(
     else:
         row_max = m
         total = partial * tl.exp(m - row_max)  # NaN for a row of -inf, as the exchange gives
+    # end scope: exchange
     # x waits in its own dtype and exp is taken again (keeping the fp32 numerators instead compiled to as many
     # registers: 117-128 per thread at 64 values, sm_90)
+    # scope: store
     if EXACT:
         y = exactexp.normalize(exactexp.exp_diff(x.to(tl.float32), row_max), total)
         tl.store(output_ptr + row * (output_row_stride // VEC * VEC) + cols, y, mask=mask)
@@ -190,6 +200,8 @@ def row_softmax_cluster_kernel(
             (tl.exp(x.to(tl.float32) - row_max) / total).to(output_ptr.dtype.element_ty),
             mask=mask,
         )
+    # end scope: store
+    # end scope: kernel
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:

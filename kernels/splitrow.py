@@ -26,6 +26,8 @@ start is not 16-byte aligned (N % 16 != 0) are read through a window rounded dow
 vectors: loads may read past a row's end, never past its last 16-byte segment), so loads and stores stay
 vectorized. Under the CPU interpreter (programs run one after another) the same kernel
 runs as two launches: publish, then combine-and-write.
+The `# scope: NAME` / `# end scope: NAME` comments in the kernel mark regions that
+profiling/measure/proton_scopes.py times with Proton (`bench --proton-scopes`); comments, so the code is unchanged.
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ def row_softmax_splitrow_kernel(
     EXACT: tl.constexpr,
 ):
     # read N + write N per row; per chunk + 16 bytes of tagged (max, sum) written and CHUNKS x 16 read (L2)
+    # scope: kernel
     pid = tl.program_id(axis=0)
     chunk = pid % CHUNKS
     step = tl.num_programs(axis=0) // CHUNKS
@@ -150,6 +153,7 @@ def row_softmax_splitrow_kernel(
         base, shift, valid = _row_window(first_row, input_row_stride, n_cols, lanes, ALIGN)
         ahead = _load_window(input_ptr, base, shift, n_cols, lanes, first_row < n_rows, ALIGN)
     for row in tl.range(first_row, n_rows, step):
+        # scope: load
         base, shift, valid = _row_window(row, input_row_stride, n_cols, lanes, ALIGN)
         if PREFETCH:
             raw = ahead
@@ -157,11 +161,15 @@ def row_softmax_splitrow_kernel(
             raw = _load_window(input_ptr, base, shift, n_cols, lanes, True, ALIGN)
         values = tl.where(valid, raw.to(tl.float32), -float("inf"))
         local_max = tl.max(values, axis=0)
+        # end scope: load
+        # scope: local
         local_shift = tl.where(local_max == -float("inf"), 0.0, local_max)
         if EXACT:  # exp to within an ULP (kernels/exactexp.py)
             numerators = exactexp.exp_diff(values, local_shift)  # the only exp per element: the output rescales it
         else:
             numerators = tl.exp(values - local_shift)  # the only exp per element: the output rescales it
+        # end scope: local
+        # scope: publish
         if CHUNKS > 1 and PHASE != 2:  # publish this chunk's max and sum as tagged words
             slot = stats_ptr + (row * CHUNKS + chunk) * 2
             if COUNTER:  # then count the chunk in (counters zeroed before the launch); the release orders the words
@@ -172,9 +180,11 @@ def row_softmax_splitrow_kernel(
             else:  # relaxed 64-bit exchanges: single-copy atomic, no fence
                 tl.atomic_xchg(slot, _tagged(epoch, local_max), sem="relaxed", scope="gpu")
                 tl.atomic_xchg(slot + 1, _tagged(epoch, tl.sum(numerators, axis=0)), sem="relaxed", scope="gpu")
+        # end scope: publish
         if PREFETCH:  # next row's chunk, in flight while this row waits and writes
             next_base, next_shift, next_valid = _row_window(row + step, input_row_stride, n_cols, lanes, ALIGN)
             ahead = _load_window(input_ptr, next_base, next_shift, n_cols, lanes, row + step < n_rows, ALIGN)
+        # scope: exchange
         if CHUNKS == 1:  # the whole row is this program's: no partials to exchange
             row_shift = local_shift
             row_sum = tl.sum(numerators, axis=0)
@@ -204,6 +214,8 @@ def row_softmax_splitrow_kernel(
             else:
                 row_sum = tl.sum(sums * tl.exp(maxes - row_shift), axis=0)
                 scale = tl.exp(local_max - row_max) / row_sum
+        # end scope: exchange
+        # scope: store
         if CHUNKS == 1 or PHASE != 1:
             probabilities = numerators * scale
             if EXACT and CHUNKS == 1:
@@ -224,10 +236,12 @@ def row_softmax_splitrow_kernel(
                 else:
                     edge_y = tl.exp(edge_values - row_shift) / row_sum
                 tl.store(output_ptr + base + edge, edge_y, mask=edge_mask)
+        # end scope: store
     if CHUNKS > 1 and PHASE != 1:  # the launch's last program out moves the epoch on (2**39 launches per stream)
         if tl.atomic_add(control_ptr + 1, 1, sem="relaxed", scope="gpu") == tl.num_programs(axis=0) - 1:
             tl.store(control_ptr + 1, 0)
             tl.store(control_ptr, epoch + 1)
+    # end scope: kernel
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:

@@ -8,6 +8,8 @@ three times from shared memory (max per lane as slices land, sum of exp, exp tim
 slice, shared memory bounds the programs per SM (3 of 64 KB at N=32768 fp16 on sm_90), and DRAM sees x once.
 Gluon (triton.experimental.gluon) is what exposes shared memory and cp.async; the Triton CPU interpreter cannot run
 it, so the launcher is GPU-only (CPU tests compile it offline and check the PTX).
+The `# scope: NAME` / `# end scope: NAME` comments in the kernel mark regions that
+profiling/measure/proton_scopes.py times with Proton (`bench --proton-scopes`); comments, so the code is unchanged.
 """
 
 from __future__ import annotations
@@ -300,6 +302,7 @@ def row_softmax_staged_kernel(
 ):
     # read N (global -> shared, once) + write N elements per row; shared memory is read 3 times. CLUSTER > 1: a row
     # per thread-block cluster, each program staging CHUNK columns, (max, sum) exchanged as in kernels.cluster
+    # scope: kernel
     SLICES: gl.constexpr = PART0 + PART1 + PART2
     CHUNK: gl.constexpr = SLICES * SLICE
     WHOLE: gl.constexpr = (n_cols - (CLUSTER - 1) * CHUNK) // SLICE  # slices whole in every program: no mask
@@ -318,6 +321,7 @@ def row_softmax_staged_kernel(
     lanes = gl.arange(0, SLICE, layout=layout)
     source = input_ptr + row * (input_row_stride // VEC * VEC) + first  # rounding shows Triton whole VEC-vectors
     target = output_ptr + row * (output_row_stride // VEC * VEC) + first
+    # scope: load
     for i in gl.static_range(SLICES):
         cols = i * SLICE + lanes
         if i < WHOLE:
@@ -341,6 +345,8 @@ def row_softmax_staged_kernel(
         if EXP == 4:
             low = gl.minimum(low, gl.where(values > -float("inf"), values, float("inf")))
     row_max = gl.max(running.to(gl.float32), axis=0)
+    # end scope: load
+    # scope: local
     if CLUSTER > 1:
         shift = gl.where(row_max == -float("inf"), 0.0, row_max)  # a chunk of -inf: exp(-inf) = 0, not exp(nan)
     else:
@@ -370,6 +376,8 @@ def row_softmax_staged_kernel(
         EXP,
         False,
     )
+    # end scope: local
+    # scope: exchange
     if CLUSTER > 1:
         row_max, offset, row_sum = _row_stats(bar, row_max, gl.sum(total, axis=0), rank, CLUSTER, EXP)
         if EXP == 0:
@@ -380,6 +388,8 @@ def row_softmax_staged_kernel(
         inverse = gl.sum(total, axis=0)
     else:
         inverse = 1.0 / gl.sum(total, axis=0)  # one reciprocal per row
+    # end scope: exchange
+    # scope: store
     _exp_pass(
         part0,
         part1,
@@ -400,6 +410,8 @@ def row_softmax_staged_kernel(
         EXP,
         True,
     )
+    # end scope: store
+    # end scope: kernel
 
 
 def signature(dtype: torch.dtype) -> dict[str, str]:

@@ -178,6 +178,43 @@ else:
         )
         st.dataframe(shown[[c for c in columns if c in shown.columns]], hide_index=True, key="ev_proton_tree")
 
+st.subheader("Inside the kernel: load, exchange, store")
+from blockscope.profiling.views import scopes as scope_views  # noqa: E402
+from blockscope.profiling.views.figures import scopes as scope_figures  # noqa: E402
+
+scope_files = scope_views.find_scope_traces(
+    st.session_state.get(key) for key in ("typed_path", "sw_out") if isinstance(st.session_state.get(key), str)
+)
+if not scope_files:
+    st.caption(
+        "No scope breakdowns found (`<results stem>_proton/<run id>_scopes/*.json` beside a typed path or the live "
+        "sweep's file). `python -m profiling bench --proton-scopes --variants splitrow,staged,cluster --dtypes "
+        "fp16,fp32 --n 65536,262144 --csv STEM.csv` writes them on a GPU into `STEM_proton/` (Proton's "
+        "instrumentation backend; only the stem of --csv is used)."
+    )
+else:
+    breakdown, scope_errors = scope_views.breakdowns(scope_files)
+    for file_name, error in scope_errors.items():
+        st.error(dd.md(f"Could not read {file_name}: {error}"))
+    if len(breakdown):
+        st.caption(
+            "Cycles each warp spends per scope of the kernel, from one launch of its instrumented copy (Proton's "
+            "instrumentation backend: a clock read at each scope's start and end, per warp of every CTA). `exchange`"
+            " is waiting for and reading the other programs' partial max and sum (splitrow: spin-wait on L2; staged"
+            " and cluster: the distributed-shared-memory exchange); `other` is the kernel's cycles outside the named "
+            "scopes. Median and p90 over warps; share of the kernel's cycles summed over warps."
+        )
+        ui.chart(
+            scope_figures.scope_share_figure(breakdown),
+            breakdown,
+            "ev_scope_share",
+            "One bar per config; splitrow's scopes run once per row, summed per warp.",
+        )
+        configs = list(dict.fromkeys(breakdown["config"]))
+        config = st.selectbox("Config", configs, key="ev_scope_config")
+        rows = breakdown[breakdown["config"] == config]
+        ui.chart(scope_figures.scope_cycles_figure(rows, config), rows, "ev_scope_cycles")
+
 st.subheader("PTX / SASS of one config")
 c = st.columns(4)
 variants = [v for v in ("teaching", "multirow", "online", "persistent", "splitrow") if v in set(ctx.df["variant"])]

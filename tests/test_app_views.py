@@ -259,3 +259,40 @@ def test_rows_note_says_which_n_ran_at_more_rows():
     assert dd.rows_note(df.assign(n_rows=4096)) == ""
     two_r = pd.concat([df, df.assign(n_rows=8192)])  # an N at two R: the R filter picks one, no note
     assert dd.rows_note(two_r) == ""
+
+
+def test_kernel_evidence_shows_scope_breakdowns_beside_a_typed_path(results_file: Path, tmp_path: Path) -> None:
+    from blockscope.profiling.results.sidecars import proton_dir_for
+    from blockscope.profiling.views.scopes import scopes_dir
+    from tests.test_proton_scopes import synthetic_trace
+
+    copy = tmp_path / results_file.name
+    copy.write_bytes(results_file.read_bytes())
+    folder = scopes_dir(proton_dir_for(copy), "run-1")
+    folder.mkdir(parents=True)
+    (folder / "cluster-fp16-N65536-R256.json").write_text(json.dumps(synthetic_trace()))
+    (folder / "splitrow-fp16-N65536-R256.json").write_text(json.dumps(synthetic_trace(rows=2)))
+    (folder / "staged-fp16-N65536-R256.json").write_bytes(b"{garbled")
+    at = load_path(new_app(), copy)
+    at.switch_page("pages/kernel_evidence.py").run()
+    assert not at.exception, at.exception
+    assert any("staged-fp16-N65536-R256.json" in plain(e.value) and "not JSON" in plain(e.value) for e in at.error)
+    titles = [spec["layout"]["title"]["text"] for spec in charts(at)]
+    assert "Share of the kernel's cycles by scope" in titles
+    assert any(t.startswith("Cycles per warp by scope") and "cluster-fp16-N65536-R256" in t for t in titles)
+    pick = at.selectbox(key="ev_scope_config")
+    assert pick.options == ["cluster-fp16-N65536-R256", "splitrow-fp16-N65536-R256"]
+    pick.set_value("splitrow-fp16-N65536-R256").run()
+    assert not at.exception, at.exception
+    cycles = next(s for s in charts(at) if s["layout"]["title"]["text"].startswith("Cycles per warp by scope"))
+    assert "splitrow-fp16-N65536-R256" in cycles["layout"]["title"]["text"]
+    load = next(t for t in cycles["data"] if t["name"] == "load")
+    assert load["y"] == [11000.0]  # two rows of 5500 cycles per warp (median)
+
+
+def test_kernel_evidence_says_how_to_make_scope_breakdowns(results_file: Path) -> None:
+    at = load_path(new_app(), results_file)
+    at.switch_page("pages/kernel_evidence.py").run()
+    assert not at.exception, at.exception
+    assert any("No scope breakdowns found" in c.value and "--proton-scopes" in c.value for c in at.caption)
+    assert not [s for s in charts(at) if "by scope" in s["layout"]["title"]["text"]]

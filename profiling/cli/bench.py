@@ -54,6 +54,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="after timing, a Proton tree profile of torch and auto per forward shape in "
         "<csv or markdown stem>_proton/<run id>.hatchet",
     )
+    scopes = bench.add_argument_group(
+        "scope breakdown (--proton-scopes)",
+        "Instead of the timing table: per config of --variants x --dtypes x --n, one launch of the kernel's "
+        "instrumented copy under Proton's instrumentation backend (after a warm-up launch); cycles per warp in "
+        "load / local / publish / exchange / store (docs/results-schema.md, Proton scope breakdowns). Writes "
+        "<csv or markdown stem>_proton/<run id>_scopes/<config>.json and prints each breakdown.",
+    )
+    scopes.add_argument(
+        "--proton-scopes",
+        action="store_true",
+        help="time the scopes marked in splitrow, staged and cluster instead of the bench table",
+    )
+    scopes.add_argument(
+        "--variants",
+        type=str_list,
+        help="with --proton-scopes: comma list of splitrow,staged,cluster (default: all three)",
+    )
+    scopes.add_argument("--n", type=n_list, help="with --proton-scopes: comma list of N (default: 65536,262144)")
+    scopes.add_argument(
+        "--rows", type=rows_list, help="with --proton-scopes: comma list of R per N (default: ~32 MB of input)"
+    )
+    scopes.add_argument(
+        "--no-scope-warmup",
+        action="store_true",
+        help="with --proton-scopes: measure the first launch (one Proton session per config, no warm-up session)",
+    )
     bench.set_defaults(handler=run_bench_command)
 
     tune = subparsers.add_parser(
@@ -95,8 +121,63 @@ def _check_dtypes(dtypes: list[str]) -> None:
         raise CLIError(f"unknown dtype(s) {', '.join(bad)}; allowed: {', '.join(DTYPES)}")
 
 
+SCOPE_N = (65536, 262144)
+
+
+def run_scopes_command(args: argparse.Namespace) -> int:
+    """bench --proton-scopes: one scope breakdown per (variant, dtype, N, R), printed and written beside the
+    --csv or --markdown path; 1 when no config could be profiled."""
+    from blockscope.profiling.measure.proton_scopes import VARIANTS
+
+    variants = args.variants or list(VARIANTS)
+    bad = [v for v in variants if v not in VARIANTS]
+    if bad:
+        raise CLIError(f"no scope markers in variant(s) {', '.join(bad)}; allowed: {', '.join(VARIANTS)}")
+    n_values = args.n or list(SCOPE_N)
+    rows = args.rows or [None]
+    if len(rows) not in (1, len(n_values)):
+        raise CLIError(f"--rows has {len(rows)} values for {len(n_values)} N; allowed: one R, or one per N")
+    beside = Path(args.csv) if args.csv else Path(args.markdown)
+    check_writable_file(str(beside), "--csv" if args.csv else "--markdown")
+    _need_cuda("bench --proton-scopes")
+    from blockscope.profiling.measure.env import new_run_id
+    from blockscope.profiling.measure.proton_scopes import ScopesError, config_name, profile_scopes
+    from blockscope.profiling.results.sidecars import proton_dir_for
+    from blockscope.profiling.views.scopes import ScopeTraceError, format_breakdown, scope_breakdown, scopes_dir
+
+    folder = scopes_dir(proton_dir_for(beside), new_run_id())
+    done = 0
+    for variant in variants:
+        for dtype in args.dtypes:
+            for i, n_cols in enumerate(n_values):
+                r = rows[i] if len(rows) > 1 else rows[0]
+                label = config_name(variant, dtype, n_cols, r or 0).removesuffix("-R0")
+                try:
+                    path = profile_scopes(variant, dtype, n_cols, folder, n_rows=r, warmup=not args.no_scope_warmup)
+                    table = scope_breakdown(path, path.name)
+                except (ValueError, ScopesError, ScopeTraceError) as error:
+                    sys.stderr.write(f"{label}: not profiled: {str(error).splitlines()[0] if str(error) else error}\n")
+                    continue
+                except Exception as error:  # a launch or compile failure of this config: the others still run
+                    first = str(error).strip().splitlines()[0][:300] if str(error).strip() else repr(error)
+                    sys.stderr.write(f"{label}: failed: {first}\n")
+                    continue
+                done += 1
+                print(f"\n{path.stem}  ({path})")
+                print(format_breakdown(table))
+    print(f"\nwrote {done} scope trace(s) to {folder}" if done else "no scope trace written")
+    return 0 if done else 1
+
+
 def run_bench_command(args: argparse.Namespace) -> int:
     _check_dtypes(args.dtypes)
+    if args.proton_scopes:
+        return run_scopes_command(args)
+    if args.variants or args.n or args.rows or args.no_scope_warmup:
+        raise CLIError(
+            "--variants, --n, --rows and --no-scope-warmup go with --proton-scopes; the bench table has its own "
+            "shape sets"
+        )
     from blockscope.profiling.measure.bench import SETS
 
     bad = [s for s in args.sets if s not in SETS]

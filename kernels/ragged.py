@@ -648,6 +648,58 @@ def _class_item(
 
 
 @triton.jit
+def _small_counts(counters_ptr):
+    """Segments in small classes 3, 2, 1, 0 (counters[3..0], from the bucket kernel), as int64."""
+    count3 = tl.load(counters_ptr + 3).to(tl.int64)
+    count2 = tl.load(counters_ptr + 2).to(tl.int64)
+    count1 = tl.load(counters_ptr + 1).to(tl.int64)
+    count0 = tl.load(counters_ptr).to(tl.int64)
+    return count3, count2, count1, count0
+
+
+@triton.jit
+def _small_ends(first, count3, count2, count1, count0, n_col_blocks, H0: tl.constexpr, H1: tl.constexpr,
+                H2: tl.constexpr, H3: tl.constexpr, TILE_ROWS: tl.constexpr):  # fmt: skip
+    """Small classes 3, 2, 1, 0 as consecutive work-item ranges from item `first` on: each range's end (end3, end2,
+    end1, end0); a class's items are its tiles of TILE_ROWS // H segments times the column blocks."""
+    end3 = first + tl.cdiv(count3, TILE_ROWS // H3) * n_col_blocks
+    end2 = end3 + tl.cdiv(count2, TILE_ROWS // H2) * n_col_blocks
+    end1 = end2 + tl.cdiv(count1, TILE_ROWS // H1) * n_col_blocks
+    end0 = end1 + tl.cdiv(count0, TILE_ROWS // H0) * n_col_blocks
+    return end3, end2, end1, end0
+
+
+@triton.jit
+def _small_item(
+    out_ptr, a_ptr, b_ptr, bounds_ptr, w, first, end3, end2, end1, count3, count2, count1, count0, base1, base2,
+    base3, n_cols, n_col_blocks, H0: tl.constexpr, H1: tl.constexpr, H2: tl.constexpr, H3: tl.constexpr,
+    TILE_ROWS: tl.constexpr, HB: tl.constexpr, BACKWARD: tl.constexpr, PACK: tl.constexpr,
+):  # fmt: skip
+    """Work item w (first <= w < end0, the ranges of _small_ends) of small classes 3..0: its class's _class_item
+    (the small launch and the fused one share this)."""
+    if w < end3:
+        item = (w - first) // n_col_blocks
+        cols = (w - first - item * n_col_blocks) * HB + tl.arange(0, HB)
+        _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base3, count3, item, cols, n_cols, H3, TILE_ROWS // H3,
+                    BACKWARD, PACK)  # fmt: skip
+    elif w < end2:
+        item = (w - end3) // n_col_blocks
+        cols = (w - end3 - item * n_col_blocks) * HB + tl.arange(0, HB)
+        _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base2, count2, item, cols, n_cols, H2, TILE_ROWS // H2,
+                    BACKWARD, PACK)  # fmt: skip
+    elif w < end1:
+        item = (w - end2) // n_col_blocks
+        cols = (w - end2 - item * n_col_blocks) * HB + tl.arange(0, HB)
+        _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base1, count1, item, cols, n_cols, H1, TILE_ROWS // H1,
+                    BACKWARD, PACK)  # fmt: skip
+    else:
+        item = (w - end1) // n_col_blocks
+        cols = (w - end1 - item * n_col_blocks) * HB + tl.arange(0, HB)
+        _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, 0, count0, item, cols, n_cols, H0, TILE_ROWS // H0,
+                    BACKWARD, PACK)  # fmt: skip
+
+
+@triton.jit
 def _ragged_big_kernel(
     out_ptr,
     a_ptr,
@@ -717,15 +769,10 @@ def _ragged_small_kernel(
     # Work items from a queue (counters[7]): each program claims its next item before doing the current one.
     n_programs = tl.num_programs(axis=0)
     lanes = tl.arange(0, TILE_ROWS)[None, :, None]
-    count3 = tl.load(counters_ptr + 3).to(tl.int64)
-    count2 = tl.load(counters_ptr + 2).to(tl.int64)
-    count1 = tl.load(counters_ptr + 1).to(tl.int64)
-    count0 = tl.load(counters_ptr).to(tl.int64)
+    count3, count2, count1, count0 = _small_counts(counters_ptr)
     end_chunks = tl.load(counters_ptr + CHUNK_COUNTER).to(tl.int64) * n_col_blocks
-    end3 = end_chunks + tl.cdiv(count3, TILE_ROWS // H3) * n_col_blocks
-    end2 = end3 + tl.cdiv(count2, TILE_ROWS // H2) * n_col_blocks
-    end1 = end2 + tl.cdiv(count1, TILE_ROWS // H1) * n_col_blocks
-    n_work = end1 + tl.cdiv(count0, TILE_ROWS // H0) * n_col_blocks
+    end3, end2, end1, n_work = _small_ends(end_chunks, count3, count2, count1, count0, n_col_blocks, H0, H1, H2, H3,
+                                           TILE_ROWS)  # fmt: skip
     w = tl.program_id(axis=0).to(tl.int64)
     while w < n_work:
         claimed = tl.atomic_add(counters_ptr + SMALL_QUEUE, 1, sem="relaxed").to(tl.int64) + n_programs
@@ -735,26 +782,10 @@ def _ragged_small_kernel(
             _chunk_finish(
                 out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD
             )
-        elif w < end3:
-            item = (w - end_chunks) // n_col_blocks
-            cols = (w - end_chunks - item * n_col_blocks) * HB + tl.arange(0, HB)
-            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base3, count3, item, cols, n_cols, H3, TILE_ROWS // H3,
-                        BACKWARD, PACK)  # fmt: skip
-        elif w < end2:
-            item = (w - end3) // n_col_blocks
-            cols = (w - end3 - item * n_col_blocks) * HB + tl.arange(0, HB)
-            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base2, count2, item, cols, n_cols, H2, TILE_ROWS // H2,
-                        BACKWARD, PACK)  # fmt: skip
-        elif w < end1:
-            item = (w - end2) // n_col_blocks
-            cols = (w - end2 - item * n_col_blocks) * HB + tl.arange(0, HB)
-            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base1, count1, item, cols, n_cols, H1, TILE_ROWS // H1,
-                        BACKWARD, PACK)  # fmt: skip
         else:
-            item = (w - end1) // n_col_blocks
-            cols = (w - end1 - item * n_col_blocks) * HB + tl.arange(0, HB)
-            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, 0, count0, item, cols, n_cols, H0, TILE_ROWS // H0,
-                        BACKWARD, PACK)  # fmt: skip
+            _small_item(out_ptr, a_ptr, b_ptr, bounds_ptr, w, end_chunks, end3, end2, end1, count3, count2, count1,
+                        count0, base1, base2, base3, n_cols, n_col_blocks, H0, H1, H2, H3, TILE_ROWS, HB, BACKWARD,
+                        PACK)  # fmt: skip
         w = claimed
 
 
@@ -792,16 +823,11 @@ def _ragged_fused_kernel(
     big_lanes = tl.arange(0, BIG_ROWS)[None, :, None]
     tile_lanes = tl.arange(0, TILE_ROWS)[None, :, None]
     n_big = tl.load(counters_ptr + BIG_COUNTER).to(tl.int64)
-    count3 = tl.load(counters_ptr + 3).to(tl.int64)
-    count2 = tl.load(counters_ptr + 2).to(tl.int64)
-    count1 = tl.load(counters_ptr + 1).to(tl.int64)
-    count0 = tl.load(counters_ptr).to(tl.int64)
+    count3, count2, count1, count0 = _small_counts(counters_ptr)
     n_chunks = tl.load(counters_ptr + CHUNK_COUNTER).to(tl.int64) * n_col_blocks
     end_big = n_chunks + n_big * n_col_blocks
-    end3 = end_big + tl.cdiv(count3, TILE_ROWS // H3) * n_col_blocks
-    end2 = end3 + tl.cdiv(count2, TILE_ROWS // H2) * n_col_blocks
-    end1 = end2 + tl.cdiv(count1, TILE_ROWS // H1) * n_col_blocks
-    end0 = end1 + tl.cdiv(count0, TILE_ROWS // H0) * n_col_blocks
+    end3, end2, end1, end0 = _small_ends(end_big, count3, count2, count1, count0, n_col_blocks, H0, H1, H2, H3,
+                                         TILE_ROWS)  # fmt: skip
     n_work = end0 + n_chunks
     w = tl.atomic_add(counters_ptr + BIG_QUEUE, 1, sem="relaxed").to(tl.int64)
     while w < n_work:
@@ -817,26 +843,10 @@ def _ragged_fused_kernel(
             cols = (w - n_chunks - item * n_col_blocks) * HB + tl.arange(0, HB)
             _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, big_base, n_big, item, cols, n_cols, BIG_ROWS, 1, BACKWARD,
                         PACK)  # fmt: skip
-        elif w < end3:
-            item = (w - end_big) // n_col_blocks
-            cols = (w - end_big - item * n_col_blocks) * HB + tl.arange(0, HB)
-            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base3, count3, item, cols, n_cols, H3, TILE_ROWS // H3,
-                        BACKWARD, PACK)  # fmt: skip
-        elif w < end2:
-            item = (w - end3) // n_col_blocks
-            cols = (w - end3 - item * n_col_blocks) * HB + tl.arange(0, HB)
-            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base2, count2, item, cols, n_cols, H2, TILE_ROWS // H2,
-                        BACKWARD, PACK)  # fmt: skip
-        elif w < end1:
-            item = (w - end2) // n_col_blocks
-            cols = (w - end2 - item * n_col_blocks) * HB + tl.arange(0, HB)
-            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base1, count1, item, cols, n_cols, H1, TILE_ROWS // H1,
-                        BACKWARD, PACK)  # fmt: skip
         elif w < end0:
-            item = (w - end1) // n_col_blocks
-            cols = (w - end1 - item * n_col_blocks) * HB + tl.arange(0, HB)
-            _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, 0, count0, item, cols, n_cols, H0, TILE_ROWS // H0,
-                        BACKWARD, PACK)  # fmt: skip
+            _small_item(out_ptr, a_ptr, b_ptr, bounds_ptr, w, end_big, end3, end2, end1, count3, count2, count1,
+                        count0, base1, base2, base3, n_cols, n_col_blocks, H0, H1, H2, H3, TILE_ROWS, HB, BACKWARD,
+                        PACK)  # fmt: skip
         else:
             done = tl.atomic_add(counters_ptr + SMALL_QUEUE, 0, sem="acquire").to(tl.int64)
             while done < n_chunks:  # pass-1 items still running on other programs (rare: they were first)

@@ -298,18 +298,11 @@ def _filters_sidebar(df: pd.DataFrame) -> dd.Filters:
         )
     n_rows = None
     if len(opts["n_rows"]) > 1:  # curves pick the fastest config per N: never mix row counts of one N
-        choices: list = ([dd.EACH_N_OWN_R] if dd.one_r_per_n(df) else []) + opts["n_rows"]
-        common = choices[0] if choices[0] == dd.EACH_N_OWN_R else int(df["n_rows"].mode().iloc[0])
+        choices, common, rows_help = dd.row_choices(df, opts["n_rows"], default="mode")
         _follow("f_rows", choices, multiselect=False)
-        initial = {} if "f_rows" in st.session_state else {"index": choices.index(common)}
-        chosen_rows = sidebar.selectbox(
-            "R (rows)",
-            choices,
-            key="f_rows",
-            help=f"'{dd.EACH_N_OWN_R}': every N at the one R it was measured at (the sweep gives tiny N more rows)",
-            **initial,
-        )
-        n_rows = None if chosen_rows == dd.EACH_N_OWN_R else int(chosen_rows)
+        initial = {} if "f_rows" in st.session_state else {"index": common}
+        chosen_rows = sidebar.selectbox("R (rows)", choices, key="f_rows", help=rows_help, **initial)
+        n_rows = dd.picked_rows(chosen_rows)
     _follow("f_warps", opts["num_warps"])
     warps = sidebar.multiselect("num_warps", opts["num_warps"], key="f_warps")
     _follow("f_method", opts["methods"], multiselect=False)

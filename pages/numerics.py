@@ -120,15 +120,9 @@ if not len(stored):
 if len(stored):
     r_values = sorted(int(r) for r in stored["n_rows"].unique())
     if len(r_values) > 1:
-        choices: list = ([dd.EACH_N_OWN_R] if dd.one_r_per_n(stored) else []) + r_values
-        r_pick = st.selectbox(
-            "R (rows) of the numerics runs",
-            choices,
-            index=0 if choices[0] == dd.EACH_N_OWN_R else len(choices) - 1,
-            key="num_rows",
-            help=f"'{dd.EACH_N_OWN_R}': every N at the one R it was measured at (the sweep gives tiny N more rows)",
-        )
-        if r_pick != dd.EACH_N_OWN_R:
+        choices, index, rows_help = dd.row_choices(stored, r_values, default="largest")
+        r_pick = st.selectbox("R (rows) of the numerics runs", choices, index=index, key="num_rows", help=rows_help)
+        if dd.picked_rows(r_pick) is not None:
             stored = stored[stored["n_rows"] == r_pick]
     table, platform = stored, platform_label(stored)
     st.caption(

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from blockscope.demo import synthetic_results  # noqa: E402
 from blockscope.profiling.inspect import numerics as nm  # noqa: E402
 from blockscope.profiling.results import concat_results, save_results  # noqa: E402
+from blockscope.profiling.views import dashboard_data as dd  # noqa: E402
 from blockscope.profiling.views.figures import numerics as fn  # noqa: E402
 from tests.test_app import _compile_cache  # noqa: F401 - autouse: one compile cache per session
 
@@ -103,6 +104,21 @@ def test_page_uses_stored_numerics_columns(tmp_path: Path, numerics_table) -> No
     at.selectbox(key="num_input").set_value("scale10").run()
     assert not at.exception
     assert any(t.endswith("input scale10") for t in specs(at))
+
+
+def test_numerics_r_picker_defaults_to_each_n_own_r_else_the_largest(tmp_path: Path, numerics_table) -> None:
+    """The page's R picker (dd.row_choices): "each N's own" where each N ran at one R, else the largest R."""
+    r = int(numerics_table["n_rows"].iloc[0])
+    own = numerics_table.assign(n_rows=numerics_table["n_rows"].where(numerics_table["n_cols"] != 128, 2 * r))
+    both = concat_results([numerics_table, numerics_table.assign(n_rows=2 * r)])
+    for name, table, options, value in (
+        ("own.parquet", own, [dd.EACH_N_OWN_R, r, 2 * r], dd.EACH_N_OWN_R),
+        ("both.parquet", both, [r, 2 * r], 2 * r),
+    ):
+        path = tmp_path / name
+        save_results(concat_results([synthetic_results(n_values=(128, 1024)), table]), path)
+        picker = open_page(path).selectbox(key="num_rows")
+        assert picker.options == [str(o) for o in options] and picker.value == value, (name, picker.options)
 
 
 def test_figures_from_a_table(numerics_table) -> None:

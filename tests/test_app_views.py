@@ -252,6 +252,43 @@ def test_one_r_per_n_keeps_rows_only_when_no_n_has_two_r():
     assert not dd.one_r_per_n(one.iloc[0:0])
 
 
+def test_row_choices_offer_each_n_own_r_first_and_keep_each_pages_default():
+    """The R pickers (sidebar: default the most common R; numerics: the largest) share one list and help text."""
+    one = pd.DataFrame({"dtype": "fp16", "n_cols": [8, 64, 1024, 4096], "n_rows": [1048576, 4096, 4096, 4096]})
+    for default in dd.ROW_DEFAULTS:
+        choices, index, help_text = dd.row_choices(one, [4096, 1048576], default=default)
+        assert choices == [dd.EACH_N_OWN_R, 4096, 1048576] and index == 0, default
+        assert help_text.startswith(f"'{dd.EACH_N_OWN_R}': every N at the one R it was measured at"), help_text
+        assert dd.picked_rows(choices[index]) is None
+    two = pd.concat([one, one.iloc[1:2].assign(n_rows=8192)])  # N=64 at two R: pick one R
+    r_values = sorted(int(r) for r in two["n_rows"].unique())
+    choices, index, _ = dd.row_choices(two, r_values, default="mode")
+    assert choices == [4096, 8192, 1048576] and choices[index] == 4096, "the most common R"
+    choices, index, _ = dd.row_choices(two, r_values, default="largest")
+    assert choices[index] == 1048576, "the largest R"
+    assert dd.picked_rows(choices[index]) == 1048576
+    with pytest.raises(ValueError, match="unknown R default"):
+        dd.row_choices(two, r_values, default="first")
+
+
+def test_sidebar_r_picker_offers_each_n_own_r_or_defaults_to_the_common_r(tmp_path: Path) -> None:
+    """The sidebar's R filter (dd.row_choices): "each N's own" first where each N ran at one R, else the common R."""
+    base = synthetic_results(**SMALL)
+    r = int(base["n_rows"].iloc[0])
+    tiny_more = base.assign(n_rows=base["n_rows"].where(base["n_cols"] != 256, 16 * r))  # N=256 at 16 R only
+    two = pd.concat([base, base[base["n_cols"] == 256].assign(n_rows=2 * r)])  # N=256 at R and 2 R
+    for name, df, options, value in (
+        ("one_r.parquet", tiny_more, [dd.EACH_N_OWN_R, r, 16 * r], dd.EACH_N_OWN_R),
+        ("two_r.parquet", two, [r, 2 * r], r),
+    ):
+        save_results(df, tmp_path / name)
+        at = load_path(new_app(), tmp_path / name)
+        assert not at.exception, at.exception
+        picker = at.sidebar.selectbox(key="f_rows")
+        assert picker.options == [str(o) for o in options] and picker.value == value, (name, picker.options)
+        assert picker.help.startswith(f"'{dd.EACH_N_OWN_R}': every N at the one R"), picker.help
+
+
 def test_rows_note_says_which_n_ran_at_more_rows():
     df = pd.DataFrame({"dtype": "fp16", "n_cols": [8, 64, 128, 1024], "n_rows": [1048576, 131072, 4096, 4096]})
     note = dd.rows_note(df)

@@ -117,6 +117,56 @@ def test_versus_auto_is_the_geomean_of_time_ratios(table):
     assert views.versus(table[table["variant"] != "auto"], "cuda_graph").empty
 
 
+def test_versus_gives_each_ratios_range_and_where_the_reference_is_slower():
+    """backend / auto = 2.0 at fp16 N=256 and 0.5 at N=512: geomean 1, range 0.5-2, auto slower at N=512."""
+    rows = [
+        ("auto", 256, 1.0),
+        ("auto", 512, 2.0),
+        ("torch", 256, 2.0),
+        ("torch", 512, 1.0),
+        ("liger", 1024, 1.0),  # no auto time at N=1024: no point, no row
+    ]
+    df = pd.DataFrame(
+        {"variant": v, "dtype": "fp16", "n_cols": n, "median_us": t, "method": "cuda_graph", "error": ""}
+        for v, n, t in rows
+    )
+    against = views.versus(df, "cuda_graph").set_index("backend")
+    assert list(against.index) == ["torch"]
+    torch_row = against.loc["torch"]
+    assert torch_row["points"] == 2 and torch_row["geomean backend / auto"] == pytest.approx(1.0)
+    assert (torch_row["worst"], torch_row["best"], torch_row["under 0.95"]) == (0.5, 2.0, 1)
+    assert torch_row["worst at"] == "fp16 N=512" and torch_row["auto slower at"] == "fp16 N=512 0.50x"
+    alone = views.versus(df[df["variant"] == "auto"], "cuda_graph")
+    assert alone.empty and "auto slower at" in alone.columns  # auto timed, no peer: columns, no rows
+    assert views.versus(df[df["variant"] != "auto"], "cuda_graph").columns.empty
+
+
+def test_backends_headline_reads_the_versus_table(tmp_path: Path, table):
+    """README's headline: per method and dtype group, each peer's range, geomean and points from versus."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "backends_report", Path(__file__).parents[1] / "tools" / "backends_report.py"
+    )
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    results = tmp_path / "b.parquet"
+    save_results(table, results)
+    lines = report.headline(results)
+    assert [line.split(":")[0] for line in lines] == [
+        "cuda_graph 16-bit",
+        "cuda_graph fp32",
+        "back_to_back_flushed 16-bit",
+        "back_to_back_flushed fp32",
+    ]
+    torch_row = views.versus(table[table["dtype"] == "fp32"], "cuda_graph").set_index("backend").loc["torch"]
+    expected = (
+        f"torch {torch_row['worst']:.2f}-{torch_row['best']:.2f}x (geomean "
+        f"{torch_row['geomean backend / auto']:.2f}x, {torch_row['points']} N)"
+    )
+    assert lines[1].startswith(f"cuda_graph fp32: {expected}"), lines[1]
+
+
 def test_backends_report_section_is_rewritten_in_place(tmp_path: Path, table):
     import importlib.util
 

@@ -371,6 +371,22 @@ def test_ratio_figure_has_spread_bars_and_keeps_every_ratio_in_view() -> None:
     assert low <= table["ratio_low"].min() and high >= table["ratio_high"].max() and low < 1 < high
 
 
+def test_ratio_figure_names_series_by_r_only_where_an_n_has_several_r() -> None:
+    """One R per N (the sweep's tiny N at more rows): one series per variant; an N at two R: one per (variant, R)."""
+    from blockscope.profiling.views import compare
+
+    a = synthetic_results(seed=0, dtypes=("fp16",))
+    b = synthetic_results(seed=1, run_id="synthetic-1", dtypes=("fp16",))
+    table = compare.ratio_table(a, b, method="cuda_graph", dtype="fp16", mode="fastest config per variant")
+    names = {t.name for t in figures.ratio_figure(table, "A", "B", "fp16", "cuda_graph").data if t.name}
+    assert "teaching" in names and not any(" R=" in n for n in names), names
+    r = int(table["n_rows"].iloc[0])
+    twice = pd.concat([table, table[table["n_cols"] == table["n_cols"].max()].assign(n_rows=2 * r)])
+    names = {t.name for t in figures.ratio_figure(twice, "A", "B", "fp16", "cuda_graph").data if t.name}
+    assert {f"teaching R={r}", f"teaching R={2 * r}"} <= names, names
+    assert figures.ratio_figure(table.iloc[0:0], "A", "B", "fp16", "cuda_graph").data is not None
+
+
 def test_summary_counts_failures_apart_from_rows_a_backend_does_not_run(df: pd.DataFrame) -> None:
     marked = df[df["error"].fillna("") == ""].copy()
     marked.loc[marked.index[:3], "error"] = "unsupported: quack: N = 129 is not a multiple of 8"

@@ -404,6 +404,35 @@ def test_cli_op_sweep_needs_cuda(capsys, monkeypatch, tmp_path):
     assert "sweep needs a CUDA GPU" in line
 
 
+def test_cli_op_sweep_max_minutes_cancels_through_the_shared_poll(capsys, monkeypatch, tmp_path):
+    """sweep --op hands run_op_sweep the sweep_cancel poll (one helper for both sweep commands): past --max-minutes
+    it stops before the first config and says so."""
+    from blockscope.profiling.cli import measure as cli_measure
+
+    made: list[float | None] = []
+    real_cancel, real_sweep = cli_measure.sweep_cancel, op_sweep.run_op_sweep
+
+    def spy(signalled, deadline):
+        made.append(deadline)
+        return real_cancel(signalled, None if deadline is None else deadline - 3600)  # already past
+
+    monkeypatch.setattr(entry, "COMMAND_MODULES", ("blockscope.profiling.cli.measure",))
+    monkeypatch.setattr(cli_measure, "require_cuda", lambda command: None)
+    monkeypatch.setattr(cli_measure, "sweep_cancel", spy)
+    monkeypatch.setattr(
+        op_sweep,
+        "run_op_sweep",
+        lambda configs, **kw: real_sweep(
+            configs, out=kw["out"], cancel=kw["cancel"], clock=FakeClock(tick_us=5.0), **FAST
+        ),
+    )
+    out = tmp_path / "ops.parquet"
+    argv = ["sweep", "--op", "masked_softmax", "--out", str(out), "--variants", "blockscope", "--dtypes", "fp32"]
+    assert entry.main([*argv, "--n", "8", "--max-minutes", "60"]) == 0
+    assert len(made) == 1 and made[0] is not None
+    assert capsys.readouterr().out.startswith("stopped at --max-minutes"), "cancelled before the first config"
+
+
 # ---- the dashboard with a mixed file ----
 
 

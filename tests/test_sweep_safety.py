@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -117,6 +119,8 @@ def test_a_second_writer_gets_the_lock_error(tmp_path):
 
 CLI_ON_CPU = r"""
 import sys
+import time
+from collections.abc import Callable
 import time
 
 from blockscope.profiling.cli import main as entry
@@ -238,3 +242,44 @@ def test_a_signal_whose_stop_is_dropped_is_still_reported():
         holder = SignalsInDel()
         del holder  # no exception reaches this frame
         assert signalled() == signal.SIGTERM
+
+
+def test_sweep_cancel_stops_on_a_dropped_signal_or_past_the_deadline():
+    """Both sweep commands poll one cancel: a signal whose Stopped was dropped, or --max-minutes passed."""
+    never: Callable[[], int | None] = lambda: None  # noqa: E731
+    assert not cli_measure.sweep_cancel(never, None)()
+    assert not cli_measure.sweep_cancel(never, time.monotonic() + 3600)()
+    assert cli_measure.sweep_cancel(never, time.monotonic() - 1)()
+    assert cli_measure.sweep_cancel(lambda: signal.SIGTERM, None)()
+    fired: list[int] = []
+    cancel = cli_measure.sweep_cancel(lambda: fired[0] if fired else None, time.monotonic() + 3600)
+    assert not cancel()
+    fired.append(signal.SIGHUP)
+    assert cancel(), "a signal after the cancel was made still stops the sweep"
+
+
+def test_sweep_max_minutes_cancels_through_the_shared_poll(tmp_path, monkeypatch, capsys):
+    """sweep --max-minutes hands run_sweep the sweep_cancel poll: past the deadline it stops cleanly."""
+    from blockscope.profiling.cli import main as entry
+
+    made: list[float | None] = []
+    real = cli_measure.sweep_cancel
+
+    def spy(signalled: Callable[[], int | None], deadline: float | None) -> Callable[[], bool]:
+        made.append(deadline)
+        return real(signalled, None if deadline is None else deadline - 3600)  # the deadline is already past
+
+    monkeypatch.setattr(entry, "COMMAND_MODULES", ("blockscope.profiling.cli.measure",))
+    monkeypatch.setattr(cli_measure, "require_cuda", lambda command: None)
+    monkeypatch.setattr(cli_measure, "sweep_cancel", spy)
+    monkeypatch.setattr(
+        sweep,
+        "run_sweep",
+        lambda configs, **kw: run_cpu(
+            configs, **{k: v for k, v in kw.items() if k in ("out", "progress", "cancel", "retry_errors")}
+        ),
+    )
+    out = tmp_path / "sweep.parquet"
+    assert entry.main([*cli_args(out), "--max-minutes", "60"]) == 0
+    assert len(made) == 1 and made[0] is not None
+    assert capsys.readouterr().out.startswith("stopped at --max-minutes"), "cancelled before the first config"

@@ -97,30 +97,26 @@ DTYPE_GROUPS = {"16-bit": ("bf16", "fp16"), "fp32": ("fp32",)}
 
 def headline(results: Path, methods: tuple[str, ...] = ("cuda_graph", "back_to_back_flushed")) -> list[str]:
     """Per timing method and dtype group: `auto`'s speedup over each peer (peer time / auto time, > 1: auto is
-    faster) over the (dtype, N) points both ran: range, geometric mean, points, and where auto is slower."""
-    import math
-
+    faster) over the (dtype, N) points both ran (blockscope.profiling.views.backends.versus): range, geometric
+    mean, points, and where auto is slower."""
     from blockscope.profiling.results import load_results
+    from blockscope.profiling.views import backends as views
 
     df = load_results(results)
-    ok = df[(df["error"].fillna("") == "") & df["median_us"].notna()]
     lines = []
     for method in methods:
         for group, dtypes in DTYPE_GROUPS.items():
-            part = ok[(ok["method"] == method) & ok["dtype"].isin(dtypes)]
-            times = part.groupby(["dtype", "n_cols", "variant"])["median_us"].min().unstack("variant")
-            if "auto" not in times.columns:
+            against = views.versus(df[df["dtype"].isin(dtypes)], method)
+            if against.columns.empty:  # auto timed nothing here
                 continue
+            rows = against.set_index("backend")
             cells = []
-            for peer in (p for p in PEERS if p in times.columns):
-                ratio = (times[peer] / times["auto"]).dropna().astype(float)
-                if ratio.empty:
-                    continue
-                slower = ", ".join(f"{d} N={n} {r:.2f}x" for (d, n), r in ratio[ratio < 1].items())
+            for peer in (p for p in PEERS if p in rows.index):
+                r = rows.loc[peer]
+                slower = r["auto slower at"]
                 cells.append(
-                    f"{peer} {ratio.min():.2f}-{ratio.max():.2f}x (geomean "
-                    f"{math.exp(ratio.map(math.log).mean()):.2f}x, {len(ratio)} N)"
-                    + (f"; auto slower at {slower}" if slower else "")
+                    f"{peer} {r['worst']:.2f}-{r['best']:.2f}x (geomean {r['geomean backend / auto']:.2f}x, "
+                    f"{r['points']} N)" + (f"; auto slower at {slower}" if slower else "")
                 )
             lines.append(f"{method} {group}: " + "; ".join(cells))
     return lines

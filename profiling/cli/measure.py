@@ -504,6 +504,16 @@ def save_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) 
             signal.signal(signum, old)
 
 
+def sweep_cancel(signalled: Callable[[], int | None], deadline: float | None) -> Callable[[], bool]:
+    """A sweep's `cancel` poll: True once a signal arrived whose Stopped was dropped (`signalled`, from
+    save_on_signals), or once time.monotonic() is past `deadline` (--max-minutes; None: no deadline)."""
+
+    def cancel() -> bool:
+        return signalled() is not None or (deadline is not None and time.monotonic() > deadline)
+
+    return cancel
+
+
 def check_out_path(text: str) -> Path:
     """--out as a Path: CLIError for a directory, a FIFO or device (also at its lock file) or a suffix other than
     .parquet/.csv."""
@@ -606,10 +616,6 @@ def run_op_sweep_command(args: argparse.Namespace, out: Path, ops: list[str]) ->
 
     try:
         with save_on_signals() as signalled:
-
-            def cancel() -> bool:
-                return signalled() is not None or (deadline is not None and time.monotonic() > deadline)
-
             table = run_op_sweep(
                 configs,
                 methods=methods,
@@ -617,7 +623,7 @@ def run_op_sweep_command(args: argparse.Namespace, out: Path, ops: list[str]) ->
                 reps=args.reps,
                 warmup=args.warmup,
                 progress=progress,
-                cancel=cancel,
+                cancel=sweep_cancel(signalled, deadline),
                 retry_errors=args.retry_errors,
                 env=_worker_env(args.run_id),
             )
@@ -704,10 +710,6 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     signalled: Callable[[], int | None] = lambda: None
     try:
         with save_on_signals() as signalled:
-
-            def cancel() -> bool:  # a signal whose Stopped was dropped, or --max-minutes
-                return signalled() is not None or (deadline is not None and time.monotonic() > deadline)
-
             table = run_sweep(
                 configs,
                 methods=methods,
@@ -717,7 +719,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                 trace=not args.no_trace,
                 progress=callback,
                 retry_errors=args.retry_errors,
-                cancel=cancel,
+                cancel=sweep_cancel(signalled, deadline),
                 compile_workers=workers,
                 timing_started=callback.start,
                 trace_configs=trace_configs,

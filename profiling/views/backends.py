@@ -103,7 +103,9 @@ def winners(df: pd.DataFrame, method: str) -> pd.DataFrame:
 
 def versus(df: pd.DataFrame, method: str, reference: str = "auto") -> pd.DataFrame:
     """Per backend: the (dtype, N) points both it and `reference` timed, the geometric mean of its time over the
-    reference's (> 1: the reference is faster), the worst ratio and where, and points under 0.95."""
+    reference's (> 1: the reference is faster), the worst (smallest) ratio and where, points under 0.95, the best
+    (largest) ratio and each point under 1 ('<reference> slower at': 'fp16 N=512 0.96x, ...'). No row for a backend
+    with no such point; an empty frame without columns where `reference` timed nothing."""
     import math
 
     part = df[(df["method"] == method) & (df["error"].fillna("") == "") & df["median_us"].notna()]
@@ -111,6 +113,8 @@ def versus(df: pd.DataFrame, method: str, reference: str = "auto") -> pd.DataFra
     times = part.groupby([*keys, "variant"])["median_us"].min().unstack("variant")
     if reference not in times.columns:
         return pd.DataFrame()
+    geomean = f"geomean backend / {reference}"
+    columns = ["backend", "points", geomean, "worst", "worst at", "under 0.95", "best", f"{reference} slower at"]
     rows = []
     for name in backend_order([c for c in times.columns if c != reference]):
         ratio = (times[name] / times[reference]).dropna().astype(float)
@@ -121,13 +125,15 @@ def versus(df: pd.DataFrame, method: str, reference: str = "auto") -> pd.DataFra
             {
                 "backend": name,
                 "points": len(ratio),
-                f"geomean backend / {reference}": math.exp(ratio.map(math.log).mean()),
+                geomean: math.exp(ratio.map(math.log).mean()),
                 "worst": float(ratio.min()),
                 "worst at": f"{worst[0]} N={worst[1]}",
                 "under 0.95": int((ratio < 0.95).sum()),
+                "best": float(ratio.max()),
+                f"{reference} slower at": ", ".join(f"{k[0]} N={k[1]} {r:.2f}x" for k, r in ratio[ratio < 1].items()),
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def win_counts(table: pd.DataFrame) -> pd.DataFrame:

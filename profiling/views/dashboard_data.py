@@ -178,6 +178,33 @@ def one_r_per_n(df: pd.DataFrame) -> bool:
     return bool(df.groupby(["dtype", "n_cols"])["n_rows"].nunique().max() <= 1)
 
 
+ROW_DEFAULTS = ("mode", "largest")  # row_choices' defaults where "each N's own" is not offered
+EACH_N_OWN_R_HELP = f"'{EACH_N_OWN_R}': every N at the one R it was measured at (the sweep gives tiny N more rows)"
+
+
+def row_choices(df: pd.DataFrame, r_values: list[int], default: str = "mode") -> tuple[list, int, str]:
+    """An R (rows) picker's (choices, default index, help text): EACH_N_OWN_R first where one_r_per_n(df), then
+    `r_values`; the default is EACH_N_OWN_R when offered, else the most common R of `df` (`default='mode'`) or the
+    largest of `r_values` ('largest'). ValueError for another default or no R values."""
+    if default not in ROW_DEFAULTS:
+        raise ValueError(f"unknown R default {default!r}; allowed: {', '.join(ROW_DEFAULTS)}")
+    if not r_values:
+        raise ValueError("no R values to choose from")
+    choices: list = ([EACH_N_OWN_R] if one_r_per_n(df) else []) + list(r_values)
+    if choices[0] == EACH_N_OWN_R:
+        index = 0
+    elif default == "largest":
+        index = choices.index(max(r_values))
+    else:
+        index = choices.index(int(df["n_rows"].mode().iloc[0]))
+    return choices, index, EACH_N_OWN_R_HELP
+
+
+def picked_rows(choice: object) -> int | None:
+    """The R a row_choices choice keeps: None for EACH_N_OWN_R (every row), else that R."""
+    return None if choice == EACH_N_OWN_R else int(choice)
+
+
 def rows_note(df: pd.DataFrame) -> str:
     """' N 8-64 ran at more rows (R 131,072-1,048,576) than the others (R 4,096): ...' where the N of `df` were
     measured at different R (the sweep gives tiny N >= 32 MB of rows), so a chart over N is read right; '' else."""

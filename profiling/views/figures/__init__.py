@@ -1136,7 +1136,7 @@ def ratio_figure(table: pd.DataFrame, label_a: str, label_b: str, dtype: str, me
     grid = _grid(part)
     fig = go.Figure()
     # one series per variant where each N has one R (the sweep's tiny N run at more rows), else per (variant, R)
-    several_r = bool(len(part)) and part.groupby(["variant", "n_cols"])["n_rows"].nunique().max() > 1
+    several_r = bool(len(part)) and not dd.one_r_per_n(part)
     keys = ["variant", "n_rows"] if several_r else ["variant"]
     for key, rows in part.groupby(keys) if len(part) else []:
         variant, n_rows = (key[0], key[1]) if several_r else (key[0], None)

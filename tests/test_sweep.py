@@ -417,6 +417,51 @@ def test_trace_pass_runs_after_all_timing_and_fills_earlier_rows(tmp_path):
     assert len(traced) == 3 and len(third) == 3  # nothing left to name
 
 
+def test_a_signal_in_the_trace_pass_keeps_the_names_already_found(tmp_path):
+    """The trace pass fills rows of the file shape by shape; a signal (SIGTERM's Stopped) in the second shape
+    still saves the first shape's names, and a rerun names the rest."""
+    out = tmp_path / "names.parquet"
+    configs = [make_config("torch", "fp32", 4, 8), make_config("torch", "fp32", 4, 16)]
+    run(configs, methods=["per_call_events"], out=out, tracer=lambda fn: (_ for _ in ()).throw(RuntimeError("no")))
+
+    class Stopped(BaseException):
+        pass
+
+    def tracer(fn):
+        fn()
+        if traced:
+            raise Stopped
+        traced.append(1)
+        return ["softmax_kernel"]
+
+    traced: list[int] = []
+    with pytest.raises(Stopped):
+        run(configs, methods=["per_call_events"], out=out, tracer=tracer, save_every_s=0.0)
+    saved = load_results(out).sort_values("n_cols")
+    assert saved["kernel_names"].isna().tolist() == [False, True]
+    assert saved["kernel_names"].iloc[0] == "softmax_kernel"
+    table = run(configs, methods=["per_call_events"], out=out, tracer=lambda fn: ["softmax_kernel"])
+    assert table["kernel_names"].notna().all()
+
+
+def test_a_cancel_in_the_trace_pass_says_stopped_and_keeps_the_names():
+    """--max-minutes passing during the trace pass: the run reports cancelled (rerun to resume), not done."""
+    checks: list[int] = []
+
+    def cancel() -> bool:  # timing (2 configs) and the first shape's names, then stop
+        checks.append(1)
+        return len(checks) > 4
+
+    table = run(
+        [make_config("torch", "fp32", 4, 8), make_config("torch", "fp32", 4, 16)],
+        methods=["per_call_events"],
+        tracer=lambda fn: ["softmax_kernel"],
+        cancel=cancel,
+    )
+    assert table.attrs["sweep"]["cancelled"]
+    assert table.sort_values("n_cols")["kernel_names"].notna().tolist() == [True, False]
+
+
 def test_cancelled_sweep_skips_the_trace_pass():
     traced, checks = [], []
 
@@ -627,9 +672,7 @@ def test_a_resumed_sweep_keeps_the_chrome_trace_of_a_config_an_earlier_part_meas
     first, second = make_config("teaching", "fp32", 4, 100), make_config("torch", "fp32", 4, 100)
     out = tmp_path / "s.parquet"
     run([first], methods=["per_call_events"], out=out)
-    table = run(
-        [first, second], methods=["per_call_events"], out=out, trace_configs=[first], chrome_tracer=fake_chrome
-    )
+    table = run([first, second], methods=["per_call_events"], out=out, trace_configs=[first], chrome_tracer=fake_chrome)
     assert table.attrs["sweep"]["skipped_existing"] == 1
     assert table.attrs["sweep"]["traces"] == ["teaching_fp32_R4_N100_num_warps4.json"]
     assert [e["variant"] for e in read_trace_index(tmp_path / "s_traces")] == ["teaching"]

@@ -1034,7 +1034,13 @@ def run_sweep(
                     eta.advance("trace", done)
                     report("trace", done, total)
 
-                existing, filled = _trace_pass(
+                def named() -> None:  # names land in `existing` as they come: a signal or a save keeps them
+                    nonlocal filled
+                    filled = True
+                    if time.perf_counter() - last_save >= save_every_s:
+                        save()
+
+                complete = _trace_pass(
                     existing,
                     new_rows,
                     tracer,
@@ -1044,7 +1050,10 @@ def run_sweep(
                     seed,
                     on_progress=traced,
                     batch_tracer=batch_tracer,
+                    on_named=named,
                 )
+                if not complete:  # stopped by `cancel` (--max-minutes): some rows still lack names; rerun to resume
+                    state.cancelled = True
                 state.add_phase("trace", time.perf_counter() - tic)
             eta.finish("trace")
             if trace_configs and not state.cancelled and (chrome_tracer is not None or device.type == "cuda"):
@@ -1146,7 +1155,8 @@ def _keep_traces(
     seed: int,
 ) -> list[str]:
     """One Chrome trace per config in `configs` that ran without error (in `new_rows`: this run's rows first, then
-    an earlier part's of a resumed run), plus the folder's index.json; a failing trace is skipped (evidence, not results). Returns the files written."""
+    an earlier part's of a resumed run), plus the folder's index.json; a failing trace is skipped (evidence, not
+    results). Returns the files written."""
     from blockscope.profiling.measure.trace import trace_file_name, write_trace_index
 
     tracer = chrome_tracer or _default_chrome_tracer
@@ -1263,19 +1273,21 @@ def _trace_pass(
     seed: int,
     on_progress: Callable[[int, int], None] | None = None,
     batch_tracer: BatchTracer | None = None,
-) -> tuple[pd.DataFrame, bool]:
+    on_named: Callable[[], None] | None = None,
+) -> bool:
     """Fill kernel_names of error-free rows lacking them (this run's and the file's), one traced call per config;
     `batch_tracer` (the default on CUDA: trace.kernel_names_batch) traces the configs of one shape in one profiler
     session, and where it returns None they are traced one by one with `tracer`; `on_progress(done, total)`
     (configs) before the first and as they are named.
 
-    Updates `new_rows` in place; returns `existing` with names filled and whether any of its rows changed."""
+    Fills `new_rows` and `existing` in place, calling `on_named()` after each batch that named a row of `existing`
+    (the caller saves; a signal mid-pass keeps what was named); returns False when `cancel` stopped it early."""
     key_cols = ["variant", "dtype", "n_rows", "n_cols", "tunables", "direction"]
     wanted: dict[tuple, list] = {}
     for row in new_rows:
         if not row["error"] and row.get("kernel_names") is None:
             wanted.setdefault(tuple(row[c] for c in key_cols), []).append(row)
-    existing, changed = existing.copy(), False
+    changed = False
     if len(existing):
         missing = (existing["error"] == "") & existing["kernel_names"].isna() & _softmax_mask(existing)
         for index in existing.index[missing]:
@@ -1314,8 +1326,8 @@ def _trace_pass(
                 existing.loc[target, "kernel_names"] = text
                 changed = True
 
-    done, index = 0, 0
-    while index < len(keys) and not (cancel is not None and cancel()):
+    done, index, stopped = 0, 0, False
+    while index < len(keys) and not stopped and not (cancel is not None and cancel()):
         batch = [keys[index]]  # the configs of one shape (one input), at most TRACE_BATCH per profiler session
         index += 1
         while index < len(keys) and keys[index][1:4] == batch[0][1:4] and len(batch) < TRACE_BATCH:
@@ -1328,6 +1340,7 @@ def _trace_pass(
                 fill(key, names_of[position])
                 continue
             if cancel is not None and cancel():
+                stopped = True
                 break
             try:
                 fill(key, tracer(fn))
@@ -1338,8 +1351,11 @@ def _trace_pass(
         done += len(batch)
         if on_progress is not None:
             on_progress(done, len(keys))
+        if changed and on_named is not None:
+            on_named()
+            changed = False
     shape.x = shape.gradients = None
-    return existing, changed
+    return index >= len(keys) and not stopped
 
 
 def _table(existing: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:

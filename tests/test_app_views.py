@@ -70,7 +70,17 @@ def test_tradeoffs_falls_back_to_the_bundled_num_warps_grid(tmp_path: Path) -> N
     assert any("h200_warps_grid.parquet" in i.value for i in at.info)
     assert charts(at), "no heatmap drawn from the bundled grid"
     grid = pd.read_parquet(tradeoffs.BUNDLED_WARPS_GRID_PATH)
-    assert set(tradeoffs.warps_axis_variants(grid)) == {"teaching", "multirow", "online", "persistent", "splitrow"}
+    assert set(tradeoffs.warps_axis_variants(grid)) == {
+        "teaching",
+        "multirow",
+        "online",
+        "persistent",
+        "splitrow",
+        "warprows",
+        "stagedrows",
+        "cluster",
+        "staged",
+    }
 
 
 def test_run_vs_run_computes_ratios_from_two_uploaded_files(results_file: Path) -> None:

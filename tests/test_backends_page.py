@@ -192,3 +192,24 @@ def test_backends_report_section_is_rewritten_in_place(tmp_path: Path, table):
             sys.argv = argv
     written = doc.read_text()
     assert written.startswith("# head\n\nkeep me\n") and written.count(report.BEGIN) == 1
+
+
+def test_backends_report_leaves_the_fused_op_rows_out(tmp_path: Path, table):
+    """A results file with `sweep --op` rows (their backends include inductor, their L coincides with N): the
+    section and the headline are the row-softmax rows' alone."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "backends_report", Path(__file__).parents[1] / "tools" / "backends_report.py"
+    )
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    plain, mixed = tmp_path / "plain.parquet", tmp_path / "mixed.parquet"
+    save_results(table, plain)
+    ops = table[table["variant"].isin(["inductor", "torch"])].copy()
+    ops["op"], ops["case"] = "masked_softmax", "causal"
+    ops["variant"] = ops["variant"].replace({"torch": "eager"})
+    ops["median_us"] = ops["median_us"] * 7.0
+    save_results(pd.concat([table, ops], ignore_index=True), mixed)
+    assert report.headline(mixed) == report.headline(plain)
+    assert "eager" not in report.section(mixed).split("\n")[2]

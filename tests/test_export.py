@@ -49,14 +49,22 @@ def exported(tmp_path_factory: pytest.TempPathFactory):
     if not CHROMIUM.exists():
         pytest.skip("needs Debian chromium at /usr/bin/chromium (apt-get install chromium)")
     source = _source()
-    table = dd.load_table(source) if isinstance(source, Path) else source
+    op_rows: list[pd.DataFrame] = []
+    table, _ = export.load_inputs(source, op_rows)  # as the export reads it: softmax rows, op rows apart
     out = tmp_path_factory.mktemp("export")
     calls: list[tuple[int, int, str]] = []
     written = export.export_all(source, out, progress=lambda d, t, n: calls.append((d, t, n)))
     methods = dd.options(table)["methods"]
     method = dd.DEFAULT_METHOD if dd.DEFAULT_METHOD in methods else methods[0]
     backends, numerics, warps_grid = export.bundled_companions(table)
-    specs = standard_figures(table, method=method, backends=backends, numerics=numerics, warps_grid=warps_grid)
+    specs = standard_figures(
+        table,
+        method=method,
+        backends=backends,
+        numerics=numerics,
+        warps_grid=warps_grid,
+        fused=export.fused_companion(op_rows),
+    )
     return out, written, specs, calls
 
 
@@ -65,6 +73,8 @@ def test_every_figure_is_written_in_every_format(exported) -> None:
     out, written, specs, calls = exported
     expected = {f"{s.name}.{fmt}" for s in specs for fmt in ("png", "svg", "csv")} | {export.REPORT_NAME}
     assert {p.name for p in written} == expected
+    assert any(p.name.startswith("fused_masked_softmax_causal_") for p in written), "the Fused ops section's figures"
+    assert any(p.name.startswith("fused_ragged_softmax_") for p in written)
     assert all(p.parent == out and p.stat().st_size > 0 for p in written)
     assert [d for d, _, _ in calls] == list(range(1, len(expected) + 1))
     assert {t for _, t, _ in calls} == {len(expected)}
@@ -439,6 +449,14 @@ def test_every_page_s_figures_are_exported_with_a_provenance_footer(exported) ->
     assert "exported by Blockscope" in svg and "data: " in svg
     report = (out / export.REPORT_NAME).read_text(encoding="utf-8")
     assert "exported by Blockscope" in report
+    op_runs = set()
+    if dd.BUNDLED_PATH.exists():  # the fused figures' rows are another run: the footers name it too
+        from blockscope.profiling.results import load_results
+
+        bundled = load_results(dd.BUNDLED_PATH)
+        op_runs = set(bundled.loc[bundled["op"] != "softmax", "run_id"])
+    for run in op_runs:
+        assert run in svg and run in report, run
 
 
 def test_for_export_makes_room_for_the_whole_legend_and_the_footer() -> None:
@@ -451,3 +469,22 @@ def test_for_export_makes_room_for_the_whole_legend_and_the_footer() -> None:
     assert ready.layout.width == EXPORT_WIDTH_PX
     assert any("exported by y" in a.text for a in ready.layout.annotations)
     assert fig.layout.height == 300 and not fig.layout.annotations  # the page's figure is left as it was
+
+
+def test_fused_figures_come_from_the_inputs_op_rows_else_the_bundled_benchmark() -> None:
+    """The export draws the Backends page's Fused ops figures from what that page shows first: the loaded file's
+    `sweep --op` rows, else the bundled fused-op benchmark (bench_fused.csv)."""
+    from blockscope.profiling.views import fused
+    from blockscope.profiling.views.figures import _fused_specs
+
+    if not dd.BUNDLED_PATH.exists() or not fused.BUNDLED_FUSED_PATH.exists():
+        pytest.skip("needs the bundled data")
+    op_rows: list[pd.DataFrame] = []
+    table, _ = export.load_inputs(dd.BUNDLED_PATH, op_rows)
+    assert set(table["op"]) == {"softmax"} and op_rows
+    assert set(pd.concat(op_rows)["op"]) == {"masked_softmax", "ragged_softmax"}
+    names = {spec.name for spec in _fused_specs(export.fused_companion(op_rows), "cuda_graph")}
+    assert {"fused_masked_softmax_causal_fp16_cuda_graph", "fused_ragged_softmax_uniform_fp16_cuda_graph"} <= names
+    bundled = export.fused_companion([])
+    assert bundled is not None and len(bundled) and len(_fused_specs(bundled, "cuda_graph"))
+    assert export.fused_companion([table.iloc[:0]]) is not None  # empty parts: the bundled benchmark

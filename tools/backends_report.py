@@ -19,10 +19,10 @@ BEGIN, END = "<!-- default-sweep: begin -->", "<!-- default-sweep: end -->"
 
 
 def section(results: Path) -> str:
-    from blockscope.profiling.results import load_results
+    from blockscope.profiling.results import load_results, softmax_rows
     from blockscope.profiling.views import backends as views
 
-    df = load_results(results)
+    df = softmax_rows(load_results(results))  # the fused ops' rows (sweep --op) are another comparison
     env = df.iloc[0]
     backends = ", ".join(views.backend_order(list(df["variant"].dropna().unique())))
     per_dtype = df.groupby("dtype")["n_cols"].nunique()
@@ -99,10 +99,10 @@ def headline(results: Path, methods: tuple[str, ...] = ("cuda_graph", "back_to_b
     """Per timing method and dtype group: `auto`'s speedup over each peer (peer time / auto time, > 1: auto is
     faster) over the (dtype, N) points both ran (blockscope.profiling.views.backends.versus): range, geometric
     mean, points, and where auto is slower."""
-    from blockscope.profiling.results import load_results
+    from blockscope.profiling.results import load_results, softmax_rows
     from blockscope.profiling.views import backends as views
 
-    df = load_results(results)
+    df = softmax_rows(load_results(results))  # masked/ragged rows share backend names (inductor) and N values
     lines = []
     for method in methods:
         for group, dtypes in DTYPE_GROUPS.items():

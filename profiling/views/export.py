@@ -67,11 +67,12 @@ __all__ = [
 
 def load_inputs(
     frames_or_paths: Source | Sequence[Source] | Mapping[str, pd.DataFrame],
+    op_rows: list[pd.DataFrame] | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """One table from a DataFrame, a results file, or several of either (stacked with a `source` column).
 
-    Returns (table, source labels), plain softmax rows only (op 'softmax'). ExportError names a missing or corrupt
-    file (wrapping ResultsError).
+    Returns (table, source labels), plain softmax rows only (op 'softmax'); the fused ops' rows (`sweep --op`) are
+    appended to `op_rows` when a list is given. ExportError names a missing or corrupt file (wrapping ResultsError).
     """
     if isinstance(frames_or_paths, Mapping):
         items = list(frames_or_paths.items())
@@ -84,7 +85,10 @@ def load_inputs(
     loaded: dict[str, pd.DataFrame] = {}
     for label, item in items:
         table = item if isinstance(item, pd.DataFrame) else _load_file(Path(item))
-        table = softmax_rows(table).reset_index(drop=True)  # the softmax pages' report: no sweep --op rows
+        plain = softmax_rows(table)
+        if op_rows is not None and len(plain) < len(table):
+            op_rows.append(table.drop(index=plain.index))
+        table = plain.reset_index(drop=True)  # the softmax pages' report: no sweep --op rows
         while label in loaded:
             label = f"{label}'"
         loaded[label] = table
@@ -266,7 +270,8 @@ def export_all(
     from blockscope.profiling.views import dashboard_data as dd
 
     formats = _check_formats(formats)
-    df, sources = load_inputs(frames_or_paths)
+    op_rows: list[pd.DataFrame] = []
+    df, sources = load_inputs(frames_or_paths, op_rows)
     final = _out_folder(out_dir)
     if dd.ran(df[df["method"] != "none"]).empty:
         raise ExportError("nothing to export: the results have no timed rows (all rows errored or compile-only)")
@@ -278,7 +283,7 @@ def export_all(
         _recover(final)
         out = _staging(final)
         try:
-            written, problem = _export_into(out, df, sources, formats, method, progress, dtypes)
+            written, problem = _export_into(out, df, sources, formats, method, progress, dtypes, op_rows)
             _swap_in(out, final)
         except BaseException:
             shutil.rmtree(out, ignore_errors=True)
@@ -298,6 +303,7 @@ def _export_into(
     method: str,
     progress: Progress | None,
     dtypes: list[str] | None,
+    op_rows: list[pd.DataFrame] | None = None,
 ) -> tuple[list[Path], str | None]:
     """Write the export's files into the folder `out`; (files written, why PNG/SVG were skipped or None)."""
     from blockscope.profiling.views.figures import standard_figures
@@ -310,8 +316,15 @@ def _export_into(
             session.start()  # Chromium launches while the figures are drawn
         backends, numerics, warps_grid = bundled_companions(df)
         specs = standard_figures(
-            df, method=method, dtypes=dtypes, backends=backends, numerics=numerics, warps_grid=warps_grid
+            df,
+            method=method,
+            dtypes=dtypes,
+            backends=backends,
+            numerics=numerics,
+            warps_grid=warps_grid,
+            fused=fused_companion(op_rows or []),
         )
+        evidence = pd.concat([df, *op_rows], ignore_index=True) if op_rows else df  # whose runs the footer names
         total = len(specs) * (("csv" in formats) + (0 if problem else len(images))) + ("html" in formats)
         written: list[Path] = []
 
@@ -328,11 +341,12 @@ def _export_into(
 
             done(
                 _write(
-                    output_path(out, Path(REPORT_NAME).stem, "html"), report_html(df, specs, method, sources=sources)
+                    output_path(out, Path(REPORT_NAME).stem, "html"),
+                    report_html(df, specs, method, sources=sources, provenance_rows=evidence),
                 )
             )
         if session is not None:
-            problem = _render_images(session, specs, images, out, done, footer(df))
+            problem = _render_images(session, specs, images, out, done, footer(evidence))
     return written, problem
 
 
@@ -398,6 +412,20 @@ def bundled_companions(df: pd.DataFrame) -> tuple[pd.DataFrame | None, pd.DataFr
     numerics = None if len(fn.numerics_rows(df)) else bundled(paths.BUNDLED_NUMERICS)
     warps_grid = None if tradeoffs.warps_axis_variants(df) else bundled(paths.BUNDLED_WARPS_GRID)
     return backends, numerics, warps_grid
+
+
+def fused_companion(op_rows: Sequence[pd.DataFrame]) -> pd.DataFrame | None:
+    """The fused-op table the export draws, as the Backends page picks it: the inputs' own `sweep --op` rows when
+    there are some, else the bundled fused-op benchmark (data/h200_fused.csv); None when neither is there."""
+    from blockscope.profiling.views import fused
+
+    rows = [part for part in op_rows if len(part)]
+    try:
+        if rows:
+            return fused.from_op_rows(pd.concat(rows, ignore_index=True))
+        return fused.load_bundled_fused()
+    except (ResultsError, OSError, ValueError):
+        return None
 
 
 def zip_files(paths: Sequence[Path], root: Path | None = None) -> bytes:

@@ -123,9 +123,13 @@ def report_html(
     method: str,
     title: str = "Blockscope export",
     sources: Sequence[str] = (),
+    provenance_rows: pd.DataFrame | None = None,
 ) -> str:
-    """The whole report as one HTML string (UTF-8, ~5 MB of it plotly.js)."""
+    """The whole report as one HTML string (UTF-8, ~5 MB of it plotly.js); its provenance footer names the runs of
+    `provenance_rows` (default `df`: pass more rows when figures come from elsewhere too, e.g. fused-op rows)."""
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    rows = df if provenance_rows is None else provenance_rows
+    footer_lines = "<br>".join(html.escape(part) for part in provenance.footer(rows).split(" | "))
     what = ", ".join(html.escape(s) for s in sources) or "results table"
     nav = "".join(f"<li><a href='#sec-{html.escape(s.name)}'>{html.escape(s.title)}</a></li>" for s in specs)
     figures = "".join(
@@ -146,6 +150,6 @@ Figures are interactive (hover, zoom, legend toggles); this file needs no networ
 {_cold_start_html(df)}
 <h2>Figures</h2><nav><ol>{nav}</ol></nav>
 {figures}
-<footer class="muted"><p>{"<br>".join(html.escape(part) for part in provenance.footer(df).split(" | "))}</p></footer>
+<footer class="muted"><p>{footer_lines}</p></footer>
 </body></html>
 """

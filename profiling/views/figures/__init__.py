@@ -1273,12 +1273,14 @@ def standard_figures(
     backends: pd.DataFrame | None = None,
     numerics: pd.DataFrame | None = None,
     warps_grid: pd.DataFrame | None = None,
+    fused: pd.DataFrame | None = None,
 ) -> list[FigureSpec]:
     """The export set, a figure for what every page draws: the Overview's speedup, masked lanes, and per dtype
     latency, speedup vs torch and GB/s (Latency), occupancy vs N and the occupancy limits (Occupancy), the
     num_warps x N heatmaps (Tradeoffs: from `warps_grid` when `df` times each variant at one num_warps), the
     backends' time, relative time, GB/s and support (Backends: from `backends` when given), and ULP vs N and the
-    exp probes (Numerics: from `numerics` when given, else `df`'s numerics rows)."""
+    exp probes (Numerics: from `numerics` when given, else `df`'s numerics rows), and the fused ops' time vs L per
+    op, case and dtype (Backends' Fused ops: from `fused`, a views.fused table, when given)."""
     opts = dd.options(df)
     methods = opts["methods"]
     method = method or (dd.DEFAULT_METHOD if dd.DEFAULT_METHOD in methods else methods[0] if methods else "cuda_graph")
@@ -1338,7 +1340,31 @@ def standard_figures(
     specs[:0] = _overview_specs(df, method)
     specs.extend(_backends_specs(backends if backends is not None else df, method, dtypes))
     specs.extend(_numerics_specs(numerics if numerics is not None else df, dtypes))
+    if fused is not None and len(fused):
+        specs.extend(_fused_specs(fused, method))
     return unique_names(specs)
+
+
+def _fused_specs(table: pd.DataFrame, method: str) -> list[FigureSpec]:
+    """Time vs L per backend for every (op, case, dtype) of a fused-op table (views.fused), at `method` when it
+    has rows of it, else at its first method (as the Backends page falls back)."""
+    from blockscope.profiling.views import fused
+    from blockscope.profiling.views.figures.fused import fused_time_figure
+
+    present = fused.methods(table)
+    if not present:
+        return []
+    method = method if method in present else present[0]
+    short = {name: key for key, name in fused.DTYPE_NAMES.items()}  # float16 -> fp16, as every other file name
+    specs = []
+    for (op, case, dtype), _ in table.groupby(["op", "case", "dtype"], sort=True):
+        curve = fused.curve(table, method, op, case, dtype)
+        if curve.empty:
+            continue
+        fig = fused_time_figure(curve, op, case, short.get(dtype, dtype), method)
+        name = safe_name("fused", op, case, short.get(dtype, dtype), method)
+        specs.append(FigureSpec(name, fig.layout.title.text, fig, curve))
+    return specs
 
 
 def _overview_specs(df: pd.DataFrame, method: str) -> list[FigureSpec]:

@@ -143,13 +143,7 @@ def test_versus_gives_each_ratios_range_and_where_the_reference_is_slower():
 
 def test_backends_headline_reads_the_versus_table(tmp_path: Path, table):
     """README's headline: per method and dtype group, each peer's range, geomean and points from versus."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "backends_report", Path(__file__).parents[1] / "tools" / "backends_report.py"
-    )
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = _backends_report()
     results = tmp_path / "b.parquet"
     save_results(table, results)
     lines = report.headline(results)
@@ -168,13 +162,7 @@ def test_backends_headline_reads_the_versus_table(tmp_path: Path, table):
 
 
 def test_backends_report_section_is_rewritten_in_place(tmp_path: Path, table):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "backends_report", Path(__file__).parents[1] / "tools" / "backends_report.py"
-    )
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = _backends_report()
     results = tmp_path / "b.parquet"
     save_results(table, results)
     text = report.section(results)
@@ -197,13 +185,7 @@ def test_backends_report_section_is_rewritten_in_place(tmp_path: Path, table):
 def test_backends_report_leaves_the_fused_op_rows_out(tmp_path: Path, table):
     """A results file with `sweep --op` rows (their backends include inductor, their L coincides with N): the
     section and the headline are the row-softmax rows' alone."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "backends_report", Path(__file__).parents[1] / "tools" / "backends_report.py"
-    )
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = _backends_report()
     plain, mixed = tmp_path / "plain.parquet", tmp_path / "mixed.parquet"
     save_results(table, plain)
     ops = table[table["variant"].isin(["inductor", "torch"])].copy()
@@ -213,3 +195,15 @@ def test_backends_report_leaves_the_fused_op_rows_out(tmp_path: Path, table):
     save_results(pd.concat([table, ops], ignore_index=True), mixed)
     assert report.headline(mixed) == report.headline(plain)
     assert "eager" not in report.section(mixed).split("\n")[2]
+
+
+def _backends_report():
+    """tools/backends_report.py as a module (tools/ is no package on the test path)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "backends_report", Path(__file__).parents[1] / "tools" / "backends_report.py"
+    )
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    return report

@@ -292,7 +292,7 @@ def test_oversized_or_missing_files_are_refused_before_parsing(tmp_path, monkeyp
     path = tmp_path / "big.json"
     path.write_bytes(json.dumps(synthetic_trace()).encode())
     monkeypatch.setattr(sv, "MAX_TRACE_BYTES", 100)
-    with pytest.raises(sv.ScopeTraceError, match="larger than 100 bytes"):
+    with pytest.raises(sv.ScopeTraceError, match="larger than 100; allowed: at most 100 bytes"):
         sv.scope_breakdown(path)
     with pytest.raises(sv.ScopeTraceError, match="no such file"):
         sv.scope_events(tmp_path / "missing.json")

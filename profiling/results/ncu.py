@@ -19,6 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from blockscope.profiling.results.bounded import read_bounded
+
 NCU_SCHEMA_VERSION = 1
 MAX_NCU_BYTES = 256 * 1024 * 1024  # a CSV larger than this is refused before it is read
 MAX_NCU_KERNELS = 200_000
@@ -126,21 +128,8 @@ def read_ncu_csv(source: str | Path | bytes, name: str | None = None) -> pd.Data
 
 
 def _read_text(source: str | Path | bytes, name: str | None) -> tuple[str, str]:
-    if isinstance(source, bytes | bytearray):
-        data, label = bytes(source), name or "ncu CSV"
-    elif isinstance(source, str | Path):
-        path = Path(source)
-        label = name or str(path)
-        if not path.is_file():
-            raise NcuError(f"{label}: no such file; allowed: an existing ncu --csv file")
-        size = path.stat().st_size
-        if size > MAX_NCU_BYTES:
-            raise NcuError(f"{label}: {size} bytes; allowed: at most {MAX_NCU_BYTES} bytes")
-        data = path.read_bytes()
-    else:
-        raise TypeError(f"source is {type(source).__name__}; allowed: a path (str, Path) or bytes")
-    if len(data) > MAX_NCU_BYTES:
-        raise NcuError(f"{label}: {len(data)} bytes; allowed: at most {MAX_NCU_BYTES} bytes")
+    label = name or (str(source) if isinstance(source, str | Path) else "ncu CSV")
+    data = read_bounded(source, label, MAX_NCU_BYTES, NcuError, "an existing ncu --csv file")
     if not data.strip():
         raise NcuError(f"{label}: empty file; allowed: ncu --csv output")
     try:
@@ -271,18 +260,9 @@ def save_ncu(table: pd.DataFrame, path: str | Path) -> Path:
 def load_ncu_table(source: str | Path | bytes, name: str | None = None) -> pd.DataFrame:
     """An imported table (Parquet or CSV written by save_ncu, any schema version up to this one) or a raw
     `ncu --csv` file, as NCU_COLUMNS. Raises NcuError (one line) for anything else."""
-    text_or_bytes = source
     label = name or (str(source) if isinstance(source, str | Path) else "ncu table")
-    if isinstance(source, str | Path):
-        path = Path(source)
-        if not path.is_file():
-            raise NcuError(f"{label}: no such file; allowed: an ncu import (.parquet, .csv) or ncu --csv output")
-        if path.stat().st_size > MAX_NCU_BYTES:
-            raise NcuError(f"{label}: larger than {MAX_NCU_BYTES} bytes")
-        text_or_bytes = path.read_bytes()
-    elif not isinstance(source, bytes | bytearray):
-        raise TypeError(f"source is {type(source).__name__}; allowed: a path (str, Path) or bytes")
-    data = bytes(text_or_bytes)
+    allowed = "an ncu import (.parquet, .csv) or ncu --csv output"
+    data = read_bounded(source, label, MAX_NCU_BYTES, NcuError, allowed)
     if data[:4] == b"PAR1":
         try:
             table = pd.read_parquet(io.BytesIO(data))

@@ -10,11 +10,12 @@ bounded and anything else is a HatchetError (a ValueError) with one line.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from blockscope.profiling.results.bounded import load_json
 
 MAX_HATCHET_BYTES = 64 * 1024 * 1024
 MAX_NODES = 200_000
@@ -27,23 +28,7 @@ class HatchetError(ValueError):
 
 
 def _load(source: str | Path | bytes, label: str) -> Any:
-    if isinstance(source, bytes | bytearray):
-        data = bytes(source)
-    elif isinstance(source, str | Path):
-        path = Path(source)
-        if not path.is_file():
-            raise HatchetError(f"{label}: no such file; allowed: a Proton .hatchet file")
-        if path.stat().st_size > MAX_HATCHET_BYTES:
-            raise HatchetError(f"{label}: larger than {MAX_HATCHET_BYTES} bytes")
-        data = path.read_bytes()
-    else:
-        raise TypeError(f"source is {type(source).__name__}; allowed: a path (str, Path) or bytes")
-    if len(data) > MAX_HATCHET_BYTES:
-        raise HatchetError(f"{label}: larger than {MAX_HATCHET_BYTES} bytes")
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as error:
-        raise HatchetError(f"{label}: not JSON ({type(error).__name__}); allowed: a Proton .hatchet file") from None
+    return load_json(source, label, MAX_HATCHET_BYTES, HatchetError, "a Proton .hatchet file")
 
 
 def _number(value: Any) -> float | None:

@@ -13,7 +13,6 @@ every CTA, the scope's share of the `kernel` scope's cycles, and the CTAs and wa
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from blockscope.profiling.results.bounded import load_json
 from blockscope.profiling.results.sidecars import proton_dir_for
 
 MAX_TRACE_BYTES = 128 * 1024 * 1024
@@ -85,23 +85,7 @@ def config_label(stem: str) -> dict[str, Any]:
 
 
 def _load(source: str | Path | bytes, label: str) -> Any:
-    if isinstance(source, bytes | bytearray):
-        data = bytes(source)
-    elif isinstance(source, str | Path):
-        path = Path(source)
-        if not path.is_file():
-            raise ScopeTraceError(f"{label}: no such file; allowed: a Proton instrumentation trace (.json)")
-        if path.stat().st_size > MAX_TRACE_BYTES:
-            raise ScopeTraceError(f"{label}: larger than {MAX_TRACE_BYTES} bytes")
-        data = path.read_bytes()
-    else:
-        raise TypeError(f"source is {type(source).__name__}; allowed: a path (str, Path) or bytes")
-    if len(data) > MAX_TRACE_BYTES:
-        raise ScopeTraceError(f"{label}: larger than {MAX_TRACE_BYTES} bytes")
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as error:
-        raise ScopeTraceError(f"{label}: not JSON ({type(error).__name__}); allowed: a Proton trace") from None
+    return load_json(source, label, MAX_TRACE_BYTES, ScopeTraceError, "a Proton instrumentation trace (.json)")
 
 
 def _number(value: Any) -> float | None:

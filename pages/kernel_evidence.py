@@ -31,6 +31,8 @@ if names.empty and ctx.df is not None and dd.kernel_names_table(ctx.df).empty:
 elif names.empty:
     ui.empty("no kernel names in the filtered rows")
 else:
+    if note := dd.kernel_names_coverage(df):
+        st.caption(dd.md(note))
     torch_names = names[names["variant"] == dd.TORCH]
     if len(torch_names):
         st.markdown("**torch.softmax**")
@@ -56,8 +58,8 @@ else:
     c = st.columns(3)
     triton_first = first[first["variant"] != dd.TORCH]["first_call_s"]
     if len(triton_first):
-        c[0].metric("Triton first call (median)", f"{triton_first.median():.2f} s")
-        c[1].metric("Slowest first call", f"{triton_first.max():.2f} s")
+        c[0].metric("Triton first call (median)", dd.seconds_text(triton_first.median()))
+        c[1].metric("Slowest first call", dd.seconds_text(triton_first.max()))
     c[2].metric("First call / steady (median)", f"{first['first_over_steady'].median():,.0f}x")
     ui.chart(
         figures.first_call_figure(first, ctx.df, ctx.method),

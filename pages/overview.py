@@ -63,8 +63,8 @@ cols[3].metric(
 rows_r = info["rows_r"]
 cols[4].metric(
     "R (rows)",
-    f"{rows_r[0]:,}" + (f" +{len(rows_r) - 1} more" if len(rows_r) > 1 else ""),
-    help=", ".join(f"{r:,}" for r in rows_r),
+    compact(rows_r[0]) + (f" +{len(rows_r) - 1}" if len(rows_r) > 1 else ""),  # fits a sixth of the page
+    help=f"{len(rows_r)} values: " + ", ".join(f"{r:,}" for r in rows_r),
 )
 cols[5].metric("Timing methods", len(info["methods"]), help=", ".join(info["methods"]))
 st.caption(

@@ -39,9 +39,9 @@ if not triton:
 if from_grid is not None:
     st.info(
         f"The loaded data ({dd.md(ctx.label)}) times each variant at one num_warps only: these heatmaps show the "
-        f"bundled num_warps grid `data/{from_grid.name}` (H200, measured {str(source['measured_at'].min())[:10]}, "
-        "with the kernels of that day: its split-row rows predate the current split-row kernel), with the sidebar's "
-        "dtype and timing method. Sweep with `--num-warps 1,2,4,8,16,32` for your own.",
+        f"bundled num_warps grid `data/{from_grid.name}` (H200, measured {str(source['measured_at'].min())[:10]}: "
+        f"{', '.join(sorted(set(source['dtype'])))} at N {', '.join(f'{n:,}' for n in sorted(set(source['n_cols'])))}"
+        "), with the sidebar's dtype and timing method. Sweep with `--num-warps 1,2,4,8,16,32` for your own.",
         icon=":material/info:",
     )
 variant = (

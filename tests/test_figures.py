@@ -137,6 +137,22 @@ def test_waves_and_tables(df: pd.DataFrame) -> None:
     assert set(best["best_num_warps"]) <= {4, 8}
 
 
+def test_kernel_names_coverage_says_how_many_configs_have_names(df: pd.DataFrame) -> None:
+    """All or none named: no note; part named (a trace pass cut short): the count per dtype and how to finish."""
+    assert df["kernel_names"].notna().any()
+    named = df.assign(kernel_names="k")
+    assert dd.kernel_names_coverage(named) is None
+    assert dd.kernel_names_coverage(named.assign(kernel_names=None)) is None
+    part = named.copy()
+    part.loc[part["dtype"] == "fp32", "kernel_names"] = None
+    first = part[part["dtype"] == "fp16"].iloc[0]
+    part.loc[(part["dtype"] == "fp16") & (part["n_cols"] == first["n_cols"]), "kernel_names"] = None
+    note = dd.kernel_names_coverage(part)
+    assert note is not None and "fp32 none" in note and "python -m profiling sweep" in note
+    assert "fp16 " in note and " of " in note.split("fp16 ")[1][:12]
+    assert dd.seconds_text(0.0031) == "3.1 ms" and dd.seconds_text(1.642) == "1.64 s"
+
+
 def test_standard_figures_cover_the_export_set(df: pd.DataFrame) -> None:
     specs = figures.standard_figures(df, method="cuda_graph", dtypes=["fp16"])
     found = {s.name.split("_")[0] for s in specs}

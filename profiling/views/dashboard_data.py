@@ -817,6 +817,34 @@ def kernel_names_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["variant", "dtype", "n_from", "n_to", "kernels"])
 
 
+def kernel_names_coverage(df: pd.DataFrame) -> str | None:
+    """A note when only part of `df`'s timed configs carry kernel names (the sweep's trace pass names them last, so
+    a sweep stopped by --max-minutes or a signal leaves the rest unnamed): how many per dtype and how to name the
+    rest; None when every config or none has names."""
+    timed = ran(df)
+    if not len(timed) or "kernel_names" not in timed.columns:
+        return None
+    keys = ["variant", "dtype", "n_rows", "n_cols", "tunables"]
+    configs = timed.assign(named=timed["kernel_names"].notna()).groupby(keys, dropna=False)["named"].any()
+    named, total = int(configs.sum()), len(configs)
+    if named in (0, total):
+        return None
+    parts = []
+    for dtype, of_dtype in configs.groupby(level="dtype"):
+        some, count = int(of_dtype.sum()), len(of_dtype)
+        parts.append(f"{dtype} " + ("all" if some == count else "none" if not some else f"{some} of {count}"))
+    return (
+        f"Kernel names for {named:,} of {total:,} configs ({', '.join(parts)}): the sweep's trace pass, which names "
+        "them after all timing, did not reach the rest. `python -m profiling sweep --out FILE` on the same file "
+        "names them (nothing is timed again)."
+    )
+
+
+def seconds_text(seconds: float) -> str:
+    """0.0031 -> '3.1 ms', 1.642 -> '1.64 s': a duration short enough for a metric."""
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
 def first_call_table(df: pd.DataFrame) -> pd.DataFrame:
     """first_call_s (JIT compile + launch, s) next to the steady-state median (µs) per config and method."""
     timed = ran(df[df["first_call_s"].notna()])

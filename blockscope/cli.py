@@ -31,8 +31,13 @@ def main(argv: list[str] | None = None) -> int:
         if any(o in ("-h", "--help") for o in options):
             print(DASHBOARD_HELP)
             return 0
-        try:
-            return subprocess.call(dashboard_command(options), env=dict(os.environ))
+        command = dashboard_command(options)
+        if os.name == "posix":  # become the server: a signal to this pid (kill, a supervisor) stops Streamlit itself
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.execv(command[0], command)
+        try:  # elsewhere a child process, waited for
+            return subprocess.call(command, env=dict(os.environ))
         except KeyboardInterrupt:
             return 130
     from blockscope.profiling.cli.main import main as profiling_main

@@ -120,8 +120,9 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
     assert len(log) == len(lines)
     assert tv.log_sources(log, "fp16", 4096, 32768) == ["h200_challenge_staged_lean16.jsonl"]
     assert tv.log_sources(log, "fp16", 4096, 1000) == ["h200_challenge_tiebreak16.jsonl"]
-    assert tv.log_sources(log, "fp32", 4096, 32768) == ["h200_retune_from_capture.jsonl"]  # the capture reversed it
-    assert tv.log_sources(log, "fp32", 4096, 65536) == ["h200_challenge_staged_fp32range.jsonl"]
+    assert tv.log_sources(log, "fp32", 4096, 3000) == ["h200_retune_from_capture.jsonl"]  # the capture reversed it
+    assert tv.log_sources(log, "fp32", 4096, 65536) == ["h200_retune_fp32_hi_2026-12-04.jsonl"]  # every variant
+    assert tv.log_sources(log, "fp32", 4096, 131072) == ["h200_retune_from_resume.jsonl"]  # the resume reversed it
     assert tv.log_sources(log, "fp32", 4096, 12000) == ["h200_retune_2026-12-04.jsonl"]  # the exact-exp retune
     assert tv.log_sources(log, "fp16", 4096, 12000) == ["h200_challenge_stagedrows_cs.jsonl"]
     assert tv.log_sources(log, "bf16", 4096, 1024) == ["h200_challenge_bf16_exp.jsonl"]

@@ -32,7 +32,7 @@ elif names.empty:
     ui.empty("no kernel names in the filtered rows")
 else:
     if note := dd.kernel_names_coverage(df):
-        st.caption(dd.md(note))
+        st.caption(f"{dd.md(note)} {dd.NAME_THE_REST}")
     torch_names = names[names["variant"] == dd.TORCH]
     if len(torch_names):
         st.markdown("**torch.softmax**")

@@ -313,6 +313,21 @@ def test_kernel_evidence_shows_names_first_calls_and_ptx(results_file: Path) -> 
         assert any(".entry" in c.value or ".version" in c.value for c in at.code), "no PTX shown"
 
 
+def test_kernel_evidence_says_how_many_configs_have_names(tmp_path: Path) -> None:
+    """A file whose trace pass stopped part way (fp16 above N = 1024 unnamed): the page counts the named configs of
+    the sidebar's dtype and says how to name the rest."""
+    df = synthetic_results()
+    df.loc[(df["dtype"] == "fp16") & (df["n_cols"] > 1024), "kernel_names"] = None
+    path = tmp_path / "part_named.parquet"
+    save_results(df, path)
+    at = load_path(new_app(), path)
+    at.switch_page("pages/kernel_evidence.py").run()
+    assert not at.exception
+    notes = [plain(c.value) for c in at.caption if "Kernel names for" in c.value]
+    assert len(notes) == 1 and "fp16 " in notes[0] and " of " in notes[0], notes
+    assert "python -m profiling sweep --out FILE" in notes[0], notes
+
+
 def test_filters_follow_the_data_source() -> None:
     """Bundled -> Demo -> Bundled keeps every bundled variant and num_warps selected; a hidden value is named."""
     if not BUNDLED_PATH.exists():

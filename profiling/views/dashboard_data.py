@@ -817,10 +817,13 @@ def kernel_names_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["variant", "dtype", "n_from", "n_to", "kernels"])
 
 
+NAME_THE_REST = "Run `python -m profiling sweep --out FILE` on the same file to name them (nothing is timed again)."
+
+
 def kernel_names_coverage(df: pd.DataFrame) -> str | None:
     """A note when only part of `df`'s timed configs carry kernel names (the sweep's trace pass names them last, so
-    a sweep stopped by --max-minutes or a signal leaves the rest unnamed): how many per dtype and how to name the
-    rest; None when every config or none has names."""
+    a sweep stopped by --max-minutes or a signal leaves the rest unnamed): how many, per dtype; None when every
+    config or none has names (NAME_THE_REST says how to name them)."""
     timed = ran(df)
     if not len(timed) or "kernel_names" not in timed.columns:
         return None
@@ -835,8 +838,7 @@ def kernel_names_coverage(df: pd.DataFrame) -> str | None:
         parts.append(f"{dtype} " + ("all" if some == count else "none" if not some else f"{some} of {count}"))
     return (
         f"Kernel names for {named:,} of {total:,} configs ({', '.join(parts)}): the sweep's trace pass, which names "
-        "them after all timing, did not reach the rest. `python -m profiling sweep --out FILE` on the same file "
-        "names them (nothing is timed again)."
+        "them after all timing, did not reach the rest."
     )
 
 

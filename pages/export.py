@@ -47,7 +47,9 @@ if st.button("Run export", type="primary", disabled=not formats, key="exp_run"):
     with tempfile.TemporaryDirectory(prefix="blockscope-export-") as tmp:
         warning = None
         try:
-            written = export.export_all({ctx.label or "loaded data": df}, tmp, formats, method, progress)
+            written = export.export_all(
+                {ctx.label or "loaded data": df}, tmp, formats, method, progress, op_rows=ctx.op_rows
+            )
         except export.ChromiumMissing as error:
             written, warning = error.written, str(error)
         except export.ExportError as error:

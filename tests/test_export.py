@@ -488,3 +488,21 @@ def test_fused_figures_come_from_the_inputs_op_rows_else_the_bundled_benchmark()
     bundled = export.fused_companion([])
     assert bundled is not None and len(bundled) and len(_fused_specs(bundled, "cuda_graph"))
     assert export.fused_companion([table.iloc[:0]]) is not None  # empty parts: the bundled benchmark
+
+
+def test_the_dashboard_export_draws_fused_figures_from_its_op_rows(tmp_path: Path) -> None:
+    """The Export page hands its softmax rows and its op rows apart (as the sidebar keeps them): the fused-op
+    figures are those rows', not the bundled benchmark's."""
+    from blockscope.profiling.views import fused
+
+    if not dd.BUNDLED_PATH.exists():
+        pytest.skip("needs the bundled data")
+    op_rows: list[pd.DataFrame] = []
+    table, _ = export.load_inputs(dd.BUNDLED_PATH, op_rows)
+    ops = pd.concat(op_rows, ignore_index=True)
+    written = export.export_all({"loaded": table}, tmp_path, formats=["csv"], method="cuda_graph", op_rows=ops)
+    name = "fused_ragged_softmax_uniform_fp16_cuda_graph.csv"
+    assert name in {p.name for p in written}
+    data = pd.read_csv(tmp_path / name)
+    expected = fused.curve(fused.from_op_rows(ops), "cuda_graph", "ragged_softmax", "uniform", "float16")
+    assert data["median_us"].round(3).tolist() == expected["median_us"].astype(float).round(3).tolist()

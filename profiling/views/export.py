@@ -260,8 +260,12 @@ def export_all(
     method: str | None = None,
     progress: Progress | None = None,
     dtypes: list[str] | None = None,
+    op_rows: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Write every standard figure (PNG 2x, SVG), its data (CSV) and one HTML report into `out_dir`.
+
+    The fused-op figures come from the inputs' `sweep --op` rows and `op_rows` (the dashboard's, kept apart from
+    its softmax rows), else from the bundled fused-op benchmark.
 
     `method`: the timing method of the figures (default: the first the data has); `progress(done, total,
     name)` is called after each file. Returns the files written. Raises ExportError for bad input and
@@ -270,8 +274,8 @@ def export_all(
     from blockscope.profiling.views import dashboard_data as dd
 
     formats = _check_formats(formats)
-    op_rows: list[pd.DataFrame] = []
-    df, sources = load_inputs(frames_or_paths, op_rows)
+    found: list[pd.DataFrame] = [op_rows] if op_rows is not None and len(op_rows) else []
+    df, sources = load_inputs(frames_or_paths, found)
     final = _out_folder(out_dir)
     if dd.ran(df[df["method"] != "none"]).empty:
         raise ExportError("nothing to export: the results have no timed rows (all rows errored or compile-only)")
@@ -283,7 +287,7 @@ def export_all(
         _recover(final)
         out = _staging(final)
         try:
-            written, problem = _export_into(out, df, sources, formats, method, progress, dtypes, op_rows)
+            written, problem = _export_into(out, df, sources, formats, method, progress, dtypes, found)
             _swap_in(out, final)
         except BaseException:
             shutil.rmtree(out, ignore_errors=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from blockscope.profiling.results.sidecars import proton_dir_for  # noqa: F401 - re-exported for callers
 
@@ -20,6 +21,20 @@ PROTON_REPEATS = 10
 
 class ProtonError(RuntimeError):
     """Proton could not profile here (no GPU, profiler unavailable); the message is one line."""
+
+
+def import_proton(what: str, command: str, error: type[Exception] = ProtonError) -> Any:
+    """triton.profiler on a CUDA machine; else `error` in one line naming `what` needs it and the `command` to run
+    on the GPU machine."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise error(f"{what} need a CUDA GPU; allowed: run {command} on the GPU machine")
+    try:
+        import triton.profiler as proton
+    except ImportError as problem:
+        raise error(f"triton.profiler (Proton) is not importable here: {problem}") from None
+    return proton
 
 
 def profile_configs(
@@ -32,14 +47,9 @@ def profile_configs(
     unavailable or the session fails; a failing call inside is left out of the tree (its scope stays empty)."""
     if repeats < 1:
         raise ValueError(f"repeats={repeats}; allowed: a positive int")
+    proton = import_proton("Proton profiles", "sweep/bench --proton")
     import torch
 
-    if not torch.cuda.is_available():
-        raise ProtonError("Proton profiles need a CUDA GPU; allowed: run sweep/bench --proton on the GPU machine")
-    try:
-        import triton.profiler as proton
-    except ImportError as error:
-        raise ProtonError(f"triton.profiler (Proton) is not importable here: {error}") from None
     base = Path(path)
     base.parent.mkdir(parents=True, exist_ok=True)
     base = base.with_suffix("") if base.suffix == ".hatchet" else base

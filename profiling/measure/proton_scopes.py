@@ -344,15 +344,11 @@ def _input(n_rows: int, n_cols: int, dtype: Any) -> Any:
 
 
 def _need_proton() -> Any:
-    import torch
+    from blockscope.profiling.measure.proton import import_proton
 
-    if not torch.cuda.is_available():
-        raise ScopesError("scope breakdowns need a CUDA GPU; allowed: run bench --proton-scopes on the GPU machine")
-    try:
-        import triton.profiler as proton
-        import triton.profiler.language as pl
-    except ImportError as error:
-        raise ScopesError(f"triton.profiler (Proton) is not importable here: {error}") from None
+    proton = import_proton("scope breakdowns", "bench --proton-scopes", ScopesError)
+    import triton.profiler.language as pl  # ships with triton.profiler
+
     pl.enable_semantic("triton")
     return proton
 

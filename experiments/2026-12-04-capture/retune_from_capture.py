@@ -67,11 +67,11 @@ def reversals(df: pd.DataFrame, table: dict) -> list[dict]:
     return found
 
 
-def write_log(df: pd.DataFrame, found: list[dict]) -> None:
+def write_log(df: pd.DataFrame, found: list[dict], log_path: Path = LOG) -> None:
     """Every Blockscope variant's and torch's flushed row of the capture at the changed shapes, as tuner records
     (the pick `chosen`), so the auto page lists what the choice was made from; appended to the logs' order."""
     flushed = df[(df["method"] == METHODS[0]) & (df["direction"].fillna("forward") == "forward")]
-    with open(LOG, "w") as log:
+    with open(log_path, "w") as log:
         for change in found:
             shape = flushed[
                 (flushed["dtype"] == change["dtype"])
@@ -97,34 +97,36 @@ def write_log(df: pd.DataFrame, found: list[dict]) -> None:
                     record["chosen"] = True
                 log.write(json.dumps(record) + "\n")
     order = json.loads(ORDER.read_text())
-    if LOG.name not in order["logs"]:
-        order["logs"].append(LOG.name)
+    if log_path.name not in order["logs"]:
+        order["logs"].append(log_path.name)
         ORDER.write_text(json.dumps(order, indent=2) + "\n")
+
+
+def apply(df: pd.DataFrame, write: bool, command: str, log_path: Path = LOG) -> list[dict]:
+    """Print the table entries `df`'s rows reverse; with `write`, merge them into TABLE (provenance `command`) and
+    write their candidates to `log_path`. Returns the changes."""
+    table = json.loads(TABLE.read_text())
+    found = reversals(df, table)
+    for change in found:
+        print(
+            f"{change['dtype']} {change['n_rows']}x{change['n_cols']}: {change['was']} -> {change['variant']} "
+            f"{change['tunables']} ({change['median_us']:.1f} us flushed; auto / best {change['auto_over_best']})"
+        )
+    if write and found:
+        records = [{k: v for k, v in c.items() if k not in ("was", "auto_over_best")} | {"error": ""} for c in found]
+        print("wrote", autotune.save_table(autotune.merge_table(table, records, 0.0, command), TABLE.parent))
+        write_log(df, found, log_path)
+        print("wrote", log_path)
+    return found
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
-    table = json.loads(TABLE.read_text())
-    found = reversals(load_results(CAPTURE), table)
-    for change in found:
-        print(
-            f"{change['dtype']} {change['n_rows']}x{change['n_cols']}: {change['was']} -> {change['variant']} "
-            f"{change['tunables']} ({change['median_us']:.1f} us flushed; auto / best {change['auto_over_best']})"
-        )
-    if args.write and found:
-        records = [{k: v for k, v in c.items() if k not in ("was", "auto_over_best")} | {"error": ""} for c in found]
-        command = "python experiments/2026-12-04-capture/retune_from_capture.py --write"
-        merged = autotune.merge_table(
-            table,
-            records,
-            0.0,
-            command + " (configs timed by the capture, run " + str(load_results(CAPTURE)["run_id"].iloc[0]) + ")",
-        )
-        print("wrote", autotune.save_table(merged, TABLE.parent))
-        write_log(load_results(CAPTURE), found)
-        print("wrote", LOG)
+    df = load_results(CAPTURE)
+    command = "python experiments/2026-12-04-capture/retune_from_capture.py --write"
+    apply(df, args.write, f"{command} (configs timed by the capture, run {df['run_id'].iloc[0]})")
     return 0
 
 

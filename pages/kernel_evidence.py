@@ -101,11 +101,13 @@ from pathlib import Path  # noqa: E402
 from blockscope.profiling.measure.trace import chrome_trace_kernels, read_trace_index, traces_dir_for  # noqa: E402
 
 BUNDLED_TRACES = paths.BUNDLED_TRACES
-trace_dirs = [BUNDLED_TRACES] + [
-    traces_dir_for(Path(p).expanduser())
-    for p in (st.session_state.get("typed_path"), st.session_state.get("sw_out"))
-    if p
+# the results files the visitor typed or swept into, where the dashboard may read: their evidence folders beside them
+results_paths = [
+    inside
+    for key in ("typed_path", "sw_out")
+    if isinstance(typed := st.session_state.get(key), str) and (inside := paths.confined(typed)) is not None
 ]
+trace_dirs = [BUNDLED_TRACES] + [traces_dir_for(p) for p in results_paths]
 traces = [entry for folder in dict.fromkeys(trace_dirs) for entry in read_trace_index(folder)]
 if not traces:
     st.caption(
@@ -143,17 +145,10 @@ else:
 ncu_section.launches_section(ctx.df)
 
 st.subheader("Proton profile")
-from blockscope.profiling.results.sidecars import proton_dir_for  # noqa: E402
+from blockscope.profiling.results.sidecars import proton_files as beside_results  # noqa: E402
 from blockscope.profiling.views.hatchet import HatchetError, hatchet_table  # noqa: E402
 
-proton_files = sorted(
-    {
-        path
-        for p in (st.session_state.get("typed_path"), st.session_state.get("sw_out"))
-        if p
-        for path in proton_dir_for(Path(p).expanduser()).glob("*.hatchet")
-    }
-)
+proton_files = beside_results(results_paths, "*.hatchet", 200)
 uploaded_tree = st.file_uploader("Or upload a Proton .hatchet file", type=["hatchet", "json"], key="ev_proton_upload")
 tree_source, tree_label = None, ""
 if uploaded_tree is not None:
@@ -184,9 +179,7 @@ st.subheader("Inside the kernel: load, exchange, store")
 from blockscope.profiling.views import scopes as scope_views  # noqa: E402
 from blockscope.profiling.views.figures import scopes as scope_figures  # noqa: E402
 
-scope_files = scope_views.find_scope_traces(
-    st.session_state.get(key) for key in ("typed_path", "sw_out") if isinstance(st.session_state.get(key), str)
-)
+scope_files = scope_views.find_scope_traces(results_paths)
 if not scope_files:
     st.caption(
         "No scope breakdowns found (`<results stem>_proton/<run id>_scopes/*.json` beside a typed path or the live "

@@ -445,3 +445,22 @@ def test_gpu_breakdown_of_one_small_config(variant, tmp_path):
     rows = table.set_index("scope")
     assert (rows["median_cycles"] > 0).loc[["kernel", "load", "exchange", "store"]].all()
     assert rows.loc["load", "ctas"] == rows.loc["kernel", "ctas"] > 1
+
+
+def test_evidence_beside_a_path_outside_the_allowed_folders_is_not_read(tmp_path, monkeypatch):
+    """The results paths come from what a visitor typed: beside one outside the allowed folders nothing is listed,
+    and a file inside that links out is left out too."""
+    from blockscope import paths
+
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    for root in (allowed, outside):
+        folder = sv.scopes_dir(root / "run_proton", "run-1")
+        folder.mkdir(parents=True)
+        (folder / "cluster-fp16-N65536-R256.json").write_text(json.dumps(synthetic_trace()))
+    linked = sv.scopes_dir(allowed / "run_proton", "run-1") / "splitrow-fp16-N65536-R256.json"
+    linked.symlink_to(sv.scopes_dir(outside / "run_proton", "run-1") / "cluster-fp16-N65536-R256.json")
+    monkeypatch.setenv(paths.ALLOWED_ROOTS_ENV, str(allowed))
+    monkeypatch.chdir(allowed)
+    assert sv.find_scope_traces([str(outside / "run.parquet")]) == []
+    found = sv.find_scope_traces([str(allowed / "run.parquet")])
+    assert [p.name for p in found] == ["cluster-fp16-N65536-R256.json"]

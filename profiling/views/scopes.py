@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from blockscope.profiling.results.bounded import load_json
-from blockscope.profiling.results.sidecars import proton_dir_for
+from blockscope.profiling.results.sidecars import proton_files
 
 MAX_TRACE_BYTES = 128 * 1024 * 1024
 MAX_EVENTS = 2_000_000
@@ -56,16 +56,9 @@ def scopes_dir(proton_dir: str | Path, run_id: str) -> Path:
 
 
 def find_scope_traces(results_paths: Iterable[str | Path | None]) -> list[Path]:
-    """Scope traces (`<stem>_proton/*_scopes/*.json`) beside each results path given (None entries skipped),
-    sorted, at most MAX_TRACE_FILES."""
-    found: set[Path] = set()
-    for path in results_paths:
-        if not path:
-            continue
-        folder = proton_dir_for(Path(path).expanduser())
-        if folder.is_dir():
-            found.update(p for p in folder.glob(f"*{SCOPES_SUFFIX}/*.json") if p.is_file())
-    return sorted(found)[:MAX_TRACE_FILES]
+    """Scope traces (`<stem>_proton/*_scopes/*.json`) beside each results path given (None entries skipped), inside
+    the folders the dashboard may read, sorted, at most MAX_TRACE_FILES."""
+    return proton_files(results_paths, f"*{SCOPES_SUFFIX}/*.json", MAX_TRACE_FILES)
 
 
 def config_label(stem: str) -> dict[str, Any]:

@@ -107,7 +107,7 @@ results_paths = [
     for key in ("typed_path", "sw_out")
     if isinstance(typed := st.session_state.get(key), str) and (inside := paths.confined(typed)) is not None
 ]
-trace_dirs = [BUNDLED_TRACES] + [traces_dir_for(p) for p in results_paths]
+trace_dirs = [BUNDLED_TRACES] + [d for p in results_paths if (d := paths.confined(traces_dir_for(p))) is not None]
 traces = [entry for folder in dict.fromkeys(trace_dirs) for entry in read_trace_index(folder)]
 if not traces:
     st.caption(

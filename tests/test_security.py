@@ -138,6 +138,35 @@ def test_a_typed_path_outside_the_allowed_folders_is_refused(tmp_path: Path, mon
     assert paths.confined(outside) == outside.resolve()
 
 
+def test_a_traces_folder_linking_out_of_the_allowed_folders_is_not_offered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A results file inside the allowed folders whose `<stem>_traces/` is a link to a folder outside them: the
+    Kernel evidence page offers the bundled traces, none from behind the link."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from blockscope import paths
+
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    allowed.mkdir()
+    (outside / "run_traces").mkdir(parents=True)
+    (outside / "run_traces" / "secret.json").write_text(json.dumps({"traceEvents": []}))
+    results = allowed / "run.parquet"
+    save_results(synthetic_results(), results)
+    (allowed / "run_traces").symlink_to(outside / "run_traces", target_is_directory=True)
+    monkeypatch.setenv(paths.ALLOWED_ROOTS_ENV, str(allowed))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    at.run()
+    at.sidebar.radio(key="data_source").set_value("Path on this machine").run()
+    at.sidebar.text_input(key="typed_path").set_value(str(results)).run()
+    at.switch_page(str(paths.PAGES_DIR / "kernel_evidence.py")).run()
+    assert not at.exception, [e.message for e in at.exception]
+    offered = [str(o) for box in at.selectbox if box.key == "ev_trace" for o in box.options]
+    assert offered and not any("secret" in o for o in offered), offered
+
+
 @pytest.mark.parametrize("capability", ["7.5", "7.0", "12.1"])
 def test_pages_survive_data_from_an_arch_the_calculator_does_not_know(tmp_path: Path, capability: str) -> None:
     from streamlit.testing.v1 import AppTest

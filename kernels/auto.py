@@ -38,13 +38,14 @@ from pathlib import Path
 
 import torch
 
+from . import launches as launch_records
 from . import native, splitrow
 from ._common import DTYPE_NAMES, check_input, check_tunables, empty_like_rows, interpreting, next_power_of_2
 from .plan import LaunchPlan
 from .reference import torch_softmax
+from .tables import SHIPPED_DIR, gpu_key, table_path, user_table_dir  # noqa: F401 - auto.SHIPPED_DIR etc. stay
 
 NAME = "auto"
-SHIPPED_DIR = Path(__file__).parent / "tuned"
 TUNABLES: dict[str, str] = {}
 TABLE_FORMAT = 1
 MAX_N = splitrow.MAX_N  # the widest rows any choice takes (split-row programs; 'online' when a row cannot be resident)
@@ -54,16 +55,6 @@ EAGER_CALLS, EAGER_ROUNDS = 8, 3
 TORCH_REACH = 4  # a 'torch' entry stands for inputs up to this many times its elements; beyond, the bucket's nearest
 # Triton entry (torch wins where the launch is the cost: bf16 4096x255 took it, and at 30000x200 torch.softmax took
 # 12.5 us where fp16's multirow pick took 6.6, experiments/2026-12-01-bench-offgrid/bench_offgrid_h200.md)
-
-
-def user_table_dir() -> Path:
-    base = os.environ.get("BLOCKSCOPE_CACHE_DIR") or Path.home() / ".cache" / "blockscope"
-    return Path(base) / "autotune"
-
-
-def gpu_key(gpu_name: str) -> str:
-    """'NVIDIA H200' -> 'nvidia-h200' (table file stem)."""
-    return "-".join(gpu_name.lower().replace("_", " ").split())
 
 
 @functools.cache
@@ -81,16 +72,8 @@ PACKAGE_TABLE_DIRS: list[Path] = []  # tuned/ folders of packages in use (kernel
 def load_table(gpu_name: str | None) -> dict | None:
     """The tuning table for a GPU name (a package's in use, then the user's, then shipped); for None (no GPU) the
     first shipped table."""
-    if gpu_name is None:
-        shipped = sorted(SHIPPED_DIR.glob("*.json"))
-        candidates = shipped[:1]
-    else:
-        stem = gpu_key(gpu_name) + ".json"
-        candidates = [*(folder / stem for folder in PACKAGE_TABLE_DIRS), user_table_dir() / stem, SHIPPED_DIR / stem]
-    for path in candidates:
-        if path.is_file():
-            return _read_table(str(path), path.stat().st_mtime)
-    return None
+    path = table_path(gpu_name, PACKAGE_TABLE_DIRS)
+    return None if path is None else _read_table(str(path), path.stat().st_mtime)
 
 
 def heuristic_choice(n_rows: int, n_cols: int) -> tuple[str, dict[str, int]]:
@@ -248,6 +231,7 @@ def clear_choices() -> None:
     _CHOICES.clear()
     _EAGER.clear()
     _FAST.clear()
+    launch_records.clear()
     module = native.loaded()
     if module is not None:
         module.clear()
@@ -369,10 +353,12 @@ class _Seen:
     one from an idle stream too, or for inputs never host-bound), and the replay of the launch (kernels/replay.py),
     recorded at the first contiguous Triton call of a replayable variant."""
 
-    __slots__ = ("launcher", "chosen", "eager_key", "replayable", "recorded", "replay", "native")
+    __slots__ = ("launcher", "variant", "chosen", "eager_key", "replayable", "recorded", "replay", "native")
 
-    def __init__(self, launcher: Callable, chosen: dict, eager_key: tuple | None, replayable: bool) -> None:
-        self.launcher, self.chosen, self.eager_key = launcher, chosen, eager_key
+    def __init__(
+        self, launcher: Callable, chosen: dict, eager_key: tuple | None, replayable: bool, variant: str = ""
+    ) -> None:
+        self.launcher, self.variant, self.chosen, self.eager_key = launcher, variant, chosen, eager_key
         self.replayable, self.recorded, self.replay, self.native = replayable, False, None, False
 
     def launch(self, x: torch.Tensor) -> torch.Tensor:
@@ -389,8 +375,11 @@ class _Seen:
         with recording() as launches:
             y = self.launcher(x, **self.chosen)
         self.recorded, self.replay = True, build(launches, x, y)
-        if self.replay is not None and len(launches) == 1 and _register_native(launches[0], x, y):
-            self.native, self.eager_key = True, None  # its host path is shorter than torch.softmax's: no check
+        if self.replay is not None and len(launches) == 1:
+            if self.variant:  # a later process's first call at this shape replays it (kernels/launches.py)
+                launch_records.save(self.variant, self.chosen, launches[0], x, y)
+            if _register_native(launches[0], x, y):
+                self.native, self.eager_key = True, None  # its host path is shorter than torch.softmax's: no check
         return y
 
 
@@ -472,12 +461,15 @@ def _softmax_auto_checked(x: torch.Tensor, tunables: dict) -> torch.Tensor:
         entry = None if variant == "torch" else get_variant(variant)
         _CHOICES[key] = (
             torch_softmax if entry is None else entry.launcher,
+            variant,
             chosen,
             entry is not None and entry.replayable,
         )
-    launcher, chosen, replayable = _CHOICES[key]
+        if entry is None and out is None and x.is_cuda and x.is_contiguous():
+            launch_records.save(variant, chosen, None, x, x)  # the table hands this shape to torch.softmax
+    launcher, variant, chosen, replayable = _CHOICES[key]
     eager_key = key if launcher is not torch_softmax and _eager_candidate(x, rows) else None
-    seen = _Seen(launcher, chosen, eager_key, replayable)
+    seen = _Seen(launcher, chosen, eager_key, replayable, variant)
     if x.is_cuda and not interpreting() and type(x) is torch.Tensor:
         if len(_FAST) >= 4096:
             _FAST.clear()

@@ -303,6 +303,17 @@ class _Named:
 _NAMED: dict[str, _Named] = {name: _Named(name) for name in VARIANT_NAMES}
 
 
+_records: ModuleType | None = None  # kernels.launches, imported by the first softmax(x, variant="auto")
+
+
+def _load_records() -> ModuleType:
+    global _records
+    from . import launches
+
+    _records = launches
+    return launches
+
+
 def _load_auto() -> ModuleType:
     """kernels.auto, loading the registry's variants on the way (the first softmax(x, variant="auto"))."""
     VARIANTS["auto"]  # noqa: B018 - fills the table and _auto
@@ -349,13 +360,17 @@ def softmax(
         and not tunables
         and not torch.compiler.is_compiling()
     ):
-        auto = _auto if _auto is not None else _load_auto()
-        run = auto._NATIVE_RUN
+        records = _records if _records is not None else _load_records()
+        run = (_auto._NATIVE_RUN if _auto is not None else None) or records.NATIVE_RUN
         if run is not None:
             y = run(x)
             if y is not None:
                 return y
         if type(x) is torch.Tensor and not (x.requires_grad and torch.is_grad_enabled()):
+            y = records.run(x)  # a launch recorded by an earlier process: no Triton import (kernels/launches.py)
+            if y is not None:
+                return y
+            auto = _auto if _auto is not None else _load_auto()
             return auto.softmax_auto_after_native(x, {})
     if isinstance(dim, str):  # softmax(x, "online"): the variant, as before `dim` existed
         if variant is not None:

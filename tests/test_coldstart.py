@@ -147,8 +147,9 @@ def test_a_store_adds_a_store_child_for_blockscope_backends_only(tmp_path) -> No
     store.mkdir()
     df = coldstart.measure(["torch", "auto"], [(4, 64)], "fp32", reps=1, device="cpu", runner=run, store=store)
     assert len(calls) == 2 + 3  # torch: cold, warm (a peer of the store's kernels: none); auto: cold, warm, store
-    assert calls[4][5] == []  # the store child starts from empty caches again
-    assert envs == [None, None, None, None, {"BLOCKSCOPE_KERNEL_CACHE": str(store.resolve())}]
+    assert calls[4][5] == ["store"]  # the store child starts from empty caches again, with a copy of the store
+    assert envs[:4] == [None, None, None, None] and Path(envs[4]["BLOCKSCOPE_KERNEL_CACHE"]).name == "store"
+    assert Path(envs[4]["BLOCKSCOPE_KERNEL_CACHE"]) != store.resolve()  # never the user's own store
     validate(df)
     assert set(df[df["variant"] == "auto"]["cache_state"]) == {"cold", "warm", "store"}
     assert set(df[df["variant"] == "torch"]["cache_state"]) == {"cold", "warm"}

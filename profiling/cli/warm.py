@@ -22,6 +22,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default=None, help="store root (default: $BLOCKSCOPE_KERNEL_CACHE or ~/.cache/...)")
     parser.add_argument("--workers", type=positive_int, default=None, help="compile processes (default: CPU cores)")
     parser.add_argument("--no-backward", action="store_true", help="forward kernels only")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="on a GPU of --arch: then call auto once at every shape of its tuning table, writing launch records "
+        "into the store: a fresh process's first call at those shapes loads the cubin through the CUDA driver "
+        "and imports no Triton (kernels/launches.py)",
+    )
     parser.set_defaults(handler=run_warm_command)
 
 
@@ -31,6 +38,8 @@ def run_warm_command(args: argparse.Namespace) -> int:
 
     try:
         aot.parse_arch(args.arch)
+        if args.record:
+            _check_record_gpu(args.arch)
         items, skipped = warm.table_items(backward=not args.no_backward)
         print(f"kernels: {len(items)} to have for {args.arch} (Triton {aot.triton_version()})")
         report = warm.warm(args.arch, args.out, items=items, workers=args.workers)
@@ -41,4 +50,27 @@ def run_warm_command(args: argparse.Namespace) -> int:
     for label, why in sorted(report.failed.items()):
         print(f"failed {label}: {why}")
     print(report.summary())
-    return 1 if report.failed else 0
+    if report.failed:
+        return 1
+    if args.record:
+        try:
+            recorded = warm.record_launches(args.out)
+        except ValueError as error:
+            raise CLIError(str(error)) from None
+        for label, why in sorted(recorded.missing.items()):
+            print(f"not recorded {label}: {why}")
+        print(recorded.summary())
+    return 0
+
+
+def _check_record_gpu(arch: str) -> None:
+    """--record runs every launch once: a CUDA GPU of --arch must be here (CLIError naming what is allowed)."""
+    import torch
+
+    from blockscope.kernels import aot
+
+    if not torch.cuda.is_available():
+        raise CLIError("--record needs a CUDA GPU (it runs each launch once); allowed: warm without --record")
+    major, minor = torch.cuda.get_device_capability()
+    if aot.parse_arch(arch) != 10 * major + minor:
+        raise CLIError(f"--record on this sm_{major}{minor} GPU; allowed: --arch sm_{major}{minor}")

@@ -59,6 +59,7 @@ CACHE_ENV: dict[str, str] = {
     "CUTE_DSL_CACHE_DIR": "cute_dsl",  # CuTe DSL (Quack) compiled kernels
     "CUDA_CACHE_PATH": "cuda",  # the driver's PTX JIT cache
     "BLOCKSCOPE_CACHE_DIR": "blockscope",  # auto's user tuning table and the native replay module (so: not in use)
+    "BLOCKSCOPE_KERNEL_CACHE": "kernels",  # the AOT kernel store and auto's launch records (kernels/launches.py)
 }
 
 CHILD_SCRIPT = r"""
@@ -263,8 +264,10 @@ def measure(
 
     `backends`: resolved names (resolve_backends); unavailable peers give one 'unavailable: ...' row per shape.
     Each of `reps` repetitions: new private cache folders, a cold child, a warm child, folders removed. With
-    `store` (an ahead-of-time kernel store, `python -m profiling warm`), Blockscope backends also run a `store`
-    child: new empty caches and BLOCKSCOPE_KERNEL_CACHE=store (peers have no store: no such rows)."""
+    `store` (an ahead-of-time kernel store, `python -m profiling warm`, with launch records where it ran with
+    --record), Blockscope backends also run a `store` child: new empty caches and BLOCKSCOPE_KERNEL_CACHE=a
+    private copy of the store (peers have no store: no such rows). The cold child's own store is empty and
+    private; the warm child sees what the cold one wrote there (compiled kernels' launch records)."""
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
     if reps < 1:
@@ -285,10 +288,12 @@ def measure(
                 root = Path(tempfile.mkdtemp(prefix="blockscope-coldstart-"))
                 try:
                     for state in _states(backend, store):  # cold first, then warm in the same folders
-                        if state == "store":  # fresh empty caches again, the kernels from the store
+                        if state == "store":  # fresh empty caches again, the kernels from a copy of the store
                             shutil.rmtree(root, ignore_errors=True)
                             root.mkdir()
-                            extra = {"BLOCKSCOPE_KERNEL_CACHE": str(Path(store).resolve())}
+                            copy = root / "store"  # auto writes launch records into its store: never the user's
+                            shutil.copytree(store, copy, symlinks=True)
+                            extra = {"BLOCKSCOPE_KERNEL_CACHE": str(copy)}
                             sample = runner(backend, n_rows, n_cols, dtype, device, root, timeout_s, extra_env=extra)
                         else:
                             sample = runner(backend, n_rows, n_cols, dtype, device, root, timeout_s)

@@ -358,3 +358,78 @@ def build_package(
     }
     (folder / aot.PACKAGE).write_text(json.dumps(package, indent=1, sort_keys=True))
     return PackageReport(folder=folder, warm=report, problems=aot.check_package(folder, load=True))
+
+
+@dataclass
+class RecordReport:
+    """What `warm --record` did: shapes recorded (launch records written or already valid), shapes whose launch
+    was not recordable (label -> why), the records folder, wall seconds."""
+
+    folder: Path | None
+    recorded: int = 0
+    torch_choices: int = 0
+    missing: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        missing = f", {len(self.missing)} not recordable" if self.missing else ""
+        return (
+            f"{self.recorded} launch records ({self.torch_choices} of them torch.softmax){missing} in "
+            f"{self.seconds:.1f} s -> {self.folder}"
+        )
+
+
+def record_launches(out: Path | str | None = None, *, progress: Any = None, max_bytes: int = 8 * 2**30) -> RecordReport:
+    """On a CUDA GPU: call `auto` once on a contiguous R x N input of every shape in the tuning table auto reads for
+    this GPU, which records each launch (kernels/launches.py) into the store under `out` (default: the kernel store
+    root): a fresh process's first call at those shapes then needs no Triton. Shapes whose input would exceed
+    `max_bytes` are listed as missing. ValueError without a CUDA GPU or with the store off."""
+    import torch
+
+    from blockscope import kernels
+    from blockscope.kernels import aot, auto, launches
+
+    if not torch.cuda.is_available():
+        raise ValueError("--record runs each launch once and needs a CUDA GPU; allowed: warm without --record here")
+    started = time.perf_counter()
+    previous = os.environ.get(aot.STORE_ENV)
+    if out is not None:
+        os.environ[aot.STORE_ENV] = str(Path(out).resolve())
+    try:
+        if aot.store_root() is None:
+            raise ValueError(f"{aot.STORE_ENV} is off; allowed: --out DIR or {aot.STORE_ENV} set to a folder")
+        launches.clear()
+        device = launches.Device.of(torch.cuda.current_device())
+        table = auto.load_table(device.name)
+        if table is None:
+            raise ValueError(f"no tuning table for {device.name}; allowed: a GPU with one (python -m profiling tune)")
+        folder = launches.records_dir(device.name)
+        report = RecordReport(folder=folder)
+        shapes = sorted({(e["dtype"], int(e["n_rows"]), int(e["n_cols"]), e["variant"]) for e in table["entries"]})
+        for dtype_name, n_rows, n_cols, variant in shapes:
+            dtype = kernels.dtype_from_name(dtype_name)
+            label = f"{dtype_name} {n_rows}x{n_cols}"
+            if n_rows * n_cols * dtype.itemsize * 2 > max_bytes:
+                report.missing[label] = f"x and y take more than {max_bytes / 2**30:g} GiB"
+                continue
+            x = torch.randn(n_rows, n_cols, device="cuda", dtype=dtype)
+            kernels.softmax(x, variant="auto")
+            torch.cuda.synchronize()
+            del x
+            path = folder / launches.record_name(dtype, n_rows, n_cols)
+            if path.is_file():
+                report.recorded += 1
+                report.torch_choices += variant == "torch"
+            else:
+                report.missing[label] = f"{variant}: its launch is not recordable (more than one launch, a workspace)"
+            if progress is not None:
+                progress(f"{label} {variant}: {'recorded' if path.is_file() else 'not recordable'}")
+        report.seconds = time.perf_counter() - started
+        return report
+    finally:
+        if out is not None:
+            if previous is None:
+                os.environ.pop(aot.STORE_ENV, None)
+            else:
+                os.environ[aot.STORE_ENV] = previous
+        launches.clear()

@@ -1,0 +1,323 @@
+"""Launch records (kernels/launches.py): what a fresh process's first `auto` call replays without Triton.
+
+CPU tests check the record's validation (every field, stale sources and tables, bounded reads, cubin checksums),
+the atomic writes, the fall-back on a bad record and the cold-start measurement's private store; the GPU tests
+(@pytest.mark.gpu) record launches in one process and replay them in a fresh one that never imports Triton.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from blockscope.kernels import aot, launches, tables
+from blockscope.profiling.measure import coldstart
+
+H200 = launches.Device("NVIDIA H200", 90, 132)
+CUBIN = b"\x7fELF" + bytes(range(256)) * 4
+
+
+def valid_record(**changes) -> dict:
+    blob = bytes(40)
+    record = {
+        "format": launches.FORMAT,
+        "dtype": "fp16",
+        "n_rows": 4096,
+        "n_cols": 1000,
+        "variant": "warprows",
+        "tunables": {"num_warps": 4},
+        "gpu": H200.name,
+        "capability": H200.capability,
+        "sm_count": H200.sm_count,
+        "sources": launches.sources_digest(),
+        "table": launches.table_digest(H200.name),
+        "function": "row_softmax_warprows_kernel",
+        "grid": [1024, 1, 1],
+        "block": 128,
+        "shared": 0,
+        "blob": blob.hex(),
+        "offsets": [0, 8, 16, 20, 24, 32],
+        "sizes": [8, 8, 4, 4, 8, 8],
+        "x_slots": [8],
+        "y_slots": [0],
+        "cubin": hashlib.sha256(CUBIN).hexdigest(),
+        "triton": "3.6.0",
+    }
+    record.update(changes)
+    return record
+
+
+def check(record: dict) -> str | None:
+    return launches.check_record(record, H200, torch.float16, 4096, 1000)
+
+
+def test_a_record_of_these_sources_and_this_table_is_accepted():
+    assert check(valid_record()) is None
+    assert check(valid_record(variant="torch")) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"format": 2}, "not a Blockscope launch record"),
+        ({"n_rows": "4096"}, "'n_rows' is not an integer"),
+        ({"dtype": "bf16"}, "made for dtype 'bf16'"),
+        ({"n_cols": 1001}, "made for 4096x1001 rows"),
+        ({"gpu": "NVIDIA H100"}, "made on NVIDIA H100"),
+        ({"capability": 80}, "sm_80"),
+        ({"sm_count": 66}, "66 SMs"),  # a MIG slice or another SKU: persistent grids differ
+        ({"sources": "0" * 64}, "stale: made by other kernel sources"),
+        ({"table": "0" * 64}, "stale: made with another tuning table"),
+        ({"block": 2048}, "grid or block out of range"),
+        ({"grid": [0, 1, 1]}, "grid or block out of range"),
+        ({"shared": -1}, "'shared' is not a non-negative integer"),
+        ({"offsets": [0, 8, 16, 20, 24, 40]}, "a parameter ends past the blob"),
+        ({"blob": "zz"}, "'blob' is not hex"),
+        ({"blob": "00"}, "parameter blob out of range"),
+        ({"x_slots": [16]}, "pointer slots are not 8-byte parameters"),
+        ({"y_slots": [3]}, "pointer slots are not 8-byte parameters"),
+        ({"x_slots": []}, "pointer slots are not 8-byte parameters"),
+        ({"function": "a b"}, "function name or cubin digest missing"),
+        ({"cubin": "abc"}, "function name or cubin digest missing"),
+    ],
+)
+def test_a_record_that_does_not_fit_says_why(change, says):
+    problem = check(valid_record(**change))
+    assert problem is not None and says in problem
+
+
+def test_the_table_digest_follows_the_table_auto_reads(tmp_path, monkeypatch):
+    from blockscope.kernels import auto
+
+    monkeypatch.setenv("BLOCKSCOPE_CACHE_DIR", str(tmp_path))
+    shipped = launches.table_digest(H200.name)
+    made_before = valid_record()
+    assert tables.table_path(H200.name) == auto.SHIPPED_DIR / "nvidia-h200.json"
+    own = tmp_path / "autotune" / "nvidia-h200.json"  # a user's retune takes precedence: old records are stale
+    own.parent.mkdir()
+    own.write_text('{"format": 1, "entries": []}')
+    assert launches.table_digest(H200.name) != shipped
+    assert check(made_before) == "stale: made with another tuning table"
+    assert launches.table_digest("Some Other GPU") == "none"
+
+
+def test_write_is_atomic_idempotent_and_bounded(tmp_path, monkeypatch):
+    record = valid_record()
+    path = launches.write(tmp_path, record, CUBIN)
+    assert path == tmp_path / "fp16-4096x1000.json"
+    assert json.loads(path.read_text()) == record
+    assert (tmp_path / "cubin" / f"{record['cubin']}.cubin").read_bytes() == CUBIN
+    before = path.stat().st_mtime_ns
+    assert launches.write(tmp_path, record, CUBIN) == path and path.stat().st_mtime_ns == before  # not rewritten
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+    monkeypatch.setattr(launches, "MAX_RECORDS", 1)
+    assert launches.write(tmp_path, valid_record(n_rows=8), CUBIN) is None  # full: nothing new
+    assert launches.write(tmp_path, record, CUBIN) == path  # an existing one may still be replaced
+
+
+def test_reads_are_bounded_and_cubins_checked(tmp_path):
+    assert launches.read_record(tmp_path / "missing.json") is None
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (launches.MAX_RECORD_BYTES + 1))
+    with pytest.raises(ValueError, match="larger than"):
+        launches.read_record(big)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError):
+        launches.read_record(bad)
+    digest = hashlib.sha256(CUBIN).hexdigest()
+    (tmp_path / "cubin").mkdir()
+    (tmp_path / "cubin" / f"{digest}.cubin").write_bytes(CUBIN)
+    assert launches.read_cubin(tmp_path, digest) == CUBIN
+    (tmp_path / "cubin" / f"{digest}.cubin").write_bytes(CUBIN[:-1])  # truncated
+    with pytest.raises(ValueError, match="sha256 differs"):
+        launches.read_cubin(tmp_path, digest)
+    with pytest.raises(ValueError, match="cannot read"):
+        launches.read_cubin(tmp_path, "f" * 64)
+
+
+class _FakeCudaTensor:
+    """What _load reads of an input (shape, dtype, device index)."""
+
+    def __init__(self, shape, dtype=torch.float16):
+        self.shape, self.dtype = torch.Size(shape), dtype
+        self.device = torch.device("cpu")
+
+    def dim(self):
+        return len(self.shape)
+
+    def numel(self):
+        return self.shape.numel()
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv(aot.STORE_ENV, str(tmp_path))
+    monkeypatch.setattr(launches.Device, "of", staticmethod(lambda index: H200))
+    monkeypatch.setattr(launches, "_REPORTED", set())
+    launches.clear()
+    yield tmp_path / launches.FOLDER / "nvidia-h200"
+    launches.clear()
+
+
+def test_lookup_takes_a_valid_record_and_falls_back_on_anything_else(store, monkeypatch):
+    loaded = []
+    monkeypatch.setattr(launches, "_load_module", lambda record, cubin: loaded.append(cubin) or "entry")
+    x = _FakeCudaTensor((8, 512, 1000))  # any contiguous shape of 4096 rows x 1000
+    assert launches._load(x) is False  # no record: auto's own path, silently
+    launches.write(store, valid_record(), CUBIN)
+    assert launches._load(x) == "entry" and loaded == [CUBIN]
+    launches.write(store, valid_record(sources="1" * 64), CUBIN)  # stale: skipped without a word
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert launches._load(x) is False
+    launches.write(store, valid_record(variant="torch"), None)
+    assert launches._load(x) == "torch"
+    (store / "fp16-4096x1000.json").write_text('{"format": 1, "dtype": "fp16"')  # truncated by a kill
+    with pytest.warns(RuntimeWarning, match="launch record: .*fp16-4096x1000.json: Expecting.*taking auto's own path"):
+        assert launches._load(x) is False
+    launches.write(store, valid_record(), CUBIN)
+    (store / "cubin" / f"{hashlib.sha256(CUBIN).hexdigest()}.cubin").write_bytes(b"\x7fELF garbage")
+    with pytest.warns(RuntimeWarning, match="sha256 differs"):
+        assert launches._load(x) is False
+
+
+def test_records_are_off_with_the_store(store, monkeypatch):
+    monkeypatch.setenv(aot.STORE_ENV, "0")
+    assert not launches.enabled() and launches.records_dir("NVIDIA H200") is None
+    assert launches._load(_FakeCudaTensor((4096, 1000))) is False
+
+
+def test_run_declines_what_is_not_a_plain_cuda_tensor():
+    assert launches.run(torch.randn(4, 8)) is None  # a CPU tensor: auto's own path (the interpreter here)
+    assert launches.run(torch.randn(4, 8, requires_grad=True)) is None
+
+
+def test_auto_on_the_cpu_never_writes_records(store):
+    from blockscope import kernels
+
+    x = torch.randn(4, 64)
+    torch.testing.assert_close(kernels.softmax(x, variant="auto"), torch.softmax(x, dim=-1))
+    assert not store.exists()
+
+
+def test_coldstart_children_never_share_the_users_store(tmp_path, monkeypatch):
+    env = coldstart.child_env(tmp_path, "cuda")
+    assert env[aot.STORE_ENV] == str(tmp_path / "kernels")
+    user_store = tmp_path / "user-store"
+    user_store.mkdir()
+    (user_store / "marker").write_text("x")
+    seen = []
+
+    def runner(backend, n_rows, n_cols, dtype, device, root, timeout_s, extra_env=None):
+        if extra_env:
+            copy = Path(extra_env[aot.STORE_ENV])
+            assert copy != user_store and copy.is_relative_to(root) and (copy / "marker").is_file()
+            (copy / "written-by-child").write_text("y")
+        seen.append(extra_env)
+        return coldstart.Sample(phases={"first_call": 0.1})
+
+    coldstart.measure(["auto"], [(4, 8)], reps=1, device="cpu", runner=runner, store=user_store)
+    assert len(seen) == 3 and seen[2] is not None
+    assert sorted(p.name for p in user_store.iterdir()) == ["marker"]  # the user's store is untouched
+
+
+def test_warm_record_needs_a_gpu_of_the_arch():
+    result = subprocess.run(
+        [sys.executable, "-m", "profiling", "warm", "--arch", "sm_90", "--record", "--out", os.devnull],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here")
+    assert result.returncode == 2 and "--record needs a CUDA GPU" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- GPU: record in one process, replay in another
+
+CHILD = r"""
+import json, sys, time, torch
+torch.zeros(1, device="cuda"); torch.cuda.synchronize()
+from blockscope import kernels
+out = []
+for dtype, n_rows, n_cols in json.loads(sys.argv[1]):
+    x = torch.randn(n_rows, n_cols, device="cuda", dtype=getattr(torch, dtype))
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    y = kernels.softmax(x, variant="auto")
+    torch.cuda.synchronize()
+    first = time.perf_counter() - t
+    error = float((y.double() - torch.softmax(x.double(), -1)).abs().max())
+    out.append({"first_s": first, "error": error, "triton": "triton" in sys.modules})
+print("RESULT " + json.dumps(out))
+"""
+
+
+def run_child(shapes, store: Path) -> list[dict]:
+    env = {**os.environ, aot.STORE_ENV: str(store), "BLOCKSCOPE_NATIVE_AUTOBUILD": "0"}
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(shapes)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=600,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, result.stderr[-2000:]
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def table_shapes(count_per_variant: int = 1) -> list[list]:
+    from blockscope.kernels import auto
+
+    name = torch.cuda.get_device_name()
+    table = auto.load_table(name)
+    if table is None:
+        pytest.skip(f"no tuning table for {name}")
+    picked: dict[str, list] = {}
+    for entry in table["entries"]:
+        if entry["n_rows"] * entry["n_cols"] <= 2**28:
+            picked.setdefault(entry["variant"], []).append(
+                [
+                    "float16" if entry["dtype"] == "fp16" else "bfloat16" if entry["dtype"] == "bf16" else "float32",
+                    entry["n_rows"],
+                    entry["n_cols"],
+                ]
+            )
+    return [shape for shapes in picked.values() for shape in shapes[:count_per_variant]]
+
+
+@pytest.mark.gpu
+def test_gpu_a_fresh_process_replays_recorded_launches_without_triton(tmp_path):
+    shapes = table_shapes()
+    first = run_child(shapes, tmp_path)  # records every recordable launch
+    assert all(r["error"] < 2e-3 for r in first)
+    folder = next((tmp_path / launches.FOLDER).iterdir())
+    recorded = {p.name for p in folder.glob("*.json")}
+    assert recorded, "no launch was recorded"
+    names = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+    replayable = [s for s in shapes if f"{names[s[0]]}-{s[1]}x{s[2]}.json" in recorded]
+    again = run_child(replayable, tmp_path)  # a fresh process: every call from its record
+    for shape, result in zip(replayable, again, strict=True):
+        assert result["error"] < 2e-3 and not result["triton"], shape
+
+
+@pytest.mark.gpu
+def test_gpu_a_corrupt_cubin_falls_back_to_auto(tmp_path):
+    shapes = table_shapes()[:1]
+    run_child(shapes, tmp_path)
+    for cubin in (tmp_path / launches.FOLDER).rglob("*.cubin"):
+        cubin.write_bytes(b"\x7fELF" + b"\0" * 64)
+    result = run_child(shapes, tmp_path)[0]
+    assert result["error"] < 2e-3 and result["triton"]  # auto's own path, correct

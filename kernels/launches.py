@@ -47,6 +47,10 @@ MAX_CUBIN_BYTES = 64 * 2**20
 MAX_RECORDS = 4096  # per GPU folder: past this no new records are written
 _DYNAMIC_SHARED_LIMIT = 49152  # bytes of dynamic shared memory a launch may take without opting in
 _ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+_ATTR_NON_PORTABLE_CLUSTER = 14  # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+_LAUNCH_CLUSTER_DIMENSION = 4  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+_LAUNCH_CLUSTER_POLICY = 5  # CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
+_CLUSTER_POLICY_SPREAD = 1  # CU_CLUSTER_SCHEDULING_POLICY_SPREAD, as Triton's launcher asks
 
 _REPORTED: set[str] = set()
 _LOCK = threading.Lock()
@@ -150,8 +154,8 @@ def record_of(variant: str, tunables: dict, launch: tuple | None, x: torch.Tenso
     if launcher.launch_cooperative_grid or launcher.launch_pdl:
         raise ValueError("a cooperative or PDL launch")
     num_warps, num_ctas, shared = (int(v) for v in packed_metadata)
-    if num_ctas != 1:
-        raise ValueError("a thread-block cluster launch")
+    if not 1 <= num_ctas <= 16:
+        raise ValueError(f"a cluster of {num_ctas} programs")
     if not x.is_contiguous() or not y.is_contiguous() or x.shape != y.shape:
         raise ValueError("input and output must be contiguous and of one shape")
     packed = native.pack_params(native.signature_of(compiled), list(bound), x, y)
@@ -165,6 +169,7 @@ def record_of(variant: str, tunables: dict, launch: tuple | None, x: torch.Tenso
         grid=[int(g) for g in (tuple(grid) + (1, 1))[:3]],
         block=32 * num_warps,
         shared=shared,
+        num_ctas=num_ctas,
         blob=packed.blob.hex(),
         offsets=list(packed.offsets),
         sizes=list(packed.sizes),
@@ -264,6 +269,8 @@ def check_record(record: object, device: Device, dtype: torch.dtype, n_rows: int
             return f"field {name!r} is not a list of non-negative integers"
     if len(record["grid"]) != 3 or 0 in record["grid"] or not 1 <= record["block"] <= 1024:
         return "grid or block out of range"
+    if type(record.get("num_ctas", 1)) is not int or not 1 <= record.get("num_ctas", 1) <= 16:
+        return "field 'num_ctas' is not a cluster size of 1 to 16"
     try:
         blob = bytes.fromhex(str(record.get("blob")))
     except ValueError:
@@ -313,6 +320,21 @@ def read_cubin(folder: Path, digest: str) -> bytes:
 # ---------------------------------------------------------------- the CUDA driver (ctypes; torch already loaded it)
 
 
+class _LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint * 16)]
+
+
+class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [
+        ("grid", ctypes.c_uint * 3),
+        ("block", ctypes.c_uint * 3),
+        ("shared", ctypes.c_uint),
+        ("stream", ctypes.c_void_p),
+        ("attrs", ctypes.POINTER(_LaunchAttribute)),
+        ("count", ctypes.c_uint),
+    ]
+
+
 class _Driver:
     def __init__(self) -> None:
         lib = ctypes.CDLL("libcuda.so.1")
@@ -329,6 +351,9 @@ class _Driver:
         self.ctx_get_current.argtypes = [ctypes.POINTER(vp)]
         self.launch_kernel = lib.cuLaunchKernel
         self.launch_kernel.argtypes = [vp, u, u, u, u, u, u, u, vp, ctypes.POINTER(vp), ctypes.POINTER(vp)]
+        self.launch_kernel_ex = lib.cuLaunchKernelEx  # CUDA 11.8+
+        self.launch_kernel_ex.argtypes = [ctypes.POINTER(_LaunchConfig), vp, ctypes.POINTER(vp), ctypes.POINTER(vp)]
+        self.launch_kernel_ex.restype = i
         self.get_error_name = lib.cuGetErrorName
         self.get_error_name.argtypes = [i, ctypes.POINTER(ctypes.c_char_p)]
         self.func_get_param_info = getattr(lib, "cuFuncGetParamInfo", None)  # CUDA 12.4+
@@ -363,29 +388,60 @@ def driver() -> _Driver:
     return _DRIVER
 
 
-@dataclass
 class _Entry:
-    """A loaded record: its function in the current context and what each launch needs."""
+    """A loaded record: its function in the context of one device and a launch ready to go: the parameter storage
+    (the recorded blob; each call writes its two pointers in, under a lock: cuLaunchKernel copies the parameters
+    before it returns) and the pointer array to it; for a cluster, cuLaunchKernelEx's configuration."""
 
-    function: int
-    context: int
-    grid: tuple[int, int, int]
-    block: int
-    shared: int
-    blob: bytes
-    pointers: tuple[int, ...]  # parameter offsets in the blob
-    sizes: tuple[int, ...]  # parameter bytes
-    x_slots: tuple[int, ...]
-    y_slots: tuple[int, ...]
-    module: int
-    native: bool = False  # registered in the native module (or tried and refused)
-    calls: int = 0
+    def __init__(self, record: dict, function: int, module: int, device: int, context: int) -> None:
+        self.function, self.module, self.device, self.context = function, module, device, context
+        self.grid = tuple(record["grid"])
+        self.block, self.shared = record["block"], record["shared"]
+        self.num_ctas = record.get("num_ctas", 1)
+        self.blob = bytes.fromhex(record["blob"])
+        self.pointers, self.sizes = tuple(record["offsets"]), tuple(record["sizes"])
+        self.x_slots, self.y_slots = tuple(record["x_slots"]), tuple(record["y_slots"])
+        self.storage = ctypes.create_string_buffer(self.blob, len(self.blob))
+        base = ctypes.addressof(self.storage)
+        self.params = (ctypes.c_void_p * len(self.pointers))(*(base + offset for offset in self.pointers))
+        self.lock = threading.Lock()
+        self.native = False  # registered in the native module (or tried and refused)
+        self.calls = 0
+        self.config = None
+        if self.num_ctas > 1:  # clusters of num_ctas programs along x, as Triton's launcher forms them
+            attributes = (_LaunchAttribute * 2)()
+            attributes[0].id = _LAUNCH_CLUSTER_DIMENSION
+            attributes[0].value[0], attributes[0].value[1], attributes[0].value[2] = self.num_ctas, 1, 1
+            attributes[1].id = _LAUNCH_CLUSTER_POLICY
+            attributes[1].value[0] = _CLUSTER_POLICY_SPREAD
+            self.attributes = attributes
+            self.config = _LaunchConfig()
+            self.config.grid[:] = (self.grid[0] * self.num_ctas, self.grid[1], self.grid[2])
+            self.config.block[:] = (self.block, 1, 1)
+            self.config.shared = self.shared
+            self.config.attrs = attributes
+            self.config.count = 2
+
+    def launch(self, x_pointer: int, y_pointer: int, stream: int) -> int:
+        """Enqueue the kernel on `stream` for these pointers; the driver's status (0: launched)."""
+        cu = driver()
+        with self.lock:
+            for offset in self.x_slots:
+                struct.pack_into("Q", self.storage, offset, x_pointer)
+            for offset in self.y_slots:
+                struct.pack_into("Q", self.storage, offset, y_pointer)
+            if self.config is None:
+                return cu.launch_kernel(
+                    self.function, *self.grid, self.block, 1, 1, self.shared, stream, self.params, None
+                )
+            self.config.stream = stream
+            return cu.launch_kernel_ex(ctypes.byref(self.config), self.function, self.params, None)
 
 
-def _load_module(record: dict, cubin: bytes) -> _Entry:
+def _load_module(record: dict, cubin: bytes, device: int) -> _Entry:
     """cuModuleLoadData + cuModuleGetFunction in the current context (the shared-memory limit raised where the
-    launch needs more than 48 KB, parameter sizes checked where the driver reports them); RuntimeError naming the
-    driver's error."""
+    launch needs more than 48 KB, clusters over 8 allowed where recorded, parameter sizes checked where the driver
+    reports them); RuntimeError naming the driver's error."""
     cu = driver()
     context = cu.current_context()
     if not context:
@@ -399,10 +455,15 @@ def _load_module(record: dict, cubin: bytes) -> _Entry:
         status = cu.module_get_function(ctypes.byref(function), module, record["function"].encode())
         if status != 0:
             raise RuntimeError(f"no function {record['function']} in the cubin ({cu.error(status)})")
+        settings = []
         if record["shared"] > _DYNAMIC_SHARED_LIMIT:
-            status = cu.func_set_attribute(function, _ATTR_MAX_DYNAMIC_SHARED, record["shared"])
+            settings.append((_ATTR_MAX_DYNAMIC_SHARED, record["shared"], f"{record['shared']} bytes of shared memory"))
+        if record.get("num_ctas", 1) > 8:
+            settings.append((_ATTR_NON_PORTABLE_CLUSTER, 1, f"clusters of {record['num_ctas']} programs"))
+        for attribute, value, what in settings:
+            status = cu.func_set_attribute(function, attribute, value)
             if status != 0:
-                raise RuntimeError(f"{record['shared']} bytes of shared memory refused ({cu.error(status)})")
+                raise RuntimeError(f"{what} refused ({cu.error(status)})")
         if cu.func_get_param_info is not None:
             sizes = record["sizes"]
             for index in range(len(sizes) + 1):
@@ -416,19 +477,7 @@ def _load_module(record: dict, cubin: bytes) -> _Entry:
     except RuntimeError:
         cu.module_unload(module)
         raise
-    return _Entry(
-        function=function.value,
-        context=context,
-        grid=tuple(record["grid"]),
-        block=record["block"],
-        shared=record["shared"],
-        blob=bytes.fromhex(record["blob"]),
-        pointers=tuple(record["offsets"]),
-        sizes=tuple(record["sizes"]),
-        x_slots=tuple(record["x_slots"]),
-        y_slots=tuple(record["y_slots"]),
-        module=module.value,
-    )
+    return _Entry(record, function.value, module.value, device, context)
 
 
 def lookup(x: torch.Tensor) -> Any:
@@ -470,7 +519,7 @@ def _load(x: torch.Tensor) -> Any:
             return False
         if record["variant"] == "torch":
             return "torch"
-        return _load_module(record, read_cubin(folder, record["cubin"]))
+        return _load_module(record, read_cubin(folder, record["cubin"]), x.device.index)
     except (ValueError, RuntimeError, OSError, KeyError, TypeError) as error:
         report(f"{where}: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
         return False
@@ -490,7 +539,7 @@ def _register_native(entry: _Entry, x: torch.Tensor) -> None:
             entry.grid,
             entry.block,
             entry.shared,
-            1,
+            entry.num_ctas,
             False,
             False,
             entry.blob,
@@ -507,10 +556,15 @@ def _register_native(entry: _Entry, x: torch.Tensor) -> None:
     NATIVE_RUN = module.run
 
 
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream
+)
+
+
 def run(x: torch.Tensor) -> torch.Tensor | None:
     """softmax over the last dim of x by its launch record (or torch.softmax where the record says so); None where
     there is no usable record or x does not fit one (not a plain contiguous CUDA tensor, autograd, unaligned,
-    another current context)."""
+    another current CUDA context than the one the record's module was loaded in)."""
     if type(x) is not torch.Tensor or not x.is_cuda or (x.requires_grad and torch.is_grad_enabled()):
         return None
     if not x.is_contiguous():
@@ -521,36 +575,19 @@ def run(x: torch.Tensor) -> torch.Tensor | None:
     if isinstance(entry, str):  # the table hands this shape to torch.softmax
         return torch.softmax(x, -1)
     x_pointer = x.data_ptr()
-    if x_pointer & 15:
-        return None
-    cu = driver()
-    if cu.current_context() != entry.context:
+    if x_pointer & 15 or driver().current_context() != entry.context:  # the module lives in that context
         return None
     y = torch.empty_like(x)
     y_pointer = y.data_ptr()
     if y_pointer & 15:
         return None
-    storage = ctypes.create_string_buffer(entry.blob, len(entry.blob))
-    for offset in entry.x_slots:
-        struct.pack_into("Q", storage, offset, x_pointer)
-    for offset in entry.y_slots:
-        struct.pack_into("Q", storage, offset, y_pointer)
-    base = ctypes.addressof(storage)
-    params = (ctypes.c_void_p * len(entry.pointers))(*(base + offset for offset in entry.pointers))
-    status = cu.launch_kernel(
-        entry.function, *entry.grid, entry.block, 1, 1, entry.shared, _stream(x.device.index), params, None
-    )
+    status = entry.launch(x_pointer, y_pointer, _raw_stream(entry.device))
     if status != 0:
-        raise RuntimeError(f"blockscope launch record: cuLaunchKernel failed with {cu.error(status)}")
+        raise RuntimeError(f"blockscope launch record: the launch failed with {driver().error(status)}")
     if not entry.native and entry.calls and native.enabled():  # from the second call: the first starts nothing
         _register_native(entry, x)
     entry.calls += 1
     return y
-
-
-def _stream(index: int) -> int:
-    getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return getter(index) if getter is not None else torch.cuda.current_stream(index).cuda_stream
 
 
 def clear() -> None:

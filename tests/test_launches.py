@@ -77,6 +77,7 @@ def test_a_record_of_these_sources_and_this_table_is_accepted():
         ({"sources": "0" * 64}, "stale: made by other kernel sources"),
         ({"table": "0" * 64}, "stale: made with another tuning table"),
         ({"block": 2048}, "grid or block out of range"),
+        ({"num_ctas": 17}, "'num_ctas' is not a cluster size"),
         ({"grid": [0, 1, 1]}, "grid or block out of range"),
         ({"shared": -1}, "'shared' is not a non-negative integer"),
         ({"offsets": [0, 8, 16, 20, 24, 40]}, "a parameter ends past the blob"),
@@ -107,6 +108,23 @@ def test_the_table_digest_follows_the_table_auto_reads(tmp_path, monkeypatch):
     assert launches.table_digest(H200.name) != shipped
     assert check(made_before) == "stale: made with another tuning table"
     assert launches.table_digest("Some Other GPU") == "none"
+
+
+def test_cluster_launches_get_cuda_launch_config_layout():
+    """cuLaunchKernelEx's structs as cuda.h lays them out (x86-64): CUlaunchAttribute 72 bytes, CUlaunchConfig 56
+    with the stream at 32; a record of 4-program clusters launches 4 x its grid along x with the cluster attribute."""
+    import ctypes
+
+    assert ctypes.sizeof(launches._LaunchAttribute) == 72
+    assert launches._LaunchConfig.stream.offset == 32 and ctypes.sizeof(launches._LaunchConfig) == 56
+    entry = launches._Entry(valid_record(num_ctas=4, grid=[300, 1, 1], shared=70000), 1, 2, 0, 3)
+    assert list(entry.config.grid) == [1200, 1, 1] and list(entry.config.block) == [128, 1, 1]
+    assert entry.config.shared == 70000 and entry.config.count == 2
+    assert entry.attributes[0].id == 4 and list(entry.attributes[0].value[:3]) == [4, 1, 1]
+    assert entry.attributes[1].id == 5 and entry.attributes[1].value[0] == 1
+    plain = launches._Entry(valid_record(), 1, 2, 0, 3)
+    assert plain.config is None and len(plain.params) == 6
+    assert [p - ctypes.addressof(plain.storage) for p in plain.params] == [0, 8, 16, 20, 24, 32]
 
 
 def test_write_is_atomic_idempotent_and_bounded(tmp_path, monkeypatch):
@@ -170,7 +188,7 @@ def store(tmp_path, monkeypatch) -> Path:
 
 def test_lookup_takes_a_valid_record_and_falls_back_on_anything_else(store, monkeypatch):
     loaded = []
-    monkeypatch.setattr(launches, "_load_module", lambda record, cubin: loaded.append(cubin) or "entry")
+    monkeypatch.setattr(launches, "_load_module", lambda record, cubin, device: loaded.append(cubin) or "entry")
     x = _FakeCudaTensor((8, 512, 1000))  # any contiguous shape of 4096 rows x 1000
     assert launches._load(x) is False  # no record: auto's own path, silently
     launches.write(store, valid_record(), CUBIN)

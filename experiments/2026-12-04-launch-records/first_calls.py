@@ -1,13 +1,15 @@
 """First and second call of `auto` at every shape of the H200 table, in fresh processes that find launch records.
 
-    python3 experiments/2026-12-04-launch-records/first_calls.py STORE OUT_DIR
+    python3 experiments/2026-12-04-launch-records/first_calls.py STORE OUT_DIR [NATIVE_DIR]
 
-STORE: a kernel store made by `python -m profiling warm --arch sm_90 --out STORE --record`. One fresh child per dtype
-(BLOCKSCOPE_KERNEL_CACHE = a private copy of STORE, other caches private and empty, native replay off) calls
-`kernels.softmax(x, variant="auto")` twice at each table shape of that dtype (R x N x itemsize <= 2 GiB), each call
-timed with time.perf_counter around the call and a torch.cuda.synchronize(); it also says whether Triton was
-imported by then. A torch child does the same with torch.softmax. An eager child times 2000 back-to-back calls per
-shape (wall per call, synchronized once; medians of 5 rounds) of auto on its records and of torch.softmax.
+STORE: a kernel store made by `python -m profiling warm --arch sm_90 --out STORE --record`. NATIVE_DIR (optional):
+a BLOCKSCOPE_CACHE_DIR holding a built native module; the eager child then runs again with it (`auto+native` rows).
+One fresh child per dtype (BLOCKSCOPE_KERNEL_CACHE = a private copy of STORE, other caches private and empty,
+native replay off) calls `kernels.softmax(x, variant="auto")` twice at each table shape of that dtype (R x N x
+itemsize <= 2 GiB), each call timed with time.perf_counter around the call and a torch.cuda.synchronize(); it also
+says whether Triton was imported by then. A torch child does the same with torch.softmax. An eager child times
+2000 back-to-back calls per shape (wall per call, synchronized once; medians of 5 rounds) of auto on its records
+and of torch.softmax.
 Writes OUT_DIR/first_calls.jsonl (one line per child and shape) and prints a summary.
 """
 
@@ -64,14 +66,16 @@ for dtype, n_rows, n_cols in spec["shapes"]:
 """
 
 
-def child(backend: str, mode: str, shapes: list, store: Path | None) -> list[dict]:
+def child(backend: str, mode: str, shapes: list, store: Path | None, native_dir: Path | None = None) -> list[dict]:
     root = Path(tempfile.mkdtemp(prefix="launch-records-"))
     try:
         env = dict(os.environ)
         for name, folder in (("TRITON_CACHE_DIR", "triton"), ("TRITON_HOME", "th"), ("BLOCKSCOPE_CACHE_DIR", "bs")):
             (root / folder).mkdir()
             env[name] = str(root / folder)
-        env["BLOCKSCOPE_NATIVE"] = "0"
+        env["BLOCKSCOPE_NATIVE"] = "0" if native_dir is None else "1"
+        if native_dir is not None:  # a native module built before (what the automatic background build leaves)
+            env["BLOCKSCOPE_CACHE_DIR"] = str(native_dir)
         if store is not None:
             shutil.copytree(store, root / "store")
             env["BLOCKSCOPE_KERNEL_CACHE"] = str(root / "store")
@@ -94,6 +98,7 @@ def child(backend: str, mode: str, shapes: list, store: Path | None) -> list[dic
 
 def main() -> int:
     store, out = Path(sys.argv[1]), Path(sys.argv[2])
+    native_dir = Path(sys.argv[3]) if len(sys.argv) > 3 else None
     out.mkdir(parents=True, exist_ok=True)
     table = json.loads((ROOT / "kernels" / "tuned" / "nvidia-h200.json").read_text())
     names = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
@@ -115,6 +120,8 @@ def main() -> int:
         ["float16", 16384, 16384],
     ]
     rows += child("auto", "eager", eager, store)
+    if native_dir is not None:
+        rows += [{**r, "backend": "auto+native"} for r in child("auto", "eager", eager, store, native_dir)]
     rows += child("torch", "eager", eager, None)
     with open(out / "first_calls.jsonl", "w") as handle:
         for row in rows:

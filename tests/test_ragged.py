@@ -374,3 +374,30 @@ def test_numerics_names_resolve_to_the_fused_ops():
     for name in ("masked_softmax", "ragged_softmax"):
         got = nm.softmax_callable(name)(x)
         assert torch.allclose(got, torch.softmax(x, -1), rtol=1e-5, atol=1e-7), name
+
+
+@pytest.mark.parametrize(
+    ("width", "backward", "fused", "big_regs"),
+    [(None, False, False, 64), (4, False, True, 80), (8, False, True, 80), (16, False, False, 64), (4, True, False, 0)],
+)
+def test_design_one_defaults_per_width(monkeypatch, width, backward, fused, big_regs):
+    """The launcher's defaults (experiments/2026-12-04-ragged-h): one fused launch at big_maxnreg 80 for the forward
+    of 2-8 columns, two launches at 64 for 1-D values and wider rows, no caps in the backward."""
+    launched = []
+    real = ragged.launch_kernel
+
+    def spy(kernel, grid, args, constexprs, num_warps, num_stages=1, options=None, **kw):
+        launched.append((kernel.fn.__name__ if hasattr(kernel, "fn") else str(kernel), (options or {}).get("maxnreg")))
+        return real(kernel, grid, args, constexprs, num_warps, num_stages, options=options, **kw)
+
+    monkeypatch.setattr(ragged, "launch_kernel", spy)
+    lengths = [3, 3000, 40]  # 3000 rows: past the small classes' tile at every width
+    values, offsets = make_values(lengths, torch.float32, width), offsets_of(lengths)
+    y = ragged.ragged_softmax_forward(values, offsets)
+    if backward:
+        launched.clear()
+        ragged.ragged_softmax_backward(y, torch.randn_like(y), offsets)
+    names = [name for name, _ in launched]
+    assert ("_ragged_fused_kernel" in names) == fused, names
+    big = [regs for name, regs in launched if name in ("_ragged_fused_kernel", "_ragged_big_kernel")]
+    assert big and all((regs or 0) == big_regs for regs in big), launched

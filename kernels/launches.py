@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from . import aot, native, tables
+from . import aot, native, tables, workspaces
 from ._common import DTYPE_NAMES, DTYPES_BY_NAME
 
 FORMAT = 1
@@ -45,9 +45,11 @@ FOLDER = "launches"
 MAX_RECORD_BYTES = 64 * 1024  # a record is about 1 KB; anything larger is not one
 MAX_CUBIN_BYTES = 64 * 2**20
 MAX_RECORDS = 4096  # per GPU folder: past this no new records are written
+WORKSPACE_PARAMS = ("stats_ptr", "counter_ptr", "control_ptr")  # splitrow's workspace (kernels/workspaces.py)
 _DYNAMIC_SHARED_LIMIT = 49152  # bytes of dynamic shared memory a launch may take without opting in
 _ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 _ATTR_NON_PORTABLE_CLUSTER = 14  # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+_LAUNCH_COOPERATIVE = 2  # CU_LAUNCH_ATTRIBUTE_COOPERATIVE
 _LAUNCH_CLUSTER_DIMENSION = 4  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 _LAUNCH_CLUSTER_POLICY = 5  # CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
 _CLUSTER_POLICY_SPREAD = 1  # CU_CLUSTER_SCHEDULING_POLICY_SPREAD, as Triton's launcher asks
@@ -151,14 +153,27 @@ def record_of(variant: str, tunables: dict, launch: tuple | None, x: torch.Tenso
     launcher, grid, _function, packed_metadata, bound, compiled = launch
     if call_form(launcher) is None:
         raise ValueError("not a Triton 3.6/3.7 launch without scratch memory")
-    if launcher.launch_cooperative_grid or launcher.launch_pdl:
-        raise ValueError("a cooperative or PDL launch")
+    if launcher.launch_pdl:
+        raise ValueError("a PDL launch")
     num_warps, num_ctas, shared = (int(v) for v in packed_metadata)
     if not 1 <= num_ctas <= 16:
         raise ValueError(f"a cluster of {num_ctas} programs")
     if not x.is_contiguous() or not y.is_contiguous() or x.shape != y.shape:
         raise ValueError("input and output must be contiguous and of one shape")
-    packed = native.pack_params(native.signature_of(compiled), list(bound), x, y)
+    names = list(compiled.src.signature)
+    pointers = {arg.data_ptr(): name for name, arg in zip(names, bound, strict=True) if name in WORKSPACE_PARAMS}
+    packed = native.pack_params(native.signature_of(compiled), list(bound), x, y, workspace=pointers)
+    if packed.named:  # split-row programs: the launch takes kernels/workspaces.py's buffers, as its launcher does
+        if variant != "splitrow":
+            raise ValueError(f"{variant}: a launch with a workspace")
+        from .registry import get_variant
+
+        plan = get_variant(variant).plan(record["n_rows"], record["n_cols"], x.dtype, **tunables)
+        record["workspace"] = {
+            "chunks": int(plan.constexprs["CHUNKS"]),
+            "zero_counters": bool(plan.constexprs["COUNTER"]),
+            "slots": dict(packed.named),
+        }
     cubin = compiled.asm.get("cubin")
     if not isinstance(cubin, bytes) or not cubin.startswith(aot.ELF_MAGIC):
         raise ValueError("the compiled kernel has no cubin")
@@ -170,6 +185,7 @@ def record_of(variant: str, tunables: dict, launch: tuple | None, x: torch.Tenso
         block=32 * num_warps,
         shared=shared,
         num_ctas=num_ctas,
+        cooperative=bool(launcher.launch_cooperative_grid),
         blob=packed.blob.hex(),
         offsets=list(packed.offsets),
         sizes=list(packed.sizes),
@@ -271,6 +287,11 @@ def check_record(record: object, device: Device, dtype: torch.dtype, n_rows: int
         return "grid or block out of range"
     if type(record.get("num_ctas", 1)) is not int or not 1 <= record.get("num_ctas", 1) <= 16:
         return "field 'num_ctas' is not a cluster size of 1 to 16"
+    if type(record.get("cooperative", False)) is not bool:
+        return "field 'cooperative' is not true or false"
+    problem = _workspace_problem(record.get("workspace"), record["offsets"], record["sizes"])
+    if problem is not None:
+        return problem
     try:
         blob = bytes.fromhex(str(record.get("blob")))
     except ValueError:
@@ -288,6 +309,23 @@ def check_record(record: object, device: Device, dtype: torch.dtype, n_rows: int
     name, cubin = record.get("function"), record.get("cubin")
     if not isinstance(name, str) or not name.isidentifier() or not isinstance(cubin, str) or len(cubin) != 64:
         return "function name or cubin digest missing"
+    return None
+
+
+def _workspace_problem(workspace: object, offsets: list, sizes: list) -> str | None:
+    """Why a record's 'workspace' field is malformed (None: absent or well formed)."""
+    if workspace is None:
+        return None
+    chunks = workspace.get("chunks") if isinstance(workspace, dict) else None
+    if type(chunks) is not int or not 1 <= chunks <= 64:
+        return "field 'workspace' has no chunk count of 1 to 64"
+    if type(workspace.get("zero_counters")) is not bool:
+        return "field 'workspace' has no zero_counters flag"
+    slots = workspace.get("slots")
+    if not isinstance(slots, dict) or sorted(slots) != sorted(WORKSPACE_PARAMS):
+        return f"field 'workspace' does not name the slots {', '.join(WORKSPACE_PARAMS)}"
+    if any(type(v) is not int or v not in offsets or sizes[offsets.index(v)] != 8 for v in slots.values()):
+        return "workspace slots are not 8-byte parameters of the blob"
     return None
 
 
@@ -390,39 +428,46 @@ def driver() -> _Driver:
 
 class _Entry:
     """A loaded record: its function in the context of one device and a launch ready to go: the parameter storage
-    (the recorded blob; each call writes its two pointers in, under a lock: cuLaunchKernel copies the parameters
-    before it returns) and the pointer array to it; for a cluster, cuLaunchKernelEx's configuration."""
+    (the recorded blob; each call writes its pointers in, under a lock: the driver copies the parameters before
+    the launch call returns) and the pointer array to it; for a cluster or a cooperative grid, cuLaunchKernelEx's
+    configuration; for a split-row launch, its workspace (kernels/workspaces.py, as its launcher takes it)."""
 
     def __init__(self, record: dict, function: int, module: int, device: int, context: int) -> None:
         self.function, self.module, self.device, self.context = function, module, device, context
+        self.n_rows = record["n_rows"]
         self.grid = tuple(record["grid"])
         self.block, self.shared = record["block"], record["shared"]
         self.num_ctas = record.get("num_ctas", 1)
         self.blob = bytes.fromhex(record["blob"])
         self.pointers, self.sizes = tuple(record["offsets"]), tuple(record["sizes"])
         self.x_slots, self.y_slots = tuple(record["x_slots"]), tuple(record["y_slots"])
+        self.workspace = record.get("workspace")
         self.storage = ctypes.create_string_buffer(self.blob, len(self.blob))
         base = ctypes.addressof(self.storage)
         self.params = (ctypes.c_void_p * len(self.pointers))(*(base + offset for offset in self.pointers))
         self.lock = threading.Lock()
-        self.native = False  # registered in the native module (or tried and refused)
+        self.native = self.workspace is not None  # registered in the native module, tried, or not for it
         self.calls = 0
-        self.config = None
+        settings: list[tuple[int, tuple[int, ...]]] = []
+        if record.get("cooperative", False):  # every program resident at once, as Triton's launcher asks
+            settings.append((_LAUNCH_COOPERATIVE, (1,)))
         if self.num_ctas > 1:  # clusters of num_ctas programs along x, as Triton's launcher forms them
-            attributes = (_LaunchAttribute * 2)()
-            attributes[0].id = _LAUNCH_CLUSTER_DIMENSION
-            attributes[0].value[0], attributes[0].value[1], attributes[0].value[2] = self.num_ctas, 1, 1
-            attributes[1].id = _LAUNCH_CLUSTER_POLICY
-            attributes[1].value[0] = _CLUSTER_POLICY_SPREAD
-            self.attributes = attributes
+            settings.append((_LAUNCH_CLUSTER_DIMENSION, (self.num_ctas, 1, 1)))
+            settings.append((_LAUNCH_CLUSTER_POLICY, (_CLUSTER_POLICY_SPREAD,)))
+        self.config = None
+        if settings:
+            self.attributes = (_LaunchAttribute * len(settings))()
+            for attribute, (identifier, values) in zip(self.attributes, settings, strict=True):
+                attribute.id = identifier
+                attribute.value[: len(values)] = values
             self.config = _LaunchConfig()
             self.config.grid[:] = (self.grid[0] * self.num_ctas, self.grid[1], self.grid[2])
             self.config.block[:] = (self.block, 1, 1)
             self.config.shared = self.shared
-            self.config.attrs = attributes
-            self.config.count = 2
+            self.config.attrs = self.attributes
+            self.config.count = len(settings)
 
-    def launch(self, x_pointer: int, y_pointer: int, stream: int) -> int:
+    def launch(self, x: torch.Tensor, x_pointer: int, y_pointer: int, stream: int) -> int:
         """Enqueue the kernel on `stream` for these pointers; the driver's status (0: launched)."""
         cu = driver()
         with self.lock:
@@ -430,6 +475,13 @@ class _Entry:
                 struct.pack_into("Q", self.storage, offset, x_pointer)
             for offset in self.y_slots:
                 struct.pack_into("Q", self.storage, offset, y_pointer)
+            if self.workspace is not None:
+                stats, counters, control = workspaces.workspace(x.device, self.n_rows, self.workspace["chunks"])
+                if self.workspace["zero_counters"]:  # the counter wait counts up from 0 in every launch
+                    counters[: self.n_rows].zero_()
+                slots = self.workspace["slots"]
+                for name, tensor in (("stats_ptr", stats), ("counter_ptr", counters), ("control_ptr", control)):
+                    struct.pack_into("Q", self.storage, slots[name], tensor.data_ptr())
             if self.config is None:
                 return cu.launch_kernel(
                     self.function, *self.grid, self.block, 1, 1, self.shared, stream, self.params, None
@@ -581,9 +633,12 @@ def run(x: torch.Tensor) -> torch.Tensor | None:
     y_pointer = y.data_ptr()
     if y_pointer & 15:
         return None
-    status = entry.launch(x_pointer, y_pointer, _raw_stream(entry.device))
-    if status != 0:
-        raise RuntimeError(f"blockscope launch record: the launch failed with {driver().error(status)}")
+    status = entry.launch(x, x_pointer, y_pointer, _raw_stream(entry.device))
+    if status != 0:  # nothing was launched (a cooperative grid that does not fit now, ...): auto's own path
+        with _LOCK:
+            _ENTRIES[(tuple(x.shape), x.dtype, x.device.index)] = False
+        report(f"{DTYPE_NAMES[x.dtype]} {tuple(x.shape)}: the launch failed ({driver().error(status)})")
+        return None
     if not entry.native and entry.calls and native.enabled():  # from the second call: the first starts nothing
         _register_native(entry, x)
     entry.calls += 1

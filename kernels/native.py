@@ -319,17 +319,21 @@ class PackedParams:
     sizes: tuple[int, ...]
     x_slots: tuple[int, ...]  # offsets of parameters that take the input pointer
     y_slots: tuple[int, ...]  # ... the output pointer
+    named: tuple[tuple[str, int], ...] = ()  # (name, offset) of the workspace pointers given to pack_params
 
 
-def pack_params(signature: list[str], bound: list, x: torch.Tensor, y: torch.Tensor) -> PackedParams:
+def pack_params(
+    signature: list[str], bound: list, x: torch.Tensor, y: torch.Tensor, workspace: dict[int, str] | None = None
+) -> PackedParams:
     """The kernel parameters of a recorded launch as Triton's launcher passes them: one per non-constexpr entry of
     the compiled signature (pointers 8 bytes, ints and floats by type), then the two scratch pointers (null). Tensor
-    arguments must be x or y (their slots are patched per call). ValueError for anything else (tuples, fp16 scalars,
-    other tensors), so the caller keeps the Python replay."""
+    arguments must be x or y (their slots are patched per call), or a pointer named in `workspace` (data pointer ->
+    name: slots the caller fills, in `named`). ValueError for anything else (tuples, fp16 scalars, other tensors),
+    so the caller keeps the Python replay."""
     if len(signature) != len(bound):
         raise ValueError(f"{len(signature)} signature entries for {len(bound)} bound arguments")
     blob = bytearray()
-    offsets, sizes, x_slots, y_slots = [], [], [], []
+    offsets, sizes, x_slots, y_slots, named = [], [], [], [], []
     x_ptr, y_ptr = x.data_ptr(), y.data_ptr()
 
     def put(fmt: str, value: object) -> int:
@@ -354,6 +358,8 @@ def pack_params(signature: list[str], bound: list, x: torch.Tensor, y: torch.Ten
                 x_slots.append(put("Q", 0))
             elif pointer == y_ptr:
                 y_slots.append(put("Q", 0))
+            elif workspace and pointer in workspace:
+                named.append((workspace[pointer], put("Q", 0)))
             else:
                 raise ValueError("a tensor argument other than the input and output rows")
             continue
@@ -367,7 +373,7 @@ def pack_params(signature: list[str], bound: list, x: torch.Tensor, y: torch.Ten
         raise ValueError("the launch does not take both the input and the output")
     if len(offsets) > MAX_PARAMS or len(blob) > MAX_PARAM_BYTES:
         raise ValueError(f"{len(offsets)} parameters / {len(blob)} bytes; allowed: {MAX_PARAMS} / {MAX_PARAM_BYTES}")
-    return PackedParams(bytes(blob), tuple(offsets), tuple(sizes), tuple(x_slots), tuple(y_slots))
+    return PackedParams(bytes(blob), tuple(offsets), tuple(sizes), tuple(x_slots), tuple(y_slots), tuple(named))
 
 
 def signature_of(compiled: object) -> list[str]:

@@ -368,18 +368,18 @@ class _Seen:
             y = self.replay(x)
             if y is not None:
                 return y
-        if self.recorded or not self.replayable or not x.is_contiguous():
+        recordable = self.replayable or self.variant in launch_records.WORKSPACE_VARIANTS
+        if self.recorded or not recordable or not x.is_contiguous():
             return self.launcher(x, **self.chosen)
         from .replay import build, recording
 
         with recording() as launches:
             y = self.launcher(x, **self.chosen)
-        self.recorded, self.replay = True, build(launches, x, y)
-        if self.replay is not None and len(launches) == 1:
-            if self.variant:  # a later process's first call at this shape replays it (kernels/launches.py)
-                launch_records.save(self.variant, self.chosen, launches[0], x, y)
-            if _register_native(launches[0], x, y):
-                self.native, self.eager_key = True, None  # its host path is shorter than torch.softmax's: no check
+        self.recorded, self.replay = True, build(launches, x, y) if self.replayable else None
+        if self.variant and len(launches) == 1 and launches[0] is not None:
+            launch_records.save(self.variant, self.chosen, launches[0], x, y)  # a later process's first call
+        if self.replay is not None and len(launches) == 1 and _register_native(launches[0], x, y):
+            self.native, self.eager_key = True, None  # its host path is shorter than torch.softmax's: no check
         return y
 
 

@@ -46,6 +46,7 @@ MAX_RECORD_BYTES = 64 * 1024  # a record is about 1 KB; anything larger is not o
 MAX_CUBIN_BYTES = 64 * 2**20
 MAX_RECORDS = 4096  # per GPU folder: past this no new records are written
 WORKSPACE_PARAMS = ("stats_ptr", "counter_ptr", "control_ptr")  # splitrow's workspace (kernels/workspaces.py)
+WORKSPACE_VARIANTS = ("splitrow",)  # not replayable in-process (a workspace), but recorded: a record fills it
 _DYNAMIC_SHARED_LIMIT = 49152  # bytes of dynamic shared memory a launch may take without opting in
 _ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 _ATTR_NON_PORTABLE_CLUSTER = 14  # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED

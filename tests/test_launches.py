@@ -350,3 +350,31 @@ def test_gpu_a_corrupt_cubin_falls_back_to_auto(tmp_path):
         cubin.write_bytes(b"\x7fELF" + b"\0" * 64)
     result = run_child(shapes, tmp_path)[0]
     assert result["error"] < 2e-3 and result["triton"]  # auto's own path, correct
+
+
+def test_auto_records_replayable_and_split_row_launches_only(monkeypatch):
+    """auto's first contiguous call saves a record of its one launch for replayable variants and for splitrow (its
+    workspace is filled by the record's replay), never for other variants (a torch op the record would miss)."""
+    from blockscope.kernels import _common, auto
+
+    saved = []
+    monkeypatch.setattr(launches, "save", lambda variant, tunables, launch, x, y: saved.append(variant))
+    monkeypatch.setattr(auto, "_register_native", lambda *a: False)
+
+    def launcher(x, **tunables):
+        if _common.RECORDERS:  # what run_compiled reports to an open recording
+            _common.RECORDERS[-1].append(("launcher", (1, 1, 1), 0, (4, 1, 0), [x], None))
+        return torch.softmax(x, -1)
+
+    x = torch.randn(4, 8)
+    for variant, replayable, expected in [
+        ("warprows", True, ["warprows"]),
+        ("splitrow", False, ["splitrow"]),
+        ("staged_split", False, []),
+        ("", True, []),
+    ]:
+        saved.clear()
+        seen = auto._Seen(launcher, {}, None, replayable, variant)
+        torch.testing.assert_close(seen.launch(x), torch.softmax(x, -1))
+        seen.launch(x)  # recorded once
+        assert saved == expected, variant

@@ -9,7 +9,7 @@ native replay off) calls `kernels.softmax(x, variant="auto")` twice at each tabl
 itemsize <= 2 GiB), each call timed with time.perf_counter around the call and a torch.cuda.synchronize(); it also
 says whether Triton was imported by then. A torch child does the same with torch.softmax. An eager child times
 2000 back-to-back calls per shape (wall per call, synchronized once; medians of 5 rounds) of auto on its records
-and of torch.softmax.
+and of torch.softmax (not with NO_EAGER=1).
 Writes OUT_DIR/first_calls.jsonl (one line per child and shape) and prints a summary.
 """
 
@@ -119,10 +119,12 @@ def main() -> int:
         ["float32", 4096, 4096],
         ["float16", 16384, 16384],
     ]
-    rows += child("auto", "eager", eager, store)
+    if os.environ.get("NO_EAGER") == "1":  # run 4: first calls only
+        eager = []
+    rows += child("auto", "eager", eager, store) if eager else []
     if native_dir is not None:
         rows += [{**r, "backend": "auto+native"} for r in child("auto", "eager", eager, store, native_dir)]
-    rows += child("torch", "eager", eager, None)
+    rows += child("torch", "eager", eager, None) if eager else []
     with open(out / "first_calls.jsonl", "w") as handle:
         for row in rows:
             handle.write(json.dumps(row) + "\n")

@@ -46,6 +46,7 @@ MAX_RECORD_BYTES = 64 * 1024  # a record is about 1 KB; anything larger is not o
 MAX_CUBIN_BYTES = 64 * 2**20
 MAX_RECORDS = 4096  # per GPU folder: past this no new records are written
 WORKSPACE_PARAMS = ("stats_ptr", "counter_ptr", "control_ptr")  # splitrow's workspace (kernels/workspaces.py)
+WORKSPACE_MAX_CHUNKS = 1024  # splitrow.MAX_CHUNKS (a test checks they agree)
 WORKSPACE_VARIANTS = ("splitrow",)  # not replayable in-process (a workspace), but recorded: a record fills it
 _DYNAMIC_SHARED_LIMIT = 49152  # bytes of dynamic shared memory a launch may take without opting in
 _ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -318,8 +319,8 @@ def _workspace_problem(workspace: object, offsets: list, sizes: list) -> str | N
     if workspace is None:
         return None
     chunks = workspace.get("chunks") if isinstance(workspace, dict) else None
-    if type(chunks) is not int or not 1 <= chunks <= 64:
-        return "field 'workspace' has no chunk count of 1 to 64"
+    if type(chunks) is not int or not 1 <= chunks <= WORKSPACE_MAX_CHUNKS:
+        return f"field 'workspace' has no chunk count of 1 to {WORKSPACE_MAX_CHUNKS}"
     if type(workspace.get("zero_counters")) is not bool:
         return "field 'workspace' has no zero_counters flag"
     slots = workspace.get("slots")

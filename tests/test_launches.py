@@ -83,6 +83,7 @@ def test_a_record_of_these_sources_and_this_table_is_accepted():
         ({"num_ctas": 17}, "'num_ctas' is not a cluster size"),
         ({"cooperative": 1}, "'cooperative' is not true or false"),
         ({"workspace": {"chunks": 0}}, "no chunk count"),
+        ({"workspace": {"chunks": 1025}}, "no chunk count of 1 to 1024"),
         ({"workspace": {"chunks": 4, "zero_counters": True, "slots": {"stats_ptr": 16}}}, "does not name the slots"),
         ({"workspace": {"chunks": 4, "zero_counters": True, "slots": WORKSPACE_AT_16}}, "not 8-byte parameters"),
         ({"grid": [0, 1, 1]}, "grid or block out of range"),
@@ -115,6 +116,23 @@ def test_the_table_digest_follows_the_table_auto_reads(tmp_path, monkeypatch):
     assert launches.table_digest(H200.name) != shipped
     assert check(made_before) == "stale: made with another tuning table"
     assert launches.table_digest("Some Other GPU") == "none"
+
+
+def test_a_split_row_record_may_have_as_many_chunks_as_splitrow():
+    from blockscope.kernels import splitrow
+
+    assert launches.WORKSPACE_MAX_CHUNKS == splitrow.MAX_CHUNKS
+    record = valid_record(
+        offsets=[0, 8, 16, 24, 32, 40, 44, 48],
+        sizes=[8, 8, 8, 8, 8, 4, 4, 8],
+        blob=bytes(56).hex(),
+        workspace={
+            "chunks": 128,
+            "zero_counters": True,
+            "slots": {"stats_ptr": 16, "counter_ptr": 24, "control_ptr": 32},
+        },
+    )
+    assert check(record) is None
 
 
 def test_cluster_launches_get_cuda_launch_config_layout():

@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from . import aot, native, tables, workspaces
+from . import aot, native, tables
 from ._common import DTYPE_NAMES, DTYPES_BY_NAME
 
 FORMAT = 1
@@ -45,7 +45,7 @@ FOLDER = "launches"
 MAX_RECORD_BYTES = 64 * 1024  # a record is about 1 KB; anything larger is not one
 MAX_CUBIN_BYTES = 64 * 2**20
 MAX_RECORDS = 4096  # per GPU folder: past this no new records are written
-WORKSPACE_PARAMS = ("stats_ptr", "counter_ptr", "control_ptr")  # splitrow's workspace (kernels/workspaces.py)
+WORKSPACE_PARAMS = ("stats_ptr", "counter_ptr", "control_ptr")  # splitrow's workspace (_split_row_workspace)
 WORKSPACE_MAX_CHUNKS = 1024  # splitrow.MAX_CHUNKS (a test checks they agree)
 WORKSPACE_VARIANTS = ("splitrow",)  # not replayable in-process (a workspace), but recorded: a record fills it
 _DYNAMIC_SHARED_LIMIT = 49152  # bytes of dynamic shared memory a launch may take without opting in
@@ -165,7 +165,7 @@ def record_of(variant: str, tunables: dict, launch: tuple | None, x: torch.Tenso
     names = list(compiled.src.signature)
     pointers = {arg.data_ptr(): name for name, arg in zip(names, bound, strict=True) if name in WORKSPACE_PARAMS}
     packed = native.pack_params(native.signature_of(compiled), list(bound), x, y, workspace=pointers)
-    if packed.named:  # split-row programs: the launch takes kernels/workspaces.py's buffers, as its launcher does
+    if packed.named:  # split-row programs: each replay gets new zeroed buffers (_split_row_workspace)
         if variant != "splitrow":
             raise ValueError(f"{variant}: a launch with a workspace")
         from .registry import get_variant
@@ -173,7 +173,6 @@ def record_of(variant: str, tunables: dict, launch: tuple | None, x: torch.Tenso
         plan = get_variant(variant).plan(record["n_rows"], record["n_cols"], x.dtype, **tunables)
         record["workspace"] = {
             "chunks": int(plan.constexprs["CHUNKS"]),
-            "zero_counters": bool(plan.constexprs["COUNTER"]),
             "slots": dict(packed.named),
         }
     cubin = compiled.asm.get("cubin")
@@ -321,8 +320,6 @@ def _workspace_problem(workspace: object, offsets: list, sizes: list) -> str | N
     chunks = workspace.get("chunks") if isinstance(workspace, dict) else None
     if type(chunks) is not int or not 1 <= chunks <= WORKSPACE_MAX_CHUNKS:
         return f"field 'workspace' has no chunk count of 1 to {WORKSPACE_MAX_CHUNKS}"
-    if type(workspace.get("zero_counters")) is not bool:
-        return "field 'workspace' has no zero_counters flag"
     slots = workspace.get("slots")
     if not isinstance(slots, dict) or sorted(slots) != sorted(WORKSPACE_PARAMS):
         return f"field 'workspace' does not name the slots {', '.join(WORKSPACE_PARAMS)}"
@@ -432,7 +429,7 @@ class _Entry:
     """A loaded record: its function in the context of one device and a launch ready to go: the parameter storage
     (the recorded blob; each call writes its pointers in, under a lock: the driver copies the parameters before
     the launch call returns) and the pointer array to it; for a cluster or a cooperative grid, cuLaunchKernelEx's
-    configuration; for a split-row launch, its workspace (kernels/workspaces.py, as its launcher takes it)."""
+    configuration; for a split-row launch, a new zeroed workspace (_split_row_workspace)."""
 
     def __init__(self, record: dict, function: int, module: int, device: int, context: int) -> None:
         self.function, self.module, self.device, self.context = function, module, device, context
@@ -478,9 +475,7 @@ class _Entry:
             for offset in self.y_slots:
                 struct.pack_into("Q", self.storage, offset, y_pointer)
             if self.workspace is not None:
-                stats, counters, control = workspaces.workspace(x.device, self.n_rows, self.workspace["chunks"])
-                if self.workspace["zero_counters"]:  # the counter wait counts up from 0 in every launch
-                    counters[: self.n_rows].zero_()
+                stats, counters, control = _split_row_workspace(x.device, self.n_rows, self.workspace["chunks"])
                 slots = self.workspace["slots"]
                 for name, tensor in (("stats_ptr", stats), ("counter_ptr", counters), ("control_ptr", control)):
                     struct.pack_into("Q", self.storage, slots[name], tensor.data_ptr())
@@ -490,6 +485,16 @@ class _Entry:
                 )
             self.config.stream = stream
             return cu.launch_kernel_ex(ctypes.byref(self.config), self.function, self.params, None)
+
+
+def _split_row_workspace(device: torch.device, n_rows: int, chunks: int) -> tuple[torch.Tensor, ...]:
+    """(stats, counters, control) of one split-row launch, new and zeroed (control [epoch 1, 0 programs exited]):
+    the buffers kernels/splitrow.py's workspace() gives a launch under CUDA-graph capture, so every replay is
+    independent of earlier launches (two small kernels fill them: a memset of 16 x R x chunks + 8 x R bytes and a
+    2-element arange, against a launch that reads and writes R x N elements)."""
+    zeros = torch.zeros(n_rows * chunks * 2 + n_rows, dtype=torch.int64, device=device)
+    control = torch.arange(1, -1, -1, dtype=torch.int64, device=device)
+    return zeros[: n_rows * chunks * 2], zeros[n_rows * chunks * 2 :], control
 
 
 def _load_module(record: dict, cubin: bytes, device: int) -> _Entry:

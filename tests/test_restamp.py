@@ -123,3 +123,34 @@ def test_rows_left_stale_by_an_earlier_restamp_keep_their_hash(tmp_path, monkeyp
     assert set(after.loc[older, "kernel_source_hash"]) == {"0123456789ab"}
     rest = after.index[(after["variant"] == "auto") & ~after.index.isin(older)]
     assert set(after.loc[rest, "kernel_source_hash"]) == {revision.kernel_source_hash("auto")}
+
+
+def test_restamp_same_launch_proves_each_row_or_leaves_it_stale(tmp_path, monkeypatch):
+    """tools/restamp_same_launch.py: a stale auto row whose launch this tree repeats (same pick, same plan fields,
+    the picked variant's code unchanged since its run) gets this tree's hash; a changed plan, a changed variant or a
+    run without the variant's own rows leave it stale."""
+    from tools import restamp_same_launch
+
+    df = load_results(SWEEP)
+    run = df.loc[df["variant"] == "auto", "run_id"].iloc[0]
+    auto_rows = df[(df["variant"] == "auto") & (df["run_id"] == run) & (df["dtype"] == "fp16")]
+    auto_rows = auto_rows[auto_rows["n_cols"].isin([1024, 4096])].copy()
+    own = df[(df["run_id"] == run) & df["variant"].isin(["warprows", "stagedrows"])].head(4).copy()
+    own["kernel_source_hash"] = [revision.kernel_source_hash(v) for v in own["variant"]]
+    auto_rows["kernel_source_hash"] = "0" * 12  # stale: auto's host path changed since
+    rows = pd.concat([auto_rows, own], ignore_index=True)
+    first = rows.index[rows["variant"] == "auto"][0]
+    rows.loc[first, "num_warps"] = int(rows.loc[first, "num_warps"]) * 2  # a launch this tree does not make
+    path = save_results(rows, tmp_path / "rows.parquet")
+    monkeypatch.setattr(sys, "argv", ["restamp_same_launch.py", str(path)])
+    assert restamp_same_launch.main() == 0
+    after = load_results(path)
+    status = revision.kernel_status(after)
+    is_auto = after["variant"] == "auto"
+    assert status[first] == "stale"
+    assert (status[is_auto].drop(first) == "current").all() and is_auto.sum() >= 4
+    # the picked variant's code changed since the run: nothing proven
+    rows["kernel_source_hash"] = rows["kernel_source_hash"].where(rows["variant"] == "auto", "1" * 12)
+    path = save_results(rows, tmp_path / "rows2.parquet")
+    proven, lines = restamp_same_launch.restamp(load_results(path))
+    assert not proven.any() and any("code changed since the run" in line for line in lines)

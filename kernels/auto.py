@@ -431,6 +431,10 @@ def softmax_auto_after_native(x: torch.Tensor, tunables: dict) -> torch.Tensor:
     try, so a miss looks the input up once."""
     if not tunables and type(x) is torch.Tensor and not (x.requires_grad and torch.is_grad_enabled()):
         seen = _FAST.get((x.shape, x.dtype, x.device))  # the choice made for this input before: no re-validation
+        if seen is None and x.is_cuda:
+            y = launch_records.run(x)  # a launch recorded by an earlier process (kernels/launches.py)
+            if y is not None:
+                return y
         if seen is not None:
             replayed = seen.replay
             if replayed is not None and seen.eager_key is None and x.is_contiguous():  # the common repeat call

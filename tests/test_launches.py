@@ -276,9 +276,10 @@ def test_coldstart_children_never_share_the_users_store(tmp_path, monkeypatch):
     assert sorted(p.name for p in user_store.iterdir()) == ["marker"]  # the user's store is untouched
 
 
-def test_warm_record_needs_a_gpu_of_the_arch():
+@pytest.mark.parametrize("command", ["warm", "package"])
+def test_warm_record_needs_a_gpu_of_the_arch(command, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "profiling", "warm", "--arch", "sm_90", "--record", "--out", os.devnull],
+        [sys.executable, "-m", "profiling", command, "--arch", "sm_90", "--record", "--out", str(tmp_path / "o")],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parent.parent,
@@ -286,7 +287,7 @@ def test_warm_record_needs_a_gpu_of_the_arch():
     if torch.cuda.is_available():
         pytest.skip("a GPU is here")
     assert result.returncode == 2 and "--record needs a CUDA GPU" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "o").exists()  # refused before compiling anything
 
 
 # ---------------------------------------------------------------- GPU: record in one process, replay in another

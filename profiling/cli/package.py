@@ -22,6 +22,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--table", default=None, help="tuning table to package (default: the shipped one)")
     parser.add_argument("--workers", type=positive_int, default=None, help="compile processes (default: CPU cores)")
     parser.add_argument("--no-backward", action="store_true", help="forward kernels only")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="on a GPU of --arch: then call auto once at every shape of the package's table, writing launch "
+        "records into the package: a deployed process's first call at those shapes imports no Triton",
+    )
     parser.set_defaults(handler=run_package_command)
 
 
@@ -39,6 +45,10 @@ def run_package_command(args: argparse.Namespace) -> int:
         return 1 if problems else 0
     if not args.arch or not args.out:
         raise CLIError("--arch and --out are required; allowed: package --arch sm_90 --out DIR, or --check DIR")
+    if args.record:
+        from blockscope.profiling.cli.warm import check_record_gpu
+
+        check_record_gpu(args.arch)
     try:
         report = warm.build_package(
             args.arch, args.out, table_path=args.table, backward=not args.no_backward, workers=args.workers
@@ -52,4 +62,13 @@ def run_package_command(args: argparse.Namespace) -> int:
     print(report.warm.summary())
     state = "usable" if not report.problems and not report.warm.failed else "incomplete"
     print(f"package {report.folder}: {state}")
+    if state == "usable" and args.record:
+        aot.use_package(report.folder)  # its table and store: the records are made with both
+        try:
+            recorded = warm.record_launches()
+        except ValueError as error:
+            raise CLIError(str(error)) from None
+        for label, why in sorted(recorded.missing.items()):
+            print(f"not recorded {label}: {why}")
+        print(recorded.summary())
     return 0 if state == "usable" else 1

@@ -39,7 +39,7 @@ def run_warm_command(args: argparse.Namespace) -> int:
     try:
         aot.parse_arch(args.arch)
         if args.record:
-            _check_record_gpu(args.arch)
+            check_record_gpu(args.arch)
         items, skipped = warm.table_items(backward=not args.no_backward)
         print(f"kernels: {len(items)} to have for {args.arch} (Triton {aot.triton_version()})")
         report = warm.warm(args.arch, args.out, items=items, workers=args.workers)
@@ -63,7 +63,7 @@ def run_warm_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_record_gpu(arch: str) -> None:
+def check_record_gpu(arch: str) -> None:
     """--record runs every launch once: a CUDA GPU of --arch must be here (CLIError naming what is allowed)."""
     import torch
 

@@ -663,3 +663,16 @@ def test_a_slow_jit_compile_is_said_once_per_process(monkeypatch):
         assert _common.compile_or_load(Kernel(), (x,), {}, 4) == "compiled"  # 3 s, but said already
         monkeypatch.setattr(_common, "_SLOW_COMPILE_SAID", False)
         assert _common.compile_or_load(Kernel(), (x,), {}, 4) == "compiled"  # 0.1 s: nothing to say
+
+
+def test_warm_compiles_staged_split_as_the_cooperative_grid_it_launches():
+    """staged_split launches CHUNKS > 1 programs per row as a cooperative grid (launch_cooperative_grid compiled in,
+    as splitrow): warm's item carries the option, so the table's staged_split shape loads from the store (its key
+    missed it before: the H200 GPU test said `['staged_split']` were JIT-compiled)."""
+    from blockscope.kernels import auto
+
+    entry = next(e for e in auto.load_table(None)["entries"] if e["variant"] == "staged_split")
+    item = warm.forward_item("staged_split", entry["dtype"], entry["n_rows"], entry["n_cols"], entry["tunables"])
+    assert dict(item.options).get("launch_cooperative_grid") is True
+    one_chunk = warm.forward_item("staged_split", "fp32", 64, 4096, {"chunks": 1})
+    assert "launch_cooperative_grid" not in dict(one_chunk.options)

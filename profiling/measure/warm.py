@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 PASSES_NUM_STAGES = ("online", "persistent")  # launchers that pass plan.num_stages; the others launch with 1
+COOPERATIVE_VARIANTS = ("splitrow", "staged_split")  # launched as a cooperative grid when CHUNKS > 1
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def forward_item(variant: str, dtype_name: str, n_rows: int, n_cols: int, tunabl
     spec = get_variant(variant)
     plan = spec.plan(n_rows, n_cols, dtype, **dict(tunables or {}))
     options = dict(plan.compile_options)
-    if variant == "splitrow" and _cooperative(dict(plan.constexprs)):  # the launcher adds it (kernels/splitrow.py)
+    if variant in COOPERATIVE_VARIANTS and _cooperative(dict(plan.constexprs)):  # their launchers add it
         options["launch_cooperative_grid"] = True
     stages = plan.num_stages if variant in PASSES_NUM_STAGES else 1
     label = f"{variant} {dtype_name} {n_rows}x{n_cols}"

@@ -615,6 +615,7 @@ def _register_native(entry: _Entry, x: torch.Tensor) -> None:
     NATIVE_RUN = module.run
 
 
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
     lambda index: torch.cuda.current_stream(index).cuda_stream
 )
@@ -622,11 +623,11 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
 
 def run(x: torch.Tensor) -> torch.Tensor | None:
     """softmax over the last dim of x by its launch record (or torch.softmax where the record says so); None where
-    there is no usable record or x does not fit one (not a plain contiguous CUDA tensor, autograd, unaligned,
-    another current CUDA context than the one the record's module was loaded in)."""
+    there is no usable record or x does not fit one (not a plain contiguous CUDA tensor, autograd, unaligned, not
+    on the current device, another current CUDA context than the one the record's module was loaded in)."""
     if type(x) is not torch.Tensor or not x.is_cuda or (x.requires_grad and torch.is_grad_enabled()):
         return None
-    if not x.is_contiguous():
+    if not x.is_contiguous() or _current_device() != x.device.index:  # a module loads into the current context
         return None
     entry = lookup(x)
     if entry is False:

@@ -437,6 +437,7 @@ class _Entry:
         self.grid = tuple(record["grid"])
         self.block, self.shared = record["block"], record["shared"]
         self.num_ctas = record.get("num_ctas", 1)
+        self.cooperative = record.get("cooperative", False)
         self.blob = bytes.fromhex(record["blob"])
         self.pointers, self.sizes = tuple(record["offsets"]), tuple(record["sizes"])
         self.x_slots, self.y_slots = tuple(record["x_slots"]), tuple(record["y_slots"])
@@ -448,7 +449,7 @@ class _Entry:
         self.native = self.workspace is not None  # registered in the native module, tried, or not for it
         self.calls = 0
         settings: list[tuple[int, tuple[int, ...]]] = []
-        if record.get("cooperative", False):  # every program resident at once, as Triton's launcher asks
+        if self.cooperative:  # every program resident at once, as Triton's launcher asks
             settings.append((_LAUNCH_COOPERATIVE, (1,)))
         if self.num_ctas > 1:  # clusters of num_ctas programs along x, as Triton's launcher forms them
             settings.append((_LAUNCH_CLUSTER_DIMENSION, (self.num_ctas, 1, 1)))
@@ -599,7 +600,7 @@ def _register_native(entry: _Entry, x: torch.Tensor) -> None:
             entry.block,
             entry.shared,
             entry.num_ctas,
-            False,
+            entry.cooperative,
             False,
             entry.blob,
             entry.pointers,

@@ -585,11 +585,22 @@ def _load(x: torch.Tensor) -> Any:
         return False
 
 
+_NATIVE_STARTED: list[threading.Thread] = []  # the thread of the first native.load() of this process
+
+
 def _register_native(entry: _Entry, x: torch.Tensor) -> None:
     """Hand a loaded record to the native module (built in the background on first use), so repeated calls take
-    its C++ path."""
+    its C++ path. The process's first try runs native.load() on a thread: where no module is built it starts the
+    compiler (a subprocess, 1-2 ms on the H200 host, which the second call paid before)."""
     global NATIVE_RUN
-    module = native.load()
+    if not _NATIVE_STARTED:
+        thread = threading.Thread(target=native.load, name="blockscope-native-load", daemon=True)
+        _NATIVE_STARTED.append(thread)
+        thread.start()
+        return
+    if _NATIVE_STARTED[0].is_alive():
+        return
+    module = native.load()  # once loaded or given up: the module at once; while a build runs: a file check a second
     if module is None:
         return
     try:

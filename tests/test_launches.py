@@ -397,3 +397,38 @@ def test_auto_records_replayable_and_split_row_launches_only(monkeypatch):
         torch.testing.assert_close(seen.launch(x), torch.softmax(x, -1))
         seen.launch(x)  # recorded once
         assert saved == expected, variant
+
+
+def test_native_registration_starts_its_build_off_the_callers_thread(monkeypatch):
+    """A record's second call hands it to the native module; the first native.load() of the process (which may
+    start a compiler) runs on a thread, later calls register once it is there."""
+    import threading
+
+    started = threading.Event()
+    release = threading.Event()
+    calls = []
+
+    class Module:
+        def register(self, *args):
+            calls.append(args[0])
+
+        def run(self, x):
+            return None
+
+    def load():
+        started.set()
+        release.wait(5)
+        return Module()
+
+    monkeypatch.setattr(launches, "_NATIVE_STARTED", [])
+    monkeypatch.setattr(launches, "NATIVE_RUN", None)
+    monkeypatch.setattr(launches.native, "load", load)
+    entry = launches._Entry(valid_record(), 1, 2, 0, 3)
+    launches._register_native(entry, "x")  # starts the thread, returns at once
+    assert started.wait(5) and not entry.native and calls == []
+    launches._register_native(entry, "x")  # the load still runs: nothing yet
+    assert calls == []
+    release.set()
+    launches._NATIVE_STARTED[0].join(5)
+    launches._register_native(entry, "x")
+    assert calls == ["x"] and entry.native and launches.NATIVE_RUN is not None

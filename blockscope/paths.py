@@ -57,6 +57,7 @@ BUNDLED_SWEEP_REPEAT = DATA_DIR / "h200_sweep_repeat.parquet"
 BUNDLED_BACKENDS = DATA_DIR / "h200_backends.parquet"
 BUNDLED_WARPS_GRID = DATA_DIR / "h200_warps_grid.parquet"
 BUNDLED_NUMERICS = DATA_DIR / "numerics_h200.parquet"
+BUNDLED_COLDSTART = DATA_DIR / "h200_coldstart.parquet"  # `python -m profiling coldstart` rows of an H200
 BUNDLED_FUSED = DATA_DIR / "h200_fused.csv"  # tools/bench_fused.py on an H200; may be absent
 BUNDLED_TRACES = DATA_DIR / "traces"
 NCU_VALIDATION = DATA_DIR / "ncu_validation.csv"

@@ -11,7 +11,7 @@ from blockscope.pages import _ncu as ncu_section
 from blockscope.pages._compile import background_compile, rerun_while_compiling
 from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import figures
-from blockscope.profiling.views.coldstart import cold_start_table
+from blockscope.profiling.views.coldstart import cold_start_table, describe_runs, rows_or_bundled
 
 st.title("Kernel evidence")
 ctx = ui.context()
@@ -70,7 +70,8 @@ else:
     )
 
 st.subheader("Cold start (fresh processes)")
-cold = cold_start_table(ctx.df)
+cold_rows, cold_bundled = rows_or_bundled(ctx.df)
+cold = cold_start_table(cold_rows)
 if cold.empty:
     st.caption(
         "No cold-start rows loaded. `python -m profiling coldstart --out FILE` measures, per backend and shape, a "
@@ -81,7 +82,14 @@ else:
     st.caption(
         "Median wall time per phase over fresh processes, seconds (docs/results-schema.md, 'Cold start'). "
         "to_first_result_s = import beyond torch + CUDA init + first call; cold: empty private compiler caches, "
-        "warm: the same caches after a cold run."
+        "warm: the same caches after a cold run; store: empty caches and a kernel store with launch records "
+        "(`warm --record`)."
+        + (
+            f" The loaded data has no cold-start rows: these are the bundled ones (data/h200_coldstart.parquet, "
+            f"{describe_runs(cold_rows)}); `python -m profiling coldstart --out FILE` measures yours."
+            if cold_bundled
+            else ""
+        )
     )
     st.dataframe(cold, hide_index=True, key="ev_cold_start")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from blockscope.demo import synthetic_results
@@ -48,4 +49,29 @@ def test_report_has_a_cold_start_section_only_with_cold_start_rows() -> None:
     cold = coldstart.measure(["torch", "auto"], [(4096, 1024)], "fp16", reps=1, device="cuda", runner=fake_runner([]))
     page = report_html(pd.concat([sweep, cold], ignore_index=True), [], "cuda_graph")
     assert "<h2>Cold start</h2>" in page and "to_first_result_s" in page and "<td>warm</td>" in page
-    assert "<h2>Cold start</h2>" not in report_html(sweep, [], "cuda_graph")
+    bundled = report_html(sweep, [], "cuda_graph")  # no rows of its own: the bundled H200 rows, said so
+    assert "<h2>Cold start</h2>" in bundled and "these are the bundled ones (data/h200_coldstart.parquet" in bundled
+    assert "<td>store</td>" in bundled
+
+
+def test_report_has_no_cold_start_section_without_rows_anywhere(monkeypatch, tmp_path) -> None:
+    from blockscope import paths
+    from blockscope.profiling.views.report import report_html
+
+    monkeypatch.setattr(paths, "BUNDLED_COLDSTART", tmp_path / "absent.parquet")
+    assert "<h2>Cold start</h2>" not in report_html(synthetic_results(n_values=(256,)), [], "cuda_graph")
+
+
+def test_kernel_evidence_shows_the_bundled_cold_start_rows_by_default() -> None:
+    """The bundled dataset has no cold-start rows (they were taken on another H200 board): the page shows the
+    bundled cold-start file's table instead and says so."""
+    from blockscope import paths
+
+    if not paths.BUNDLED_COLDSTART.is_file() or not paths.BUNDLED_SWEEP.is_file():
+        pytest.skip("needs the bundled dataset")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240).run()
+    at.switch_page("pages/kernel_evidence.py").run()
+    assert not at.exception, at.exception
+    tables = [d.value for d in at.dataframe if "to_first_result_s" in d.value.columns]
+    assert len(tables) == 1 and {"cold", "warm", "store"} <= set(tables[0]["cache_state"])
+    assert any("these are the bundled ones" in c.value for c in at.caption)

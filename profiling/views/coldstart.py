@@ -19,6 +19,39 @@ def cold_start_rows(df: pd.DataFrame | None) -> pd.DataFrame:
     return df[df["method"] == COLD_START]
 
 
+def bundled_cold_start_rows() -> pd.DataFrame:
+    """The bundled cold-start rows (data/h200_coldstart.parquet), shown where the loaded data has none; empty when
+    the file is absent or unreadable."""
+    from blockscope import paths
+    from blockscope.profiling.results import ResultsError, load_results
+
+    try:
+        if not paths.BUNDLED_COLDSTART.is_file():
+            return pd.DataFrame()
+        return cold_start_rows(load_results(paths.BUNDLED_COLDSTART))
+    except ResultsError:
+        return pd.DataFrame()
+
+
+def rows_or_bundled(df: pd.DataFrame | None) -> tuple[pd.DataFrame, bool]:
+    """(the cold-start rows to show, whether they are the bundled ones): `df`'s own, else the bundled file's."""
+    own = cold_start_rows(df)
+    return (own, False) if len(own) else (bundled_cold_start_rows(), True)
+
+
+def describe_runs(rows: pd.DataFrame) -> str:
+    """'run <id> on <GPU>, <date>' for each run of these rows, joined by '; '."""
+    if rows.empty or "run_id" not in rows.columns:
+        return ""
+    parts = []
+    for run, group in rows.groupby("run_id", sort=False, dropna=False):
+        gpu = ", ".join(str(v) for v in group["gpu_name"].dropna().unique()) if "gpu_name" in group else ""
+        dates = group["measured_at"].dropna() if "measured_at" in group else pd.Series(dtype="string")
+        when = str(dates.iloc[0])[:16] if len(dates) else ""
+        parts.append(" ".join(p for p in (f"run {run}", f"on {gpu}" if gpu else "", when) if p))
+    return "; ".join(parts)
+
+
 def cold_start_table(df: pd.DataFrame | None) -> pd.DataFrame:
     """One row per (backend, R, N, dtype, cache state): `<phase>_s` medians (seconds; NA where not measured, e.g.
     cuda_init on CPU), `first_call_p20_p80_s` (text), `to_first_result_s` (import + CUDA init + first call,

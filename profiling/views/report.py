@@ -17,7 +17,7 @@ from plotly.offline import get_plotlyjs
 
 from blockscope.profiling.views import dashboard_data as dd
 from blockscope.profiling.views import provenance
-from blockscope.profiling.views.coldstart import cold_start_table
+from blockscope.profiling.views.coldstart import cold_start_table, describe_runs, rows_or_bundled
 from blockscope.profiling.views.figures import FigureSpec
 
 ENV_FIELDS: tuple[tuple[str, str], ...] = (
@@ -90,17 +90,26 @@ def _findings_html(df: pd.DataFrame, method: str) -> str:
 
 
 def _cold_start_html(df: pd.DataFrame) -> str:
-    """The cold-start section (rows of `python -m profiling coldstart`), or '' when the table has none."""
-    table = cold_start_table(df)
+    """The cold-start section (rows of `python -m profiling coldstart`: `df`'s own, else the bundled ones, said so),
+    or '' when there are none."""
+    rows, bundled = rows_or_bundled(df)
+    table = cold_start_table(rows)
     if table.empty:
         return ""
     shown = table.copy()
     for column in shown.columns:
         if column.endswith("_s") and column != "first_call_p20_p80_s":
             shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.4g}")
+    source = (
+        f" The exported data has no cold-start rows: these are the bundled ones (data/h200_coldstart.parquet, "
+        f"{describe_runs(rows)})."
+        if bundled
+        else ""
+    )
     return (
         "<h2>Cold start</h2><p class='muted'>Median wall time per phase over fresh processes, seconds; cold: empty "
-        "private compiler caches, warm: the same caches after a cold run.</p>" + _table_html(shown)
+        "private compiler caches, warm: the same caches after a cold run; store: empty caches and a kernel store "
+        f"with launch records.{html.escape(source)}</p>" + _table_html(shown)
     )
 
 

@@ -1,13 +1,15 @@
 """Launch records: `auto`'s first call at a known shape in a fresh process, through the CUDA driver, with no Triton.
 
-When `auto` launches a Triton kernel for a new contiguous input (one launch, no cluster, cooperative grid, PDL or
-scratch memory), `save` writes a record of it into the kernel store (kernels/aot.py's root): the cubin, the
-function name, grid, block, shared memory and the packed kernel parameters with the slots of the input and output
-pointers (kernels/native.py's pack_params); a shape the table hands to torch.softmax is recorded as such. A later
-process's `kernels.softmax(x, variant="auto")` at the same (GPU, dtype, rows R, columns N) takes `run`: it loads the
-cubin with cuModuleLoadData, sets its shared-memory limit and launches it with cuLaunchKernel on torch's current
-stream: no Triton import, no compile, no host module build (the first call's cost is the file reads and the module
-load). `python -m profiling warm --record` (on a GPU) records every shape of auto's tuning table.
+When `auto` launches one Triton kernel for a new contiguous input (no PDL, no scratch memory), `save` writes a record
+of it into the kernel store (kernels/aot.py's root): the cubin, the function name, grid, block, shared memory,
+cluster size, cooperative flag and the packed kernel parameters with the slots of the input and output pointers
+(kernels/native.py's pack_params); a split-row launch also names its workspace slots (each replay gets new zeroed
+buffers, as under CUDA-graph capture); a shape the table hands to torch.softmax is recorded as such. A later
+process's `kernels.softmax(x, variant="auto")` (or `softmax_auto(x)`) at the same (GPU, dtype, rows R, columns N)
+takes `run`: it loads the cubin with cuModuleLoadData (shared-memory and cluster limits raised where recorded) and
+launches it with cuLaunchKernel, or cuLaunchKernelEx for clusters and cooperative grids, on torch's current stream:
+no Triton import, no compile, no host module build (the first call's cost is the file reads and the module load).
+`python -m profiling warm --record` (on a GPU) records every shape of auto's tuning table.
 
 Layout: <root>/launches/<gpu key>/<dtype>-<R>x<N>.json and <root>/launches/<gpu key>/cubin/<sha256>.cubin, <root>
 being $BLOCKSCOPE_KERNEL_CACHE (0 or off: no records), default ${XDG_CACHE_HOME:-~/.cache}/blockscope/kernels.

@@ -63,12 +63,8 @@ def run_package_command(args: argparse.Namespace) -> int:
     state = "usable" if not report.problems and not report.warm.failed else "incomplete"
     print(f"package {report.folder}: {state}")
     if state == "usable" and args.record:
+        from blockscope.profiling.cli.warm import record_and_report
+
         aot.use_package(report.folder)  # its table and store: the records are made with both
-        try:
-            recorded = warm.record_launches()
-        except ValueError as error:
-            raise CLIError(str(error)) from None
-        for label, why in sorted(recorded.missing.items()):
-            print(f"not recorded {label}: {why}")
-        print(recorded.summary())
+        record_and_report(None)
     return 0 if state == "usable" else 1

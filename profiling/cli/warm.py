@@ -53,14 +53,22 @@ def run_warm_command(args: argparse.Namespace) -> int:
     if report.failed:
         return 1
     if args.record:
-        try:
-            recorded = warm.record_launches(args.out)
-        except ValueError as error:
-            raise CLIError(str(error)) from None
-        for label, why in sorted(recorded.missing.items()):
-            print(f"not recorded {label}: {why}")
-        print(recorded.summary())
+        record_and_report(args.out)
     return 0
+
+
+def record_and_report(out: str | None) -> None:
+    """`--record`: record every table shape's launch into the store under `out` (default: the kernel store root)
+    and print what was not recorded and the summary; CLIError for what record_launches refuses."""
+    from blockscope.profiling.measure import warm
+
+    try:
+        recorded = warm.record_launches(out)
+    except ValueError as error:
+        raise CLIError(str(error)) from None
+    for label, why in sorted(recorded.missing.items()):
+        print(f"not recorded {label}: {why}")
+    print(recorded.summary())
 
 
 def check_record_gpu(arch: str) -> None:

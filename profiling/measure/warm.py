@@ -380,7 +380,7 @@ class RecordReport:
         )
 
 
-def record_launches(out: Path | str | None = None, *, progress: Any = None, max_bytes: int = 8 * 2**30) -> RecordReport:
+def record_launches(out: Path | str | None = None, *, max_bytes: int = 8 * 2**30) -> RecordReport:
     """On a CUDA GPU: call `auto` once on a contiguous R x N input of every shape in the tuning table auto reads for
     this GPU, which records each launch (kernels/launches.py) into the store under `out` (default: the kernel store
     root): a fresh process's first call at those shapes then needs no Triton. Shapes whose input would exceed
@@ -422,9 +422,9 @@ def record_launches(out: Path | str | None = None, *, progress: Any = None, max_
                 report.recorded += 1
                 report.torch_choices += variant == "torch"
             else:
-                report.missing[label] = f"{variant}: its launch is not recordable (more than one launch, a workspace)"
-            if progress is not None:
-                progress(f"{label} {variant}: {'recorded' if path.is_file() else 'not recordable'}")
+                report.missing[label] = (
+                    f"{variant}: its launch is not recordable (more than one launch, or buffers a record cannot fill)"
+                )
         report.seconds = time.perf_counter() - started
         return report
     finally:

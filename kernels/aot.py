@@ -41,6 +41,7 @@ import json
 import os
 import shutil
 import textwrap
+import threading
 import types
 import warnings
 from pathlib import Path
@@ -326,6 +327,18 @@ def compile_into(store: Path, kernel: Any, material: dict[str, Any]) -> str:
     return "compiled"
 
 
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file beside it, renamed over it: readers, concurrent writers and
+    a kill see the old file or the new one, never half of one."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
 def write_manifest(store: Path, arch: str, sources: dict[str, str]) -> Path:
     """manifest.json: format, Triton version, arch, {kernel name: source hash} (merged with an existing one)."""
     store = Path(store)
@@ -336,9 +349,7 @@ def write_manifest(store: Path, arch: str, sources: dict[str, str]) -> Path:
         kernels.update(old["kernels"])
     kernels.update(sources)
     manifest = {"format": FORMAT, "triton": triton_version(), "arch": arch_name(parse_arch(arch)), "kernels": kernels}
-    temporary = store / f".{MANIFEST}.{os.getpid()}"
-    temporary.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    os.replace(temporary, path)
+    write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
     return path
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
-import os
 import struct
 import sys
 import threading
@@ -128,16 +127,6 @@ class Device:
 # ---------------------------------------------------------------- writing (auto's first call at a shape)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
 def record_of(variant: str, tunables: dict, launch: tuple | None, x: torch.Tensor, y: torch.Tensor) -> dict:
     """The record of auto's launch for x (launch: kernels._common.run_compiled's tuple; None for a torch choice)
     without the cubin bytes (key 'cubin_bytes' holds them). ValueError when the launch cannot be recorded."""
@@ -234,14 +223,14 @@ def write(folder: Path, record: dict, cubin: bytes | None) -> Path | None:
         cubin_path = folder / "cubin" / f"{record['cubin']}.cubin"
         if not cubin_path.is_file():
             cubin_path.parent.mkdir(exist_ok=True)
-            _write_atomic(cubin_path, cubin)
+            aot.write_atomic(cubin_path, cubin)
     data = json.dumps(record, sort_keys=True).encode()
     try:
         same = path.stat().st_size == len(data) and path.read_bytes() == data
     except OSError:
         same = False
     if not same:  # another process of these sources recorded the same launch: nothing to write
-        _write_atomic(path, data)
+        aot.write_atomic(path, data)
     return path
 
 

@@ -49,6 +49,8 @@ from typing import Any
 
 import torch
 
+from . import triton_startup
+
 FORMAT = 1
 STORE_ENV = "BLOCKSCOPE_KERNEL_CACHE"
 MANIFEST = "manifest.json"
@@ -492,7 +494,25 @@ def load(
     device: int | None,
 ) -> Any | None:
     """The store's CompiledKernel for this GPU launch (handles loaded), or None: the caller JIT-compiles.
-    Never raises."""
+    Never raises. Where auto's first call began Triton's start-up on a thread (kernels/triton_startup.py), waits
+    for its driver first and, before returning None, for its cache key, so that neither this load nor the caller's
+    compile makes either again."""
+    triton_startup.wait_driver()
+    compiled = _load_stored(kernel, args, constexprs, num_warps, num_stages, options, device)
+    if compiled is None:
+        triton_startup.wait_key()  # the JIT compile that follows starts with Triton's cache key
+    return compiled
+
+
+def _load_stored(
+    kernel: Any,
+    args: tuple,
+    constexprs: dict[str, int],
+    num_warps: int,
+    num_stages: int,
+    options: dict[str, Any] | None,
+    device: int | None,
+) -> Any | None:
     try:
         store_root_path = store_root()
         if store_root_path is None:

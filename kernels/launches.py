@@ -3,22 +3,26 @@
 When `auto` launches one Triton kernel for a new contiguous input (no PDL, no scratch memory), `save` writes a record
 of it into the kernel store (kernels/aot.py's root): the cubin, the function name, grid, block, shared memory,
 cluster size, cooperative flag and the packed kernel parameters with the slots of the input and output pointers
-(kernels/native.py's pack_params); a split-row launch also names its workspace slots (each replay gets new zeroed
-buffers, as under CUDA-graph capture); a shape the table hands to torch.softmax is recorded as such. A later
+(kernels/native.py's pack_params); a split-row launch (splitrow, staged_split) also names its workspace slots (each
+replay gets new zeroed buffers, as under CUDA-graph capture); a shape the table hands to torch.softmax is recorded as
+such. A later
 process's `kernels.softmax(x, variant="auto")` (or `softmax_auto(x)`) at the same (GPU, dtype, rows R, columns N)
 takes `run`: it loads the cubin with cuModuleLoadData (shared-memory and cluster limits raised where recorded) and
 launches it with cuLaunchKernel, or cuLaunchKernelEx for clusters and cooperative grids, on torch's current stream:
 no Triton import, no compile, no host module build (the first call's cost is the file reads and the module load).
-`python -m profiling warm --record` (on a GPU) records every shape of auto's tuning table.
+`python -m profiling warm` also plans a record for every shape of auto's tuning table without a GPU
+(profiling/measure/warm.py's plan_records: no SM count; split-row grids are marked 'resident' and resolved at load
+from the driver's occupancy, as their launchers do); `warm --record` (on a GPU) records them by launching.
 
 Layout: <root>/launches/<gpu key>/<dtype>-<R>x<N>.json and <root>/launches/<gpu key>/cubin/<sha256>.cubin, <root>
 being $BLOCKSCOPE_KERNEL_CACHE (0 or off: no records), default ${XDG_CACHE_HOME:-~/.cache}/blockscope/kernels.
 
-A record is used only when every check passes: its format; the GPU name, compute capability and SM count of x's
-device; the digest of the kernel sources (kernels/*.py) and of the tuning table auto would read now; the cubin's
-sha256; the kernel's parameter sizes as the driver reports them (CUDA 12.4+). A record made by other sources or
-another table is skipped silently (auto records the shape again); a corrupt or refused one is reported once as a
-one-line RuntimeWarning. Either way the call takes auto's own path: never a crash, never another shape's launch.
+A record is used only when every check passes: its format; the GPU name, compute capability and (where the record
+names one) SM count of x's device; the digest of the kernel sources (kernels/*.py) and of the tuning table auto
+would read now; the cubin's sha256; the kernel's parameter sizes as the driver reports them (CUDA 12.4+). A record
+made by other sources or another table is skipped silently (auto records the shape again); a corrupt or refused one
+is reported once as a one-line RuntimeWarning. Either way the call takes auto's own path: never a crash, never
+another shape's launch.
 Repeated calls of a recorded shape stay here (the native module's replay once that is built, kernels/native.py).
 """
 
@@ -47,8 +51,9 @@ MAX_RECORD_BYTES = 64 * 1024  # a record is about 1 KB; anything larger is not o
 MAX_CUBIN_BYTES = 64 * 2**20
 MAX_RECORDS = 4096  # per GPU folder: past this no new records are written
 WORKSPACE_PARAMS = ("stats_ptr", "counter_ptr", "control_ptr")  # splitrow's workspace (_split_row_workspace)
+WORKSPACE_NEEDED = ("stats_ptr", "control_ptr")  # staged_split takes these two of it (no counters)
 WORKSPACE_MAX_CHUNKS = 1024  # splitrow.MAX_CHUNKS (a test checks they agree)
-WORKSPACE_VARIANTS = ("splitrow",)  # not replayable in-process (a workspace), but recorded: a record fills it
+WORKSPACE_VARIANTS = ("splitrow", "staged_split")  # not replayable in-process (a workspace), but recorded
 _DYNAMIC_SHARED_LIMIT = 49152  # bytes of dynamic shared memory a launch may take without opting in
 _ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 _ATTR_NON_PORTABLE_CLUSTER = 14  # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
@@ -157,7 +162,7 @@ def record_of(variant: str, tunables: dict, launch: tuple | None, x: torch.Tenso
     pointers = {arg.data_ptr(): name for name, arg in zip(names, bound, strict=True) if name in WORKSPACE_PARAMS}
     packed = native.pack_params(native.signature_of(compiled), list(bound), x, y, workspace=pointers)
     if packed.named:  # split-row programs: each replay gets new zeroed buffers (_split_row_workspace)
-        if variant != "splitrow":
+        if variant not in WORKSPACE_VARIANTS:
             raise ValueError(f"{variant}: a launch with a workspace")
         from .registry import get_variant
 
@@ -237,7 +242,7 @@ def write(folder: Path, record: dict, cubin: bytes | None) -> Path | None:
 # ---------------------------------------------------------------- reading
 
 
-_INT_FIELDS = ("n_rows", "n_cols", "capability", "sm_count")
+_INT_FIELDS = ("n_rows", "n_cols", "capability")
 _LAUNCH_INT_FIELDS = ("block", "shared")
 _LAUNCH_LIST_FIELDS = ("grid", "offsets", "sizes", "x_slots", "y_slots")
 
@@ -254,10 +259,13 @@ def check_record(record: object, device: Device, dtype: torch.dtype, n_rows: int
         return f"made for dtype {record.get('dtype')!r}, not {DTYPE_NAMES[dtype]}"
     if (record["n_rows"], record["n_cols"]) != (n_rows, n_cols):
         return f"made for {record['n_rows']}x{record['n_cols']} rows, not {n_rows}x{n_cols}"
-    made_on = (record.get("gpu"), record["capability"], record["sm_count"])
+    sm_count = record.get("sm_count")  # None: a planned record, whose grid does not depend on the SM count
+    if sm_count is not None and type(sm_count) is not int:
+        return "field 'sm_count' is not an integer"
+    made_on = (record.get("gpu"), record["capability"], device.sm_count if sm_count is None else sm_count)
     if made_on != (device.name, device.capability, device.sm_count):
         return (
-            f"made on {record.get('gpu')} (sm_{record['capability']}, {record['sm_count']} SMs), not on "
+            f"made on {record.get('gpu')} (sm_{record['capability']}, {sm_count} SMs), not on "
             f"{device.name} (sm_{device.capability}, {device.sm_count} SMs)"
         )
     if record.get("sources") != sources_digest():
@@ -281,6 +289,10 @@ def check_record(record: object, device: Device, dtype: torch.dtype, n_rows: int
         return "field 'num_ctas' is not a cluster size of 1 to 16"
     if type(record.get("cooperative", False)) is not bool:
         return "field 'cooperative' is not true or false"
+    resident = record.get("resident")
+    chunks = resident.get("chunks") if isinstance(resident, dict) else None
+    if resident is not None and (type(chunks) is not int or not 1 <= chunks <= WORKSPACE_MAX_CHUNKS):
+        return f"field 'resident' has no chunk count of 1 to {WORKSPACE_MAX_CHUNKS}"
     problem = _workspace_problem(record.get("workspace"), record["offsets"], record["sizes"])
     if problem is not None:
         return problem
@@ -312,8 +324,11 @@ def _workspace_problem(workspace: object, offsets: list, sizes: list) -> str | N
     if type(chunks) is not int or not 1 <= chunks <= WORKSPACE_MAX_CHUNKS:
         return f"field 'workspace' has no chunk count of 1 to {WORKSPACE_MAX_CHUNKS}"
     slots = workspace.get("slots")
-    if not isinstance(slots, dict) or sorted(slots) != sorted(WORKSPACE_PARAMS):
-        return f"field 'workspace' does not name the slots {', '.join(WORKSPACE_PARAMS)}"
+    if not isinstance(slots, dict) or not set(WORKSPACE_NEEDED) <= set(slots) <= set(WORKSPACE_PARAMS):
+        return (
+            f"field 'workspace' does not name the slots {', '.join(WORKSPACE_NEEDED)} (and at most "
+            f"{', '.join(sorted(set(WORKSPACE_PARAMS) - set(WORKSPACE_NEEDED)))})"
+        )
     if any(type(v) is not int or v not in offsets or sizes[offsets.index(v)] != 8 for v in slots.values()):
         return "workspace slots are not 8-byte parameters of the blob"
     return None
@@ -384,6 +399,9 @@ class _Driver:
         self.launch_kernel_ex.restype = i
         self.get_error_name = lib.cuGetErrorName
         self.get_error_name.argtypes = [i, ctypes.POINTER(ctypes.c_char_p)]
+        self.occupancy = lib.cuOccupancyMaxActiveBlocksPerMultiprocessor
+        self.occupancy.argtypes = [ctypes.POINTER(i), vp, i, ctypes.c_size_t]
+        self.occupancy.restype = i
         self.func_get_param_info = getattr(lib, "cuFuncGetParamInfo", None)  # CUDA 12.4+
         if self.func_get_param_info is not None:
             size_p = ctypes.POINTER(ctypes.c_size_t)
@@ -470,7 +488,8 @@ class _Entry:
                 stats, counters, control = _split_row_workspace(x.device, self.n_rows, self.workspace["chunks"])
                 slots = self.workspace["slots"]
                 for name, tensor in (("stats_ptr", stats), ("counter_ptr", counters), ("control_ptr", control)):
-                    struct.pack_into("Q", self.storage, slots[name], tensor.data_ptr())
+                    if name in slots:  # staged_split takes no counters
+                        struct.pack_into("Q", self.storage, slots[name], tensor.data_ptr())
             if self.config is None:
                 return cu.launch_kernel(
                     self.function, *self.grid, self.block, 1, 1, self.shared, stream, self.params, None
@@ -481,7 +500,8 @@ class _Entry:
 
 def _split_row_workspace(device: torch.device, n_rows: int, chunks: int) -> tuple[torch.Tensor, ...]:
     """(stats, counters, control) of one split-row launch, new and zeroed (control [epoch 1, 0 programs exited]):
-    the buffers kernels/splitrow.py's workspace() gives a launch under CUDA-graph capture, so every replay is
+    the buffers kernels/splitrow.py's workspace() gives a splitrow or staged_split launch under CUDA-graph capture,
+    so every replay is
     independent of earlier launches (two small kernels fill them: a memset of 16 x R x chunks + 8 x R bytes and a
     2-element arange, against a launch that reads and writes R x N elements)."""
     zeros = torch.zeros(n_rows * chunks * 2 + n_rows, dtype=torch.int64, device=device)
@@ -525,10 +545,28 @@ def _load_module(record: dict, cubin: bytes, device: int) -> _Entry:
                         raise RuntimeError(f"the kernel takes more than the {len(sizes)} recorded parameters")
                 elif status != 0 or size.value != sizes[index]:
                     raise RuntimeError(f"kernel parameter {index} is {size.value} bytes, recorded {sizes[index]}")
+        if record.get("resident") is not None:
+            record = {**record, "grid": _resident_grid(function, record, device)}
     except RuntimeError:
         cu.module_unload(module)
         raise
     return _Entry(record, function.value, module.value, device, context)
+
+
+def _resident_grid(function: ctypes.c_void_p, record: dict, device: int) -> list[int]:
+    """The grid of a planned split-row record, as its launcher resolves it: rows in flight = SMs x blocks per SM
+    (the driver's occupancy of this function at the record's block and shared memory) // chunks, at most R, times
+    chunks programs. RuntimeError when one row's programs do not fit at once (the launcher runs 'online' then)."""
+    cu = driver()
+    blocks = ctypes.c_int(0)
+    status = cu.occupancy(ctypes.byref(blocks), function, record["block"], record["shared"])
+    if status != 0:
+        raise RuntimeError(f"the occupancy query failed ({cu.error(status)})")
+    resident = blocks.value * torch.cuda.get_device_properties(device).multi_processor_count
+    chunks = record["resident"]["chunks"]
+    if resident < chunks:
+        raise RuntimeError(f"a row's {chunks} programs do not fit on this GPU at once ({resident} resident)")
+    return [min(record["n_rows"], resident // chunks) * chunks, 1, 1]
 
 
 def lookup(x: torch.Tensor) -> Any:
@@ -627,8 +665,29 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
 def run(x: torch.Tensor) -> torch.Tensor | None:
     """softmax over the last dim of x by its launch record (or torch.softmax where the record says so); None where
     there is no usable record or x does not fit one (not a plain contiguous CUDA tensor, autograd, unaligned, not
-    on the current device, another current CUDA context than the one the record's module was loaded in)."""
-    if type(x) is not torch.Tensor or not x.is_cuda or (x.requires_grad and torch.is_grad_enabled()):
+    on the current device, another current CUDA context than the one the record's module was loaded in). A CUDA
+    input that gets None begins Triton's start-up on a thread (kernels/triton_startup.py): auto's own path follows."""
+    if type(x) is not torch.Tensor or not x.is_cuda:
+        return None
+    y = _run(x)
+    if y is None and not _STARTUP_BEGUN:
+        _begin_triton_startup()
+    return y
+
+
+_STARTUP_BEGUN = False
+
+
+def _begin_triton_startup() -> None:
+    global _STARTUP_BEGUN
+    _STARTUP_BEGUN = True
+    from . import triton_startup
+
+    triton_startup.begin()
+
+
+def _run(x: torch.Tensor) -> torch.Tensor | None:
+    if x.requires_grad and torch.is_grad_enabled():
         return None
     if not x.is_contiguous() or _current_device() != x.device.index:  # a module loads into the current context
         return None

@@ -82,8 +82,8 @@ else:
     st.caption(
         "Median wall time per phase over fresh processes, seconds (docs/results-schema.md, 'Cold start'). "
         "to_first_result_s = import beyond torch + CUDA init + first call; cold: empty private compiler caches, "
-        "warm: the same caches after a cold run; store: empty caches and a kernel store with launch records "
-        "(`warm --record`)."
+        "warm: the same caches after a cold run; store: empty caches and a kernel store made by `warm` "
+        "(compiled kernels and launch records)."
         + (
             f" The loaded data has no cold-start rows: these are the bundled ones (data/h200_coldstart.parquet, "
             f"{describe_runs(cold_rows)}); `python -m profiling coldstart --out FILE` measures yours."

@@ -573,6 +573,8 @@ def test_package_holds_table_kernels_and_launch_metadata(package):
     assert isinstance(kernel["shared_bytes"], int)
     assert (package / kernel["entry"] / "row_softmax_kernel.cubin").read_bytes().startswith(aot.ELF_MAGIC)
     assert aot.check_package(package, load=True) == []
+    record = json.loads((package / "kernels" / "launches" / "nvidia-h200" / "fp32-64x256.json").read_text())
+    assert record["variant"] == "teaching" and record["function"] == "row_softmax_kernel"  # planned, first entry
 
 
 def test_package_check_cli(package, capsys):
@@ -588,6 +590,8 @@ def test_package_cli_builds_a_usable_folder(package, tmp_path, capsys):
     assert main(["package", "--arch", "sm_90", "--out", str(out), "--table", str(table), "--no-backward"]) == 0
     printed = capsys.readouterr().out
     assert "1 compiled, 0 cached" in printed and printed.strip().endswith("usable")
+    assert "1 launch records planned (0 of them torch.softmax), 1 not planned" in printed
+    assert "not planned fp32 64x256 (torch): a second entry for this shape: auto takes the first" in printed
     assert aot.check_package(out, load=True) == []
     assert main(["package", "--arch", "sm_90", "--out", str(out), "--table", str(tmp_path / "none.json")]) == 2
     assert "allowed:" in capsys.readouterr().err

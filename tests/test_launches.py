@@ -85,6 +85,8 @@ def test_a_record_of_these_sources_and_this_table_is_accepted():
         ({"workspace": {"chunks": 0}}, "no chunk count"),
         ({"workspace": {"chunks": 1025}}, "no chunk count of 1 to 1024"),
         ({"workspace": {"chunks": 4, "slots": {"stats_ptr": 16}}}, "does not name the slots"),
+        ({"workspace": {"chunks": 4, "slots": {"counter_ptr": 16, "control_ptr": 24}}}, "does not name the slots"),
+        ({"workspace": {"chunks": 4, "slots": {**WORKSPACE_AT_16, "other_ptr": 40}}}, "does not name the slots"),
         ({"workspace": {"chunks": 4, "slots": WORKSPACE_AT_16}}, "not 8-byte parameters"),
         ({"grid": [0, 1, 1]}, "grid or block out of range"),
         ({"shared": -1}, "'shared' is not a non-negative integer"),
@@ -132,6 +134,11 @@ def test_a_split_row_record_may_have_as_many_chunks_as_splitrow():
             "slots": {"stats_ptr": 16, "counter_ptr": 24, "control_ptr": 32},
         },
     )
+    assert check(record) is None
+    from blockscope.kernels import staged_split
+
+    assert staged_split.MAX_CHUNKS <= launches.WORKSPACE_MAX_CHUNKS
+    record["workspace"]["slots"] = {"stats_ptr": 16, "control_ptr": 24}  # staged_split's: no counters
     assert check(record) is None
 
 
@@ -306,6 +313,8 @@ for dtype, n_rows, n_cols in json.loads(sys.argv[1]):
     first = time.perf_counter() - t
     error = float((y.double() - torch.softmax(x.double(), -1)).abs().max())
     out.append({"first_s": first, "error": error, "triton": "triton" in sys.modules})
+from blockscope.kernels import triton_startup
+out[0].update(startup=triton_startup.started(), startup_error=triton_startup.error())
 print("RESULT " + json.dumps(out))
 """
 
@@ -350,15 +359,63 @@ def test_gpu_a_fresh_process_replays_recorded_launches_without_triton(tmp_path):
     shapes = table_shapes()
     first = run_child(shapes, tmp_path)  # records every recordable launch
     assert all(r["error"] < 2e-3 for r in first)
+    assert first[0]["startup"] and first[0]["startup_error"] is None  # no record: Triton started on a thread
     folder = next((tmp_path / launches.FOLDER).iterdir())
     recorded = {p.name for p in folder.glob("*.json")}
     assert recorded, "no launch was recorded"
     names = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
     replayable = [s for s in shapes if f"{names[s[0]]}-{s[1]}x{s[2]}.json" in recorded]
-    assert len(replayable) >= len(shapes) - 1, (shapes, recorded)  # all but staged_split (two launches)
+    assert len(replayable) == len(shapes), (shapes, recorded)
     again = run_child(replayable, tmp_path)  # a fresh process: every call from its record
     for shape, result in zip(replayable, again, strict=True):
         assert result["error"] < 2e-3 and not result["triton"], shape
+    assert not again[0]["startup"]  # every call had its record: nothing of Triton started
+
+
+@pytest.mark.gpu
+def test_gpu_planned_records_are_the_launched_ones_and_replay_without_triton(tmp_path):
+    """Every table shape: the record warm plans without a GPU (profiling/measure/warm.py's plan_records) holds the
+    launch auto makes (the same cubin, function, block, shared memory, cluster, cooperative flag, parameter blob and
+    slots, workspace; its resident grid resolved at load = the launched grid); a fresh process replays them."""
+    import shutil
+
+    from blockscope.profiling.measure import warm
+
+    name = torch.cuda.get_device_name()
+    table_file = tables.table_path(name)
+    if table_file is None:
+        pytest.skip(f"no tuning table for {name}")
+    major, minor = torch.cuda.get_device_capability()
+    arch = f"sm_{major}{minor}"
+    planned_root, launched_root = tmp_path / "planned", tmp_path / "launched"
+    items, _ = warm.table_items(json.loads(table_file.read_text()), backward=False)
+    assert not warm.warm(arch, planned_root, items=items).failed
+    shutil.copytree(planned_root, launched_root)  # the same compiled kernels, before any record
+    planned = warm.plan_records(arch, planned_root, table_file=table_file)
+    assert not planned.missing, planned.missing
+    launched = warm.record_launches(launched_root, max_bytes=2 * 2**30)
+    compared = 0
+    same = ("function", "block", "shared", "num_ctas", "cooperative", "blob", "offsets", "sizes", "x_slots", "y_slots")
+    same += ("cubin", "workspace")
+    for path in sorted(launched.folder.glob("*.json")):
+        made = json.loads(path.read_text())
+        plan = json.loads((planned.folder / path.name).read_text())
+        assert plan["variant"] == made["variant"], path.name
+        if made["variant"] == "torch":
+            continue
+        assert {k: plan.get(k) for k in same} == {k: made.get(k) for k in same}, path.name
+        if plan.get("resident"):
+            cubin = launches.read_cubin(planned.folder, plan["cubin"])
+            entry = launches._load_module(plan, cubin, torch.cuda.current_device())
+            assert list(entry.grid) == made["grid"], path.name
+        else:
+            assert plan["grid"] == made["grid"], path.name
+        compared += 1
+    assert compared >= launched.recorded - launched.torch_choices > 100
+    shapes = table_shapes()
+    launches.clear()
+    replayed = run_child(shapes, planned_root)
+    assert all(r["error"] < 2e-3 and not r["triton"] for r in replayed), replayed
 
 
 @pytest.mark.gpu
@@ -372,8 +429,9 @@ def test_gpu_a_corrupt_cubin_falls_back_to_auto(tmp_path):
 
 
 def test_auto_records_replayable_and_split_row_launches_only(monkeypatch):
-    """auto's first contiguous call saves a record of its one launch for replayable variants and for splitrow (its
-    workspace is filled by the record's replay), never for other variants (a torch op the record would miss)."""
+    """auto's first contiguous call saves a record of its one launch for replayable variants and for splitrow and
+    staged_split (their workspace is filled by the record's replay), never for other variants (a torch op the record
+    would miss)."""
     from blockscope.kernels import _common, auto
 
     saved = []
@@ -389,7 +447,8 @@ def test_auto_records_replayable_and_split_row_launches_only(monkeypatch):
     for variant, replayable, expected in [
         ("warprows", True, ["warprows"]),
         ("splitrow", False, ["splitrow"]),
-        ("staged_split", False, []),
+        ("staged_split", False, ["staged_split"]),
+        ("staged", False, []),
         ("", True, []),
     ]:
         saved.clear()

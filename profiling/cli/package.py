@@ -60,6 +60,10 @@ def run_package_command(args: argparse.Namespace) -> int:
     for problem in report.problems:
         print(f"problem: {problem}")
     print(report.warm.summary())
+    if report.records is not None:
+        from blockscope.profiling.cli.warm import print_records
+
+        print_records(report.records)
     state = "usable" if not report.problems and not report.warm.failed else "incomplete"
     print(f"package {report.folder}: {state}")
     if state == "usable" and args.record:

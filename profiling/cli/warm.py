@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from blockscope.profiling.cli import CLIError, positive_int
+
+if TYPE_CHECKING:
+    from blockscope.profiling.measure.warm import RecordReport
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,8 +19,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "of each shape) for --arch with Triton's offline compiler into the kernel store: one folder per kernel "
         "specialization with its cubin and metadata, and a manifest (Triton version, arch, kernel source hashes). "
         "GPU launches then load these instead of JIT-compiling; anything else is JIT-compiled as before. A second "
-        "run finds them cached. Store: --out DIR, else $BLOCKSCOPE_KERNEL_CACHE, else "
-        "${XDG_CACHE_HOME:-~/.cache}/blockscope/kernels; each under <triton version>/<arch>.",
+        "run finds them cached. Then, where the table's GPU has this arch, it plans a launch record for every "
+        "table shape (no GPU needed): a fresh process's first auto call at those shapes imports no Triton. Store: "
+        "--out DIR, else $BLOCKSCOPE_KERNEL_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/blockscope/kernels; kernels "
+        "under <triton version>/<arch>, records under launches/<gpu>.",
     )
     parser.add_argument("--arch", required=True, help="GPU arch to compile for, such as sm_90")
     parser.add_argument("--out", default=None, help="store root (default: $BLOCKSCOPE_KERNEL_CACHE or ~/.cache/...)")
@@ -25,9 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--record",
         action="store_true",
-        help="on a GPU of --arch: then call auto once at every shape of its tuning table, writing launch records "
-        "into the store: a fresh process's first call at those shapes loads the cubin through the CUDA driver "
-        "and imports no Triton (kernels/launches.py)",
+        help="on a GPU of --arch: then call auto once at every shape of its tuning table, recording each launch "
+        "it makes (over the planned records; kernels/launches.py)",
     )
     parser.set_defaults(handler=run_warm_command)
 
@@ -52,9 +57,22 @@ def run_warm_command(args: argparse.Namespace) -> int:
     print(report.summary())
     if report.failed:
         return 1
+    try:
+        planned = warm.plan_records(args.arch, args.out)
+    except ValueError as error:
+        print(f"launch records: none planned ({error})")
+    else:
+        print_records(planned)
     if args.record:
         record_and_report(args.out)
     return 0
+
+
+def print_records(report: RecordReport) -> None:
+    """What a plan_records or record_launches report says: each shape left out, then the summary."""
+    for label, why in sorted(report.missing.items()):
+        print(f"not {report.how} {label}: {why}")
+    print(report.summary())
 
 
 def record_and_report(out: str | None) -> None:
@@ -66,9 +84,7 @@ def record_and_report(out: str | None) -> None:
         recorded = warm.record_launches(out)
     except ValueError as error:
         raise CLIError(str(error)) from None
-    for label, why in sorted(recorded.missing.items()):
-        print(f"not recorded {label}: {why}")
-    print(recorded.summary())
+    print_records(recorded)
 
 
 def check_record_gpu(arch: str) -> None:

@@ -264,8 +264,8 @@ def measure(
 
     `backends`: resolved names (resolve_backends); unavailable peers give one 'unavailable: ...' row per shape.
     Each of `reps` repetitions: new private cache folders, a cold child, a warm child, folders removed. With
-    `store` (an ahead-of-time kernel store, `python -m profiling warm`, with launch records where it ran with
-    --record), Blockscope backends also run a `store` child: new empty caches and BLOCKSCOPE_KERNEL_CACHE=a
+    `store` (an ahead-of-time kernel store, `python -m profiling warm`: compiled kernels and the table's launch
+    records), Blockscope backends also run a `store` child: new empty caches and BLOCKSCOPE_KERNEL_CACHE=a
     private copy of the store (peers have no store: no such rows). The cold child's own store is empty and
     private; the warm child sees what the cold one wrote there (compiled kernels' launch records)."""
     if dtype not in DTYPES:

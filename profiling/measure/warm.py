@@ -9,7 +9,9 @@ are JIT-compiled at their first launch as before.
 
 `warm()` compiles what is not in the store yet (kernels/aot.py: validated entries are 'cached') in spawned worker
 processes with TRITON_INTERPRET cleared (triton.compile for a GPUTarget), writes the manifest and removes entries
-of these kernels whose source changed. Imports neither torch nor triton at module level.
+of these kernels whose source changed. `plan_records()` then writes the launch record (kernels/launches.py) of
+every table shape from the plans and the compiled kernels, with no GPU; `record_launches()` (on a GPU) records them
+by launching. Imports neither torch nor triton at module level.
 """
 
 from __future__ import annotations
@@ -289,6 +291,7 @@ class PackageReport:
     folder: Path
     warm: WarmReport
     problems: list[str] = field(default_factory=list)
+    records: RecordReport | None = None  # launch records planned into the package (None: its table is for another arch)
 
 
 def build_package(
@@ -358,7 +361,11 @@ def build_package(
         "kernels": listed,
     }
     (folder / aot.PACKAGE).write_text(json.dumps(package, indent=1, sort_keys=True))
-    return PackageReport(folder=folder, warm=report, problems=aot.check_package(folder, load=True))
+    try:
+        records = plan_records(arch, folder / "kernels", table_file=table_file)
+    except ValueError:
+        records = None  # a table of another GPU arch: its launches are left to the JIT and the store
+    return PackageReport(folder=folder, warm=report, problems=aot.check_package(folder, load=True), records=records)
 
 
 @dataclass
@@ -371,13 +378,169 @@ class RecordReport:
     torch_choices: int = 0
     missing: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    how: str = "recorded"  # or "planned" (plan_records: without a GPU)
 
     def summary(self) -> str:
-        missing = f", {len(self.missing)} not recordable" if self.missing else ""
+        missing = f", {len(self.missing)} not {self.how}" if self.missing else ""
         return (
-            f"{self.recorded} launch records ({self.torch_choices} of them torch.softmax){missing} in "
+            f"{self.recorded} launch records {self.how} ({self.torch_choices} of them torch.softmax){missing} in "
             f"{self.seconds:.1f} s -> {self.folder}"
         )
+
+
+WORKSPACE_POINTERS = ("stats_ptr", "counter_ptr", "control_ptr")  # split-row workspaces (kernels/launches.py)
+
+
+def planned_record(entry: dict, store: Path, arch: str, table_digest: str, gpu: str) -> dict:
+    """The launch record (kernels/launches.py) of one tuning-table entry, planned without a GPU: the kernel, its
+    specialization and cubin from the store (compiled by warm), the grid, block, shared memory and cluster size from
+    its plan, and the parameters packed as the launcher binds them for contiguous rows (input_ptr: the input,
+    output_ptr: the output, *_ptr of a split-row workspace; strides N, n_rows R, n_cols N), with the cubin's bytes
+    under 'cubin_bytes'. Split-row grids (SMs x blocks per SM) are left to the loader ('resident'), so the record
+    holds no SM count. ValueError when the entry's kernel is not in the store or its launch cannot be planned."""
+    import hashlib
+    import json
+
+    import torch
+
+    from blockscope.kernels import aot, get_variant, launches, native
+    from blockscope.kernels._common import DTYPE_NAMES, dtype_from_name
+
+    variant, dtype_name = entry["variant"], entry["dtype"]
+    n_rows, n_cols = int(entry["n_rows"]), int(entry["n_cols"])
+    dtype = dtype_from_name(dtype_name)
+    record: dict[str, Any] = {
+        "format": launches.FORMAT,
+        "dtype": DTYPE_NAMES[dtype],
+        "n_rows": n_rows,
+        "n_cols": n_cols,
+        "variant": variant,
+        "tunables": dict(entry.get("tunables", {})),
+        "gpu": gpu,
+        "capability": aot.parse_arch(arch),
+        "sm_count": None,
+        "sources": launches.sources_digest(),
+        "table": table_digest,
+    }
+    if variant == "torch":
+        return record
+    item = forward_item(variant, dtype_name, n_rows, n_cols, entry.get("tunables", {}))
+    kernel = item.kernel()
+    material = item.material(arch)
+    folder = aot.entry_dir(store, material)
+    if aot.check_entry(folder, material) is not None:
+        raise ValueError(f"{item.label}: its kernel is not in the store (run warm for {arch} first)")
+    name = material["kernel"]
+    metadata = json.loads((folder / f"{name}.json").read_text())
+    cubin = (folder / f"{name}.cubin").read_bytes()
+    plan = get_variant(variant).plan(n_rows, n_cols, dtype, **dict(entry.get("tunables", {})))
+    signature, _, _ = aot.specialization(kernel, item.kinds, dict(item.constexprs))
+    x, y = torch.empty(2), torch.empty(2)  # stand-ins: pack_params finds the pointer slots by data pointer
+    workspace = {name: torch.empty(2) for name in WORKSPACE_POINTERS}
+    bound: list[Any] = []
+    for param in aot.jit_function(kernel).params:
+        kind = signature[param.name]
+        if param.name == "input_ptr":
+            bound.append(x)
+        elif param.name == "output_ptr":
+            bound.append(y)
+        elif param.name in workspace:
+            bound.append(workspace[param.name])
+        elif kind == "constexpr":
+            bound.append(None)  # not packed
+        else:
+            value = _int_value(param.name, plan)
+            if value is None or not kind.startswith(("i", "u")):
+                raise ValueError(f"{item.label}: no planned value for parameter {param.name} ({kind})")
+            bound.append(value)
+    named = {tensor.data_ptr(): name for name, tensor in workspace.items()}
+    packed = native.pack_params(list(signature.values()), bound, x, y, workspace=named)
+    cluster = plan.cluster_size
+    grid = (tuple(plan.grid) + (1, 1))[:3]
+    if cluster > 1:
+        grid = (grid[0] // cluster, grid[1], grid[2])  # clusters; the launch multiplies x by num_ctas
+    record.update(
+        function=str(metadata["name"]),
+        grid=list(grid),
+        block=32 * item.num_warps,
+        shared=plan.shared_bytes(int(metadata["shared"])),
+        num_ctas=cluster,
+        cooperative=bool(dict(item.options).get("launch_cooperative_grid", False)),
+        blob=packed.blob.hex(),
+        offsets=list(packed.offsets),
+        sizes=list(packed.sizes),
+        x_slots=list(packed.x_slots),
+        y_slots=list(packed.y_slots),
+        cubin=hashlib.sha256(cubin).hexdigest(),
+        triton=aot.triton_version(),
+        cubin_bytes=cubin,
+    )
+    if packed.named:
+        if variant not in launches.WORKSPACE_VARIANTS:
+            raise ValueError(f"{item.label}: a workspace the launch record of {variant} cannot fill")
+        record["workspace"] = {"chunks": int(plan.constexprs["CHUNKS"]), "slots": dict(packed.named)}
+    if plan.grid_resolved_at_launch:
+        if "CHUNKS" not in plan.constexprs:
+            raise ValueError(f"{item.label}: a grid resolved at launch that the loader cannot resolve")
+        chunks = int(plan.constexprs["CHUNKS"])
+        record["resident"] = {"chunks": chunks}
+        record["grid"] = [chunks, 1, 1]  # at least one row's programs; the loader resolves it
+    return record
+
+
+def plan_records(arch: str, out: Path | str | None = None, *, table_file: Path | str | None = None) -> RecordReport:
+    """Without a GPU: write the planned launch record (planned_record) of every shape of a tuning table (default:
+    the first shipped one) whose GPU has compute capability `arch` into the store under `out` (default: the kernel
+    store root), from the kernels warm compiled there. A fresh process's first `auto` call at those shapes on that
+    GPU then loads the cubin through the CUDA driver and imports no Triton. The records name the table by its
+    sha256: a process that reads another table skips them. ValueError when the store is off or the table is not
+    for `arch` (nothing written)."""
+    import hashlib
+    import json
+
+    from blockscope.kernels import aot, auto, launches, tables
+
+    started = time.perf_counter()
+    source = Path(table_file) if table_file is not None else next(iter(tables.candidates(None)), None)
+    if source is None or not source.is_file():
+        raise ValueError(
+            f"no tuning table in {auto.SHIPPED_DIR}; allowed: a table written by `python -m profiling tune`"
+        )
+    data = source.read_bytes()
+    table = json.loads(data)
+    gpu, capability = str(table.get("gpu", "")), str(table.get("compute_capability", ""))
+    wanted = aot.parse_arch(arch)
+    if not gpu or capability.replace(".", "") != str(wanted):
+        raise ValueError(
+            f"{source} is for {gpu or 'an unnamed GPU'} (compute capability {capability or '?'}), not {arch}; "
+            f"allowed: --arch sm_{capability.replace('.', '') or 'XX'}"
+        )
+    root = Path(out) if out is not None else aot.store_root()
+    if root is None:
+        raise ValueError(f"{aot.STORE_ENV} is off; allowed: --out DIR or {aot.STORE_ENV} set to a folder")
+    store = aot.store_dir(arch, root)
+    folder = root / launches.FOLDER / tables.gpu_key(gpu)
+    digest = hashlib.sha256(data).hexdigest()
+    report = RecordReport(folder=folder, how="planned")
+    planned: set[str] = set()
+    for entry in table["entries"]:
+        label = f"{entry['dtype']} {entry['n_rows']}x{entry['n_cols']}"
+        if label in planned:  # auto takes a shape's first entry (the nearest, first among equals)
+            report.missing[f"{label} ({entry['variant']})"] = "a second entry for this shape: auto takes the first"
+            continue
+        planned.add(label)
+        try:
+            record = planned_record(entry, store, arch, digest, gpu)
+            if launches.write(folder, record, record.pop("cubin_bytes", None)) is None:
+                report.missing[label] = f"the records folder holds {launches.MAX_RECORDS} records already"
+                continue
+        except (ValueError, KeyError, TypeError, OSError) as error:
+            report.missing[label] = f"{entry['variant']}: {str(error).splitlines()[0] if str(error) else error}"
+            continue
+        report.recorded += 1
+        report.torch_choices += entry["variant"] == "torch"
+    report.seconds = time.perf_counter() - started
+    return report
 
 
 def record_launches(out: Path | str | None = None, *, max_bytes: int = 8 * 2**30) -> RecordReport:

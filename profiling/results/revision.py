@@ -10,8 +10,9 @@
     comments change nothing), other files by content, in path order. kernels/aot.py (the ahead-of-time store's
     loader) is neither hashed nor followed: the compiled kernel it hands out is keyed by the kernel's own source,
     so its code changes no result (and following its imports would tie every variant to every other). Nor are
-    kernels/launches.py (launch records: they replay the launch auto recorded, bit for bit) and kernels/tables.py
-    (where the tables live; the tables themselves are hashed).
+    kernels/launches.py (launch records: they replay the launch auto recorded, bit for bit), kernels/tables.py
+    (where the tables live; the tables themselves are hashed) and kernels/triton_startup.py (Triton's start-up on
+    a thread: nothing compiled or launched changes).
   * torch and the peer backends: the versions string of the package that provides the kernel, e.g.
     'torch==2.11.0' (torch, inductor) or 'liger-kernel==0.6.1' ('<package>==not installed' when missing).
 `kernel_revision` = '<source hash>@triton-<Triton version of the run>'.
@@ -70,8 +71,9 @@ def _imported_modules(path: Path, root: Path = KERNELS_DIR) -> set[str]:
 
 
 # kernels modules that never change what a kernel computes (see above): the ahead-of-time store (aot), the launch
-# records that replay exactly the launch auto made (launches) and where auto's tables live (tables)
-NOT_KERNEL_SOURCE = frozenset({"aot", "launches", "tables"})
+# records that replay exactly the launch auto made (launches), where auto's tables live (tables) and Triton's
+# start-up on a thread (triton_startup)
+NOT_KERNEL_SOURCE = frozenset({"aot", "launches", "tables", "triton_startup"})
 
 
 def module_files(module: str, root: Path = KERNELS_DIR) -> list[Path]:

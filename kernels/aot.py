@@ -500,8 +500,65 @@ def load(
     triton_startup.wait_driver()
     compiled = _load_stored(kernel, args, constexprs, num_warps, num_stages, options, device)
     if compiled is None:
+        with contextlib.suppress(Exception):  # only ever a head start: Triton builds what this did not
+            prebuild_launcher(kernel, args, constexprs, num_warps, num_stages, options, device)
         triton_startup.wait_key()  # the JIT compile that follows starts with Triton's cache key
     return compiled
+
+
+_LAUNCHERS: dict[str, threading.Thread] = {}  # launcher source sha256 -> the thread building it
+
+
+def prebuild_launcher(
+    kernel: Any,
+    args: tuple,
+    constexprs: dict[str, int],
+    num_warps: int,
+    num_stages: int,
+    options: dict[str, Any] | None,
+    device: int | None,
+) -> threading.Thread | None:
+    """Triton 3.6 builds a C launcher module per kernel signature (a compiler run, about 0.37 s on the H200 host,
+    experiments/2026-12-04-first-call) when a JIT-compiled kernel first loads, after its compile; Triton 3.7 has
+    one generic launcher. Where this Triton builds per signature, start that build on a thread from the launch's
+    source (its signature and constants are all the launcher's C source depends on), so it runs during the compile
+    and the kernel's load finds the module in Triton's cache. The thread started (None: nothing to start: another
+    Triton, turned off with BLOCKSCOPE_TRITON_STARTUP=0, arguments warm never stores, or already started)."""
+    if not triton_startup.enabled():
+        return None
+    from triton.backends.nvidia import driver as nvidia
+
+    make, build = getattr(nvidia, "make_launcher", None), getattr(nvidia, "compile_module_from_src", None)
+    if make is None or build is None:
+        return None
+    if tuple(pyinspect.signature(make).parameters) != ("constants", "signature", "tensordesc_meta"):
+        return None  # not the 3.6 launcher this mirrors (CudaLauncher.__init__)
+    kinds = tuple(arg_kind(a) for a in args)
+    if any(k is None for k in kinds) or not all(_plain(v) for v in (*constexprs.values(), *(options or {}).values())):
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    material = key_material(kernel, kinds, constexprs, num_warps, num_stages, options or {}, f"sm_{major}{minor}")
+    src = _source(kernel, material)
+    names = src.fn.arg_names
+    constants = {((names.index(k),) if isinstance(k, str) else k): v for k, v in getattr(src, "constants", {}).items()}
+    text = make(constants, dict(src.signature), None)
+    key = hashlib.sha256(text.encode()).hexdigest()
+    if key in _LAUNCHERS:
+        return None
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            build(
+                src=text,
+                name="__triton_launcher",
+                library_dirs=nvidia.library_dirs(),
+                include_dirs=nvidia.include_dirs,
+                libraries=nvidia.libraries,
+            )
+
+    thread = _LAUNCHERS[key] = threading.Thread(target=run, name="blockscope-launcher-build", daemon=True)
+    thread.start()
+    return thread
 
 
 def _load_stored(

@@ -6,10 +6,12 @@ import threading
 import time
 
 import pytest
+import torch
 import triton.runtime
 import triton.runtime.cache  # imported here, under the test session's TRITON_INTERPRET=1 (tests/conftest.py)
+from triton.backends.nvidia import driver as nvidia
 
-from blockscope.kernels import aot, triton_startup
+from blockscope.kernels import aot, teaching, triton_startup
 
 
 @pytest.fixture
@@ -77,8 +79,9 @@ def test_a_store_load_waits_for_the_driver_and_a_compile_also_for_the_key(fresh,
     monkeypatch.setattr(triton_startup, "wait_driver", lambda: order.append("driver"))
     monkeypatch.setattr(triton_startup, "wait_key", lambda: order.append("key"))
     monkeypatch.setattr(aot, "_load_stored", lambda *args: order.append("store") or None)
+    monkeypatch.setattr(aot, "prebuild_launcher", lambda *args: order.append("launcher"))
     assert aot.load(None, (), {}, 4, 1, None, 0) is None
-    assert order == ["driver", "store", "key"]
+    assert order == ["driver", "store", "launcher", "key"]
     order.clear()
     monkeypatch.setattr(aot, "_load_stored", lambda *args: order.append("store") or "compiled")
     assert aot.load(None, (), {}, 4, 1, None, 0) == "compiled"
@@ -105,3 +108,49 @@ def test_the_start_up_imports_triton_hashes_and_makes_the_driver_in_that_order(f
     assert made.is_set()
     triton_startup.wait_key()
     assert hashed.is_set() and triton_startup.error() is None
+
+
+def launch_of_teaching():
+    """The arguments of a teaching launch on contiguous fp32 rows, as kernels/_common.py hands them to aot.load."""
+    rows = torch.randn(4, 256)
+    plan = teaching.plan(4, 256, torch.float32)
+    args = (torch.empty_like(rows), rows, 256, 256)
+    return teaching.row_softmax_kernel, args, dict(plan.constexprs), plan.num_warps
+
+
+def test_a_launcher_build_starts_on_a_thread_where_triton_builds_one_per_signature(fresh, monkeypatch):
+    """Triton 3.6's per-signature launcher (make_launcher + compile_module_from_src, as CudaLauncher does) is built
+    from the launch's source on a thread, once per launcher source."""
+    from triton.backends.nvidia import driver as nvidia
+
+    made, built = [], []
+
+    def make_launcher(constants, signature, tensordesc_meta):
+        made.append((constants, signature, tensordesc_meta))
+        return "launcher source for " + ",".join(signature.values())
+
+    monkeypatch.setattr(nvidia, "make_launcher", make_launcher, raising=False)
+    monkeypatch.setattr(nvidia, "compile_module_from_src", lambda **kw: built.append(kw), raising=False)
+    monkeypatch.setattr(nvidia, "library_dirs", lambda: ["/usr/lib"])  # no libcuda here to look up
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(aot, "_LAUNCHERS", {})
+    kernel, args, constexprs, num_warps = launch_of_teaching()
+    thread = aot.prebuild_launcher(kernel, args, constexprs, num_warps, 1, None, 0)
+    thread.join(10)
+    constants, signature, meta = made[0]
+    assert meta is None and signature["output_ptr"] == "*fp32" and signature["BLOCK_SIZE"] == "constexpr"
+    assert all(isinstance(key, tuple) for key in constants) and built[0]["name"] == "__triton_launcher"
+    assert built[0]["src"] == "launcher source for " + ",".join(signature.values())
+    assert aot.prebuild_launcher(kernel, args, constexprs, num_warps, 1, None, 0) is None  # once per source
+    assert len(built) == 1
+
+
+def test_no_launcher_build_on_a_triton_without_per_signature_launchers_or_when_off(fresh, monkeypatch):
+    kernel, args, constexprs, num_warps = launch_of_teaching()
+    monkeypatch.setattr(aot, "_LAUNCHERS", {})
+    monkeypatch.delattr(nvidia, "make_launcher", raising=False)  # Triton 3.7: one generic launcher
+    assert aot.prebuild_launcher(kernel, args, constexprs, num_warps, 1, None, 0) is None
+    monkeypatch.setattr(nvidia, "make_launcher", lambda constants, signature, tensordesc_meta: "", raising=False)
+    monkeypatch.setattr(nvidia, "compile_module_from_src", lambda **kw: None, raising=False)
+    fresh.setenv(triton_startup.ENV, "0")
+    assert aot.prebuild_launcher(kernel, args, constexprs, num_warps, 1, None, 0) is None

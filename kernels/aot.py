@@ -496,20 +496,24 @@ def load(
     """The store's CompiledKernel for this GPU launch (handles loaded), or None: the caller JIT-compiles.
     Never raises. Where auto's first call began Triton's start-up on a thread (kernels/triton_startup.py), waits
     for its driver first and, before returning None, for its cache key, so that neither this load nor the caller's
-    compile makes either again."""
+    compile makes either again; before a compile it also starts the kernel's launcher build (prebuild_launcher)."""
     triton_startup.wait_driver()
-    compiled = _load_stored(kernel, args, constexprs, num_warps, num_stages, options, device)
+    try:
+        material = launch_material(kernel, args, constexprs, num_warps, num_stages, options, device)
+    except Exception as error:
+        _report_lookup(error)
+        return None
+    if material is None:
+        return None  # an argument warm never stores (floats, other objects): the JIT
+    compiled = _load_stored(kernel, material)
     if compiled is None:
         with contextlib.suppress(Exception):  # only ever a head start: Triton builds what this did not
-            prebuild_launcher(kernel, args, constexprs, num_warps, num_stages, options, device)
+            prebuild_launcher(kernel, material)
         triton_startup.wait_key()  # the JIT compile that follows starts with Triton's cache key
     return compiled
 
 
-_LAUNCHERS: dict[str, threading.Thread] = {}  # launcher source sha256 -> the thread building it
-
-
-def prebuild_launcher(
+def launch_material(
     kernel: Any,
     args: tuple,
     constexprs: dict[str, int],
@@ -517,13 +521,26 @@ def prebuild_launcher(
     num_stages: int,
     options: dict[str, Any] | None,
     device: int | None,
-) -> threading.Thread | None:
+) -> dict[str, Any] | None:
+    """The key material (key_material) of a GPU launch for the arch of `device`; None when an argument, constexpr
+    or option is of a kind warm never stores (floats, other objects)."""
+    kinds = tuple(arg_kind(a) for a in args)
+    if any(k is None for k in kinds) or not all(_plain(v) for v in (*constexprs.values(), *(options or {}).values())):
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    return key_material(kernel, kinds, constexprs, num_warps, num_stages, options or {}, f"sm_{major}{minor}")
+
+
+_LAUNCHERS: dict[str, threading.Thread] = {}  # launcher source sha256 -> the thread building it
+
+
+def prebuild_launcher(kernel: Any, material: dict[str, Any]) -> threading.Thread | None:
     """Triton 3.6 builds a C launcher module per kernel signature (a compiler run, about 0.37 s on the H200 host,
     experiments/2026-12-04-first-call) when a JIT-compiled kernel first loads, after its compile; Triton 3.7 has
     one generic launcher. Where this Triton builds per signature, start that build on a thread from the launch's
-    source (its signature and constants are all the launcher's C source depends on), so it runs during the compile
-    and the kernel's load finds the module in Triton's cache. The thread started (None: nothing to start: another
-    Triton, turned off with BLOCKSCOPE_TRITON_STARTUP=0, arguments warm never stores, or already started)."""
+    source (`material`: launch_material; its signature and constants are all the launcher's C source depends on),
+    so it runs during the compile and the kernel's load finds the module in Triton's cache. The thread started
+    (None: nothing to start: another Triton, turned off with BLOCKSCOPE_TRITON_STARTUP=0, or already started)."""
     if not triton_startup.enabled():
         return None
     from triton.backends.nvidia import driver as nvidia
@@ -533,11 +550,6 @@ def prebuild_launcher(
         return None
     if tuple(pyinspect.signature(make).parameters) != ("constants", "signature", "tensordesc_meta"):
         return None  # not the 3.6 launcher this mirrors (CudaLauncher.__init__)
-    kinds = tuple(arg_kind(a) for a in args)
-    if any(k is None for k in kinds) or not all(_plain(v) for v in (*constexprs.values(), *(options or {}).values())):
-        return None
-    major, minor = torch.cuda.get_device_capability(device)
-    material = key_material(kernel, kinds, constexprs, num_warps, num_stages, options or {}, f"sm_{major}{minor}")
     src = _source(kernel, material)
     names = src.fn.arg_names
     constants = {((names.index(k),) if isinstance(k, str) else k): v for k, v in getattr(src, "constants", {}).items()}
@@ -561,39 +573,25 @@ def prebuild_launcher(
     return thread
 
 
-def _load_stored(
-    kernel: Any,
-    args: tuple,
-    constexprs: dict[str, int],
-    num_warps: int,
-    num_stages: int,
-    options: dict[str, Any] | None,
-    device: int | None,
-) -> Any | None:
+def _load_stored(kernel: Any, material: dict[str, Any]) -> Any | None:
+    """The store's CompiledKernel of `material` with its handles loaded, or None (no store, a miss, a bad entry)."""
     try:
-        store_root_path = store_root()
-        if store_root_path is None:
-            return None
-        major, minor = torch.cuda.get_device_capability(device)
-        arch = f"sm_{major}{minor}"
-        store = store_dir(arch, store_root_path)
+        store = store_dir(material["arch"])
         if store is None or not store.is_dir():
             return None
-        kinds = tuple(arg_kind(a) for a in args)
-        if any(k is None for k in kinds) or not all(
-            _plain(v) for v in (*constexprs.values(), *(options or {}).values())
-        ):
-            return None  # an argument warm never stores (floats, other objects): the JIT
-        material = key_material(kernel, kinds, constexprs, num_warps, num_stages, options or {}, arch)
         compiled = load_entry(store, kernel, material)
         if compiled is None:
             return None
         compiled._init_handles()
         return compiled
     except Exception as error:
-        with contextlib.suppress(Exception):
-            report(f"lookup failed ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})")
+        _report_lookup(error)
         return None
+
+
+def _report_lookup(error: Exception) -> None:
+    with contextlib.suppress(Exception):
+        report(f"lookup failed ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})")
 
 
 # ---------------------------------------------------------------- packages (`python -m profiling package`)

@@ -174,25 +174,40 @@ def record_of(variant: str, tunables: dict, launch: tuple | None, x: torch.Tenso
     cubin = compiled.asm.get("cubin")
     if not isinstance(cubin, bytes) or not cubin.startswith(aot.ELF_MAGIC):
         raise ValueError("the compiled kernel has no cubin")
-    import triton
-
-    record.update(
-        function=str(compiled.metadata.name),
-        grid=[int(g) for g in (tuple(grid) + (1, 1))[:3]],
-        block=32 * num_warps,
-        shared=shared,
-        num_ctas=num_ctas,
-        cooperative=bool(launcher.launch_cooperative_grid),
-        blob=packed.blob.hex(),
-        offsets=list(packed.offsets),
-        sizes=list(packed.sizes),
-        x_slots=list(packed.x_slots),
-        y_slots=list(packed.y_slots),
-        cubin=hashlib.sha256(cubin).hexdigest(),
-        triton=triton.__version__,
-        cubin_bytes=cubin,
-    )
+    grid_xyz = [int(g) for g in (tuple(grid) + (1, 1))[:3]]
+    cooperative = bool(launcher.launch_cooperative_grid)
+    record.update(launch_fields(str(compiled.metadata.name), grid_xyz, 32 * num_warps, shared, num_ctas, cooperative))
+    record.update(packed_fields(packed, cubin))
     return record
+
+
+def launch_fields(function: str, grid: list[int], block: int, shared: int, num_ctas: int, cooperative: bool) -> dict:
+    """A record's launch configuration: function name, grid (programs x, y, z; clusters along x where num_ctas >
+    1), threads per program, dynamic shared memory per program (bytes), programs per cluster, cooperative flag."""
+    return {
+        "function": function,
+        "grid": grid,
+        "block": block,
+        "shared": shared,
+        "num_ctas": num_ctas,
+        "cooperative": cooperative,
+    }
+
+
+def packed_fields(packed: native.PackedParams, cubin: bytes) -> dict:
+    """A record's parameters (the blob, each parameter's offset and size, the input and output pointer slots) and
+    kernel (the cubin's sha256, the Triton version, and the cubin itself under 'cubin_bytes', which write() stores
+    apart)."""
+    return {
+        "blob": packed.blob.hex(),
+        "offsets": list(packed.offsets),
+        "sizes": list(packed.sizes),
+        "x_slots": list(packed.x_slots),
+        "y_slots": list(packed.y_slots),
+        "cubin": hashlib.sha256(cubin).hexdigest(),
+        "triton": aot.triton_version(),
+        "cubin_bytes": cubin,
+    }
 
 
 def save(variant: str, tunables: dict, launch: tuple | None, x: torch.Tensor, y: torch.Tensor) -> Path | None:

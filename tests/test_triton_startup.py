@@ -78,6 +78,7 @@ def test_a_store_load_waits_for_the_driver_and_a_compile_also_for_the_key(fresh,
     order = []
     monkeypatch.setattr(triton_startup, "wait_driver", lambda: order.append("driver"))
     monkeypatch.setattr(triton_startup, "wait_key", lambda: order.append("key"))
+    monkeypatch.setattr(aot, "launch_material", lambda *args: {"arch": "sm_90"})
     monkeypatch.setattr(aot, "_load_stored", lambda *args: order.append("store") or None)
     monkeypatch.setattr(aot, "prebuild_launcher", lambda *args: order.append("launcher"))
     assert aot.load(None, (), {}, 4, 1, None, 0) is None
@@ -135,22 +136,32 @@ def test_a_launcher_build_starts_on_a_thread_where_triton_builds_one_per_signatu
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
     monkeypatch.setattr(aot, "_LAUNCHERS", {})
     kernel, args, constexprs, num_warps = launch_of_teaching()
-    thread = aot.prebuild_launcher(kernel, args, constexprs, num_warps, 1, None, 0)
+    material = aot.launch_material(kernel, args, constexprs, num_warps, 1, None, 0)
+    thread = aot.prebuild_launcher(kernel, material)
     thread.join(10)
     constants, signature, meta = made[0]
     assert meta is None and signature["output_ptr"] == "*fp32" and signature["BLOCK_SIZE"] == "constexpr"
     assert all(isinstance(key, tuple) for key in constants) and built[0]["name"] == "__triton_launcher"
     assert built[0]["src"] == "launcher source for " + ",".join(signature.values())
-    assert aot.prebuild_launcher(kernel, args, constexprs, num_warps, 1, None, 0) is None  # once per source
+    assert aot.prebuild_launcher(kernel, material) is None  # once per source
     assert len(built) == 1
 
 
 def test_no_launcher_build_on_a_triton_without_per_signature_launchers_or_when_off(fresh, monkeypatch):
     kernel, args, constexprs, num_warps = launch_of_teaching()
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    material = aot.launch_material(kernel, args, constexprs, num_warps, 1, None, 0)
     monkeypatch.setattr(aot, "_LAUNCHERS", {})
     monkeypatch.delattr(nvidia, "make_launcher", raising=False)  # Triton 3.7: one generic launcher
-    assert aot.prebuild_launcher(kernel, args, constexprs, num_warps, 1, None, 0) is None
+    assert aot.prebuild_launcher(kernel, material) is None
     monkeypatch.setattr(nvidia, "make_launcher", lambda constants, signature, tensordesc_meta: "", raising=False)
     monkeypatch.setattr(nvidia, "compile_module_from_src", lambda **kw: None, raising=False)
     fresh.setenv(triton_startup.ENV, "0")
-    assert aot.prebuild_launcher(kernel, args, constexprs, num_warps, 1, None, 0) is None
+    assert aot.prebuild_launcher(kernel, material) is None
+
+
+def test_launch_material_is_none_for_arguments_warm_never_stores(monkeypatch):
+    kernel, args, constexprs, num_warps = launch_of_teaching()
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert aot.launch_material(kernel, args, constexprs, num_warps, 1, None, 0)["arch"] == "sm_90"
+    assert aot.launch_material(kernel, (*args[:3], 0.5), constexprs, num_warps, 1, None, 0) is None

@@ -398,7 +398,6 @@ def planned_record(entry: dict, store: Path, arch: str, table_digest: str, gpu: 
     output_ptr: the output, *_ptr of a split-row workspace; strides N, n_rows R, n_cols N), with the cubin's bytes
     under 'cubin_bytes'. Split-row grids (SMs x blocks per SM) are left to the loader ('resident'), so the record
     holds no SM count. ValueError when the entry's kernel is not in the store or its launch cannot be planned."""
-    import hashlib
     import json
 
     import torch
@@ -459,22 +458,12 @@ def planned_record(entry: dict, store: Path, arch: str, table_digest: str, gpu: 
     grid = (tuple(plan.grid) + (1, 1))[:3]
     if cluster > 1:
         grid = (grid[0] // cluster, grid[1], grid[2])  # clusters; the launch multiplies x by num_ctas
+    shared = plan.shared_bytes(int(metadata["shared"]))
+    cooperative = bool(dict(item.options).get("launch_cooperative_grid", False))
     record.update(
-        function=str(metadata["name"]),
-        grid=list(grid),
-        block=32 * item.num_warps,
-        shared=plan.shared_bytes(int(metadata["shared"])),
-        num_ctas=cluster,
-        cooperative=bool(dict(item.options).get("launch_cooperative_grid", False)),
-        blob=packed.blob.hex(),
-        offsets=list(packed.offsets),
-        sizes=list(packed.sizes),
-        x_slots=list(packed.x_slots),
-        y_slots=list(packed.y_slots),
-        cubin=hashlib.sha256(cubin).hexdigest(),
-        triton=aot.triton_version(),
-        cubin_bytes=cubin,
+        launches.launch_fields(str(metadata["name"]), list(grid), 32 * item.num_warps, shared, cluster, cooperative)
     )
+    record.update(launches.packed_fields(packed, cubin))
     if packed.named:
         if variant not in launches.WORKSPACE_VARIANTS:
             raise ValueError(f"{item.label}: a workspace the launch record of {variant} cannot fill")

@@ -172,6 +172,17 @@ def test_an_entry_whose_kernel_is_not_in_the_store_is_left_out(planned, tmp_path
     assert report.recorded == 0 and "not in the store" in report.missing["bf16 100000x8"]
 
 
+def test_a_persistent_entry_is_left_to_be_recorded_on_use(tmp_path):
+    """persistent's grid is SMs x blocks per SM with no chunk count: a planned record cannot say it, so none is
+    written (the shape is recorded at its first launch)."""
+    entry = {"variant": "persistent", "dtype": "fp16", "n_rows": 4096, "n_cols": 1024, "tunables": {}}
+    table_file = tmp_path / "t.json"
+    table = {"format": 1, "gpu": "NVIDIA H200", "compute_capability": "9.0", "entries": [entry]}
+    table_file.write_text(json.dumps(table))
+    report = warm.plan_records(ARCH, tmp_path / "store", table_file=table_file)
+    assert report.recorded == 0 and "a grid resolved at launch" in report.missing["fp16 4096x1024"]
+
+
 def test_a_table_of_another_arch_plans_nothing(tmp_path):
     table_file = tmp_path / "t.json"
     table_file.write_text(json.dumps({"format": 1, "gpu": "NVIDIA A100", "compute_capability": "8.0", "entries": []}))

@@ -424,6 +424,9 @@ def planned_record(entry: dict, store: Path, arch: str, table_digest: str, gpu: 
     if variant == "torch":
         return record
     item = forward_item(variant, dtype_name, n_rows, n_cols, entry.get("tunables", {}))
+    plan = get_variant(variant).plan(n_rows, n_cols, dtype, **dict(entry.get("tunables", {})))
+    if plan.grid_resolved_at_launch and "CHUNKS" not in plan.constexprs:  # persistent: a grid from occupancy alone
+        raise ValueError(f"{item.label}: a grid resolved at launch that a record cannot resolve (recorded on use)")
     kernel = item.kernel()
     material = item.material(arch)
     folder = aot.entry_dir(store, material)
@@ -432,7 +435,6 @@ def planned_record(entry: dict, store: Path, arch: str, table_digest: str, gpu: 
     name = material["kernel"]
     metadata = json.loads((folder / f"{name}.json").read_text())
     cubin = (folder / f"{name}.cubin").read_bytes()
-    plan = get_variant(variant).plan(n_rows, n_cols, dtype, **dict(entry.get("tunables", {})))
     signature, _, _ = aot.specialization(kernel, item.kinds, dict(item.constexprs))
     x, y = torch.empty(2), torch.empty(2)  # stand-ins: pack_params finds the pointer slots by data pointer
     workspace = {name: torch.empty(2) for name in WORKSPACE_POINTERS}
@@ -469,8 +471,6 @@ def planned_record(entry: dict, store: Path, arch: str, table_digest: str, gpu: 
             raise ValueError(f"{item.label}: a workspace the launch record of {variant} cannot fill")
         record["workspace"] = {"chunks": int(plan.constexprs["CHUNKS"]), "slots": dict(packed.named)}
     if plan.grid_resolved_at_launch:
-        if "CHUNKS" not in plan.constexprs:
-            raise ValueError(f"{item.label}: a grid resolved at launch that the loader cannot resolve")
         chunks = int(plan.constexprs["CHUNKS"])
         record["resident"] = {"chunks": chunks}
         record["grid"] = [chunks, 1, 1]  # at least one row's programs; the loader resolves it

@@ -183,6 +183,34 @@ def test_a_persistent_entry_is_left_to_be_recorded_on_use(tmp_path):
     assert report.recorded == 0 and "a grid resolved at launch" in report.missing["fp16 4096x1024"]
 
 
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ('{"format": 1, "gpu": "../../../etc", "compute_capability": "9.0", "entries": []}', "names the GPU"),
+        ('{"format": 1, "gpu": "a/b", "compute_capability": "9.0", "entries": []}', "names the GPU"),
+        ('{"format": 2, "entries": []}', "not a Blockscope tuning table"),
+        ("[1, 2]", "not a Blockscope tuning table"),
+        ("{not json", "not a Blockscope tuning table"),
+        (" " * (warm.MAX_TABLE_BYTES + 1), "at most"),
+    ],
+)
+def test_a_hostile_table_writes_nothing_outside_the_store(tmp_path, content, says):
+    table_file = tmp_path / "t.json"
+    table_file.write_text(content)
+    with pytest.raises(ValueError, match=says):
+        warm.plan_records(ARCH, tmp_path / "store", table_file=table_file)
+    assert not (tmp_path / "store").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]
+
+
+def test_malformed_entries_are_left_out_one_by_one(tmp_path):
+    entries = [[1], {"variant": "warprows"}, {"variant": "teaching", "dtype": "fp64", "n_rows": 4, "n_cols": 8}]
+    table = {"format": 1, "gpu": "NVIDIA H200", "compute_capability": "9.0", "entries": entries}
+    table_file = tmp_path / "t.json"
+    table_file.write_text(json.dumps(table))
+    report = warm.plan_records(ARCH, tmp_path / "store", table_file=table_file)
+    assert report.recorded == 0 and set(report.missing) == {"entry 0", "entry 1", "fp64 4x8"}
+
+
 def test_a_table_of_another_arch_plans_nothing(tmp_path):
     table_file = tmp_path / "t.json"
     table_file.write_text(json.dumps({"format": 1, "gpu": "NVIDIA A100", "compute_capability": "8.0", "entries": []}))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -389,6 +390,7 @@ class RecordReport:
 
 
 WORKSPACE_POINTERS = ("stats_ptr", "counter_ptr", "control_ptr")  # split-row workspaces (kernels/launches.py)
+MAX_TABLE_BYTES = 16 * 2**20  # a tuning table is about 100 KB; plan_records reads no more than this
 
 
 def planned_record(entry: dict, store: Path, arch: str, table_digest: str, gpu: str) -> dict:
@@ -495,8 +497,20 @@ def plan_records(arch: str, out: Path | str | None = None, *, table_file: Path |
         raise ValueError(
             f"no tuning table in {auto.SHIPPED_DIR}; allowed: a table written by `python -m profiling tune`"
         )
-    data = source.read_bytes()
-    table = json.loads(data)
+    with open(source, "rb") as handle:
+        data = handle.read(MAX_TABLE_BYTES + 1)
+    try:
+        table = json.loads(data) if len(data) <= MAX_TABLE_BYTES else None
+    except ValueError:
+        table = None
+    if (
+        not isinstance(table, dict)
+        or table.get("format") != auto.TABLE_FORMAT
+        or not isinstance(table.get("entries"), list)
+    ):
+        raise ValueError(
+            f"{source}: not a Blockscope tuning table (format {auto.TABLE_FORMAT}, at most {MAX_TABLE_BYTES} bytes)"
+        )
     gpu, capability = str(table.get("gpu", "")), str(table.get("compute_capability", ""))
     wanted = aot.parse_arch(arch)
     if not gpu or capability.replace(".", "") != str(wanted):
@@ -504,6 +518,8 @@ def plan_records(arch: str, out: Path | str | None = None, *, table_file: Path |
             f"{source} is for {gpu or 'an unnamed GPU'} (compute capability {capability or '?'}), not {arch}; "
             f"allowed: --arch sm_{capability.replace('.', '') or 'XX'}"
         )
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,99}", tables.gpu_key(gpu)):  # the records folder's name
+        raise ValueError(f"{source} names the GPU {gpu[:100]!r}; allowed: letters, digits, spaces, '.', '_', '-'")
     root = Path(out) if out is not None else aot.store_root()
     if root is None:
         raise ValueError(f"{aot.STORE_ENV} is off; allowed: --out DIR or {aot.STORE_ENV} set to a folder")
@@ -512,7 +528,10 @@ def plan_records(arch: str, out: Path | str | None = None, *, table_file: Path |
     digest = hashlib.sha256(data).hexdigest()
     report = RecordReport(folder=folder, how="planned")
     planned: set[str] = set()
-    for entry in table["entries"]:
+    for index, entry in enumerate(table["entries"]):
+        if not isinstance(entry, dict) or not {"variant", "dtype", "n_rows", "n_cols"} <= set(entry):
+            report.missing[f"entry {index}"] = "not a table entry (variant, dtype, n_rows, n_cols)"
+            continue
         label = f"{entry['dtype']} {entry['n_rows']}x{entry['n_cols']}"
         if label in planned:  # auto takes a shape's first entry (the nearest, first among equals)
             report.missing[f"{label} ({entry['variant']})"] = "a second entry for this shape: auto takes the first"

@@ -5,11 +5,11 @@ of it into the kernel store (kernels/aot.py's root): the cubin, the function nam
 cluster size, cooperative flag and the packed kernel parameters with the slots of the input and output pointers
 (kernels/native.py's pack_params); a split-row launch (splitrow, staged_split) also names its workspace slots (each
 replay gets new zeroed buffers, as under CUDA-graph capture); a shape the table hands to torch.softmax is recorded as
-such. A later
-process's `kernels.softmax(x, variant="auto")` (or `softmax_auto(x)`) at the same (GPU, dtype, rows R, columns N)
-takes `run`: it loads the cubin with cuModuleLoadData (shared-memory and cluster limits raised where recorded) and
-launches it with cuLaunchKernel, or cuLaunchKernelEx for clusters and cooperative grids, on torch's current stream:
-no Triton import, no compile, no host module build (the first call's cost is the file reads and the module load).
+such. A later process's `kernels.softmax(x, variant="auto")` (or `softmax_auto(x)`) at the same (GPU, dtype, rows R,
+columns N) takes `run`: it loads the cubin with cuModuleLoadData (shared-memory and cluster limits raised where
+recorded) and launches it with cuLaunchKernel, or cuLaunchKernelEx for clusters and cooperative grids, on torch's
+current stream: no Triton import, no compile, no host module build (the first call's cost is the file reads and the
+module load).
 `python -m profiling warm` also plans a record for every shape of auto's tuning table without a GPU
 (profiling/measure/warm.py's plan_records: no SM count; split-row grids are marked 'resident' and resolved at load
 from the driver's occupancy, as their launchers do); `warm --record` (on a GPU) records them by launching.
@@ -22,8 +22,8 @@ names one) SM count of x's device; the digest of the kernel sources (kernels/*.p
 would read now; the cubin's sha256; the kernel's parameter sizes as the driver reports them (CUDA 12.4+). A record
 made by other sources or another table is skipped silently (auto records the shape again); a corrupt or refused one
 is reported once as a one-line RuntimeWarning. Either way the call takes auto's own path: never a crash, never
-another shape's launch.
-Repeated calls of a recorded shape stay here (the native module's replay once that is built, kernels/native.py).
+another shape's launch. Repeated calls of a recorded shape stay here (the native module's replay once that is built,
+kernels/native.py).
 """
 
 from __future__ import annotations
@@ -274,9 +274,9 @@ def check_record(record: object, device: Device, dtype: torch.dtype, n_rows: int
         return f"made for dtype {record.get('dtype')!r}, not {DTYPE_NAMES[dtype]}"
     if (record["n_rows"], record["n_cols"]) != (n_rows, n_cols):
         return f"made for {record['n_rows']}x{record['n_cols']} rows, not {n_rows}x{n_cols}"
-    sm_count = record.get("sm_count")  # None: a planned record, whose grid does not depend on the SM count
-    if sm_count is not None and type(sm_count) is not int:
-        return "field 'sm_count' is not an integer"
+    sm_count = record.get("sm_count")  # null: a planned record, whose grid does not depend on the SM count
+    if "sm_count" not in record or (sm_count is not None and type(sm_count) is not int):
+        return "field 'sm_count' is not an integer or null"
     made_on = (record.get("gpu"), record["capability"], device.sm_count if sm_count is None else sm_count)
     if made_on != (device.name, device.capability, device.sm_count):
         return (

@@ -77,6 +77,7 @@ def test_a_record_of_these_sources_and_this_table_is_accepted():
         ({"gpu": "NVIDIA H100"}, "made on NVIDIA H100"),
         ({"capability": 80}, "sm_80"),
         ({"sm_count": 66}, "66 SMs"),  # a MIG slice or another SKU: persistent grids differ
+        ({"sm_count": "132"}, "'sm_count' is not an integer or null"),
         ({"sources": "0" * 64}, "stale: made by other kernel sources"),
         ({"table": "0" * 64}, "stale: made with another tuning table"),
         ({"block": 2048}, "grid or block out of range"),
@@ -103,6 +104,14 @@ def test_a_record_of_these_sources_and_this_table_is_accepted():
 def test_a_record_that_does_not_fit_says_why(change, says):
     problem = check(valid_record(**change))
     assert problem is not None and says in problem
+
+
+def test_a_record_without_an_sm_count_field_is_refused():
+    """null (a planned record) fits any SM count; a missing field is a broken record, not a planned one."""
+    record = valid_record()
+    del record["sm_count"]
+    assert check(record) == "field 'sm_count' is not an integer or null"
+    assert check(valid_record(sm_count=None)) is None
 
 
 def test_the_table_digest_follows_the_table_auto_reads(tmp_path, monkeypatch):

@@ -10,9 +10,10 @@ from blockscope.profiling.cli import CLIError, positive_int
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "package",
-        help="tuned table + compiled kernels for a GPU arch in one folder (no GPU needed)",
+        help="tuned table + compiled kernels + launch records for a GPU arch in one folder (no GPU needed)",
         description="Build a deployable folder for --arch: tuned/<gpu>.json (the shipped table, or --table), "
-        "kernels/ (every kernel it launches, compiled offline as `warm` does) and package.json (Triton version, "
+        "kernels/ (every kernel it launches, compiled offline as `warm` does, with the launch records planned "
+        "from that table) and package.json (Triton version, "
         "arch, checksums, each kernel's launch metadata), then load every kernel back to check it. --check DIR "
         "only checks an existing package. In the deployed process: kernels.aot.use_package(DIR).",
     )

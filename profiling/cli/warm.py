@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "warm",
-        help="compile auto's tuned kernels ahead of time for a GPU arch (no GPU needed)",
+        help="compile auto's tuned kernels ahead of time for a GPU arch and plan their launch records (no GPU needed)",
         description="Compile every kernel auto's shipped tuning table launches (forward, and the backward kernel "
         "of each shape) for --arch with Triton's offline compiler into the kernel store: one folder per kernel "
         "specialization with its cubin and metadata, and a manifest (Triton version, arch, kernel source hashes). "

@@ -389,7 +389,6 @@ class RecordReport:
         )
 
 
-WORKSPACE_POINTERS = ("stats_ptr", "counter_ptr", "control_ptr")  # split-row workspaces (kernels/launches.py)
 MAX_TABLE_BYTES = 16 * 2**20  # a tuning table is about 100 KB; plan_records reads no more than this
 
 
@@ -439,7 +438,7 @@ def planned_record(entry: dict, store: Path, arch: str, table_digest: str, gpu: 
     cubin = (folder / f"{name}.cubin").read_bytes()
     signature, _, _ = aot.specialization(kernel, item.kinds, dict(item.constexprs))
     x, y = torch.empty(2), torch.empty(2)  # stand-ins: pack_params finds the pointer slots by data pointer
-    workspace = {name: torch.empty(2) for name in WORKSPACE_POINTERS}
+    workspace = {slot: torch.empty(2) for slot in launches.WORKSPACE_PARAMS}  # split-row workspace pointers
     bound: list[Any] = []
     for param in aot.jit_function(kernel).params:
         kind = signature[param.name]
@@ -456,7 +455,7 @@ def planned_record(entry: dict, store: Path, arch: str, table_digest: str, gpu: 
             if value is None or not kind.startswith(("i", "u")):
                 raise ValueError(f"{item.label}: no planned value for parameter {param.name} ({kind})")
             bound.append(value)
-    named = {tensor.data_ptr(): name for name, tensor in workspace.items()}
+    named = {tensor.data_ptr(): slot for slot, tensor in workspace.items()}
     packed = native.pack_params(list(signature.values()), bound, x, y, workspace=named)
     cluster = plan.cluster_size
     grid = (tuple(plan.grid) + (1, 1))[:3]

@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from . import aot, native, tables
+from . import aot, native, tables, triton_startup
 from ._common import DTYPE_NAMES, DTYPES_BY_NAME
 
 FORMAT = 1
@@ -685,20 +685,9 @@ def run(x: torch.Tensor) -> torch.Tensor | None:
     if type(x) is not torch.Tensor or not x.is_cuda:
         return None
     y = _run(x)
-    if y is None and not _STARTUP_BEGUN:
-        _begin_triton_startup()
+    if y is None:
+        triton_startup.begin()  # the process's first miss only
     return y
-
-
-_STARTUP_BEGUN = False
-
-
-def _begin_triton_startup() -> None:
-    global _STARTUP_BEGUN
-    _STARTUP_BEGUN = True
-    from . import triton_startup
-
-    triton_startup.begin()
 
 
 def _run(x: torch.Tensor) -> torch.Tensor | None:

@@ -26,6 +26,7 @@ ENV = "BLOCKSCOPE_TRITON_STARTUP"
 WAIT_LIMIT_S = 120.0  # the longest wait() blocks (a driver build that hangs must not hang the caller)
 
 _LOCK = threading.Lock()
+_ASKED = False  # begin() was called in this process (it starts at most once, and is asked once)
 _THREAD: threading.Thread | None = None  # imports Triton, starts _HASHING, makes the driver
 _HASHING: list[threading.Thread] = []  # computes triton_key()
 _ERROR: list[str] = []
@@ -44,9 +45,13 @@ def driver_ready() -> bool:
 
 
 def begin() -> bool:
-    """Start Triton's import, cache key and driver on threads, once per process; whether it started now."""
-    global _THREAD
-    if _THREAD is not None or not enabled():
+    """Start Triton's import, cache key and driver on threads; whether it started now. Only the process's first
+    call decides (later calls return False at once: callers on a hot path may call it every time)."""
+    global _ASKED, _THREAD
+    if _ASKED:
+        return False
+    _ASKED = True
+    if not enabled():
         return False
     with _LOCK:
         if _THREAD is not None or driver_ready():

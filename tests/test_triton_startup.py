@@ -17,6 +17,7 @@ from blockscope.kernels import aot, teaching, triton_startup
 @pytest.fixture
 def fresh(monkeypatch):
     """A process state in which begin() has not run yet, the interpreter off."""
+    monkeypatch.setattr(triton_startup, "_ASKED", False)
     monkeypatch.setattr(triton_startup, "_THREAD", None)
     monkeypatch.setattr(triton_startup, "_HASHING", [])
     monkeypatch.setattr(triton_startup, "_ERROR", [])
@@ -51,6 +52,8 @@ def test_wait_is_bounded(fresh):
 def test_nothing_starts_under_the_interpreter_or_when_turned_off(fresh, variable, value):
     fresh.setenv(variable, value)
     assert not triton_startup.begin() and not triton_startup.started()
+    fresh.delenv(variable)
+    assert not triton_startup.begin()  # only the first call decides: the launch path asks on every record miss
     triton_startup.wait_key()  # nothing to wait for
 
 

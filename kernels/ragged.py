@@ -12,8 +12,10 @@ graphs capture it):
           write y), then the small classes, SEGS = TILE_ROWS / BLOCK segments per item as the rows of one
           [SEGS, BLOCK, HB] tile (every small class has the same TILE lanes, hence one launch for all four)
 So values are read once and written once, except long segments' (read twice); a program reads its segment's
-bounds straight from its class list (no item -> segment map). 16-bit 1-D values can be loaded as 32-bit words
-(`pack`). The backward (dx = y * (dy - sum over the segment of dy * y)) runs the same launches (dot partials).
+bounds straight from its class list (no item -> segment map). 1-D values move as 16-byte vectors (`vec`, the
+default): a segment's tile starts at the vector boundary below it, the vectors it fills are loaded and stored whole
+and its partial vectors at both ends element by element (nothing outside the segment is read). The backward
+(dx = y * (dy - sum over the segment of dy * y)) runs the same launches (dot partials).
 
 Design 0 (`design=0`, or its tunables `chunk` / `packed_max`): the earlier items of at most CHUNK rows: a segment
 of n rows is cdiv(n, CHUNK) items, the item -> (segment, chunk) map built by torch (cumsum + searchsorted), pass 1
@@ -32,6 +34,7 @@ import triton.language as tl
 from ._common import (
     NUM_WARPS_ALLOWED,
     SUPPORTED_DTYPES,
+    VECTOR_BYTES,
     check_int_choice,
     check_power_of_2,
     check_tunables,
@@ -55,17 +58,19 @@ TUNABLES = {
     "to 32768; default 8192 (at least 2 x tile is used)",
     "big_warps": f"design 1: warps of the big-class program, one of {NUM_WARPS_ALLOWED}; default max_lanes / 1024 "
     "clamped to 1..16",
-    "pack": "design 1: 1 loads 16-bit 1-D values as 32-bit words (two per register) in the forward; 0 (default): "
-    "element by element",
+    "vec": "design 1: 1 (default) loads and stores 1-D values as whole 16-byte vectors (8 16-bit or 4 fp32 "
+    "elements) from the vector boundary below each segment, its ends masked in registers and stored element by "
+    "element (used where the tensors are 16-byte aligned; else as 0); 0: element by element",
     "fused": "design 1: 1 runs the big and small launches as one (one queue; chunk pass 2 last, after pass 1 is "
     "done), at big_warps / big_maxnreg; 0: two launches; default 1 for the forward of 2 to 8 columns (H200, uniform "
     "lengths, with big_maxnreg 80: 1.42x at H = 2-8 fp16, 1.18x fp32, 1.11x long tail), else 0",
     "maxnreg": "design 1: register cap per thread of the small-class program (Triton's maxnreg: more programs per "
-    "SM, or spills), 0 (none) or 32 to 255; default 80 for the 1-D forward at 4 warps and tile <= 2048 (H200, long "
-    "tail fp16: 82 -> 79 us), else 0",
-    "big_maxnreg": "design 1: register cap per thread of the big-class program, 0 (none) or 32 to 255; default, for "
-    "the forward at 8 warps and max_lanes <= 8192: 64 for 1-D values (H200: 198 -> 138 us on uniform fp16) and "
-    "over 8 columns (1.32x at H = 16, 1.2x at 64), 80 for 2 to 8 columns; else 0",
+    "SM, or spills), 0 (none) or 32 to 255; default 80 for 1-D values at 4 warps and tile <= 2048 (H200, long "
+    "tail fp16: 82 -> 79 us forward), else 0",
+    "big_maxnreg": "design 1: register cap per thread of the big-class program, 0 (none) or 32 to 255; default at 8 "
+    "warps and max_lanes <= 8192: forward 64 for 1-D values (H200: 198 -> 138 us on uniform fp16) and over 8 "
+    "columns (1.32x at H = 16, 1.2x at 64), 80 for 2 to 8 columns; backward 80 for 1-D values (with maxnreg 80: "
+    "1.18x on uniform fp16), 0 for 2-D ones; else 0",
     "packed_max": "design 0: longest segment packed several per program, 0 or one of 64, 256, 1024, 4096; default 0 "
     "(every segment in items; capped where packed_max x next_pow2(H) > 512)",
     "chunk": "design 0: rows per item, a power of two from 1 to 65536; default max(1, 512 // next_pow2(H))",
@@ -74,9 +79,9 @@ TUNABLES = {
 }
 OLD_ONLY, NEW_ONLY = (
     ("packed_max", "chunk"),
-    ("tile", "max_lanes", "big_warps", "maxnreg", "big_maxnreg", "pack", "fused"),
+    ("tile", "max_lanes", "big_warps", "maxnreg", "big_maxnreg", "vec", "fused"),
 )
-BUCKET_SEGMENTS = 512  # segments per program of the bucket kernel
+BUCKET_SEGMENTS = 128  # segments per program of the bucket kernel (H200: 1.06x at 128 vs 512 on the long tail)
 
 
 def design_tunables(tunables: dict) -> dict:
@@ -86,19 +91,20 @@ def design_tunables(tunables: dict) -> dict:
     max_lanes = check_power_of_2(NAME, "max_lanes", tunables.get("max_lanes", 8192), 512, 32768)
     warps = tunables.get("num_warps", min(16, max(1, tile // 512)))
     big_warps = tunables.get("big_warps", min(16, max(1, max(max_lanes, 2 * tile) // 1024)))
+    vec = check_int_choice(NAME, "vec", tunables.get("vec", DEFAULT_VEC), (0, 1))
     return {
         "tile": tile,
         "max_lanes": max_lanes,
         "num_warps": check_int_choice(NAME, "num_warps", warps, NUM_WARPS_ALLOWED),
         "big_warps": check_int_choice(NAME, "big_warps", big_warps, NUM_WARPS_ALLOWED),
         **{k: _check_maxnreg(k, tunables.get(k, DEFAULT_MAXNREG[k])) for k in ("maxnreg", "big_maxnreg")},
-        "pack": check_int_choice(NAME, "pack", tunables.get("pack", DEFAULT_PACK), (0, 1)),
+        "vec": vec,
         "fused": None if tunables.get("fused") is None else check_int_choice(NAME, "fused", tunables["fused"], (0, 1)),
     }
 
 
 DEFAULT_MAXNREG = {"maxnreg": None, "big_maxnreg": None}  # None: the launcher's default (_launch_classes)
-DEFAULT_PACK = 0
+DEFAULT_VEC = 1
 
 
 def _check_maxnreg(name: str, value: object) -> int:
@@ -466,7 +472,7 @@ def _ragged_bucket_kernel(
     H2: tl.constexpr,
     H3: tl.constexpr,
     BIG_ROWS: tl.constexpr,
-    PACK: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):
     # read offsets once (B + 1 ints) + write 2 ints per non-empty segment (its start, stop in its class's list) and
     # 4 per chunk of a long segment (> BIG_ROWS rows); one atomic per class per program reserves the slots
@@ -477,16 +483,16 @@ def _ragged_bucket_kernel(
     start = tl.minimum(tl.maximum(start, 0), total)
     stop = tl.minimum(tl.maximum(stop, start), total)
     n = tl.where(ok, stop - start, 0)
-    if PACK:  # the classes hold the span from the even row below start (the packed tiles load whole words)
-        span = tl.where(n > 0, n + start % 2, 0)
-    else:
-        span = n
+    # a class holds the span from the ALIGN-row boundary at or below start (tiles of whole vectors load from
+    # there); a long segment's chunks are BIG_ROWS-row pieces from that boundary (every span <= BIG_ROWS)
+    aligned = start - start % ALIGN
+    span = tl.where(n > 0, stop - aligned, 0)
     f0 = ((span > 0) & (span <= H0)).to(tl.int32)
     f1 = ((span > H0) & (span <= H1)).to(tl.int32)
     f2 = ((span > H1) & (span <= H2)).to(tl.int32)
     f3 = ((span > H2) & (span <= H3)).to(tl.int32)
     f4 = ((span > H3) & (span <= BIG_ROWS)).to(tl.int32)
-    chunks = tl.where(span > BIG_ROWS, tl.cdiv(n, BIG_ROWS), 0)
+    chunks = tl.where(span > BIG_ROWS, tl.cdiv(span, BIG_ROWS), 0)
     # the six reservations are independent (relaxed): all in flight at once, waited for at their first use
     s0 = tl.atomic_add(counters_ptr, tl.sum(f0, axis=0), sem="relaxed")
     s1 = tl.atomic_add(counters_ptr + 1, tl.sum(f1, axis=0), sem="relaxed")
@@ -503,9 +509,9 @@ def _ragged_bucket_kernel(
     for k in range(0, tl.max(chunks, axis=0)):
         take = k < chunks
         entry = (first + k) * 4
-        chunk_start = start + k * BIG_ROWS
-        tl.store(entries_ptr + entry, chunk_start, mask=take)
-        tl.store(entries_ptr + entry + 1, tl.minimum(chunk_start + BIG_ROWS, stop), mask=take)
+        chunk_base = aligned + k * BIG_ROWS
+        tl.store(entries_ptr + entry, tl.maximum(chunk_base, start), mask=take)
+        tl.store(entries_ptr + entry + 1, tl.minimum(chunk_base + BIG_ROWS, stop), mask=take)
         tl.store(entries_ptr + entry + 2, first, mask=take)
         tl.store(entries_ptr + entry + 3, chunks, mask=take)
 
@@ -532,69 +538,143 @@ def _tile_finish(out_ptr, a_ptr, b_ptr, base, offsets, mask, BACKWARD: tl.conste
 
 
 @triton.jit
-def _tile_finish_packed(out_ptr, a_ptr, start, stop, BLOCK: tl.constexpr):
-    """_tile_finish's forward for 16-bit 1-D values, loaded as 32-bit words (two elements per load and register:
-    twice the bytes in flight per register). Segment rows [start, stop) ([SEGS] int64) lie in the BLOCK lanes from
-    the even row below start (the bucket kernel classes segments by that span). Read x + write y once."""
-    elem: tl.constexpr = a_ptr.dtype.element_ty
-    even = start - start % 2
-    lanes = tl.arange(0, BLOCK // 2)[None, :]
-    words = tl.load(
-        a_ptr.to(tl.pointer_type(tl.int32)) + (even // 2)[:, None] + lanes,
-        mask=lanes < ((stop - even + 1) // 2).to(tl.int32)[:, None],
-        other=0,
-    )
-    head = (start - even).to(tl.int32)[:, None]
-    n = (stop - even).to(tl.int32)[:, None]
-    ok_lo = (2 * lanes >= head) & (2 * lanes < n)
-    ok_hi = 2 * lanes + 1 < n
-    x_lo = tl.where(ok_lo, (words & 0xFFFF).to(tl.int16).to(elem, bitcast=True).to(tl.float32), -float("inf"))
-    x_hi = tl.where(ok_hi, (words >> 16).to(tl.int16).to(elem, bitcast=True).to(tl.float32), -float("inf"))
-    col_max = tl.maximum(tl.max(x_lo, axis=1), tl.max(x_hi, axis=1))
-    shift = tl.where(col_max == -float("inf"), 0.0, col_max)[:, None]
-    e_lo = tl.exp(x_lo - shift)  # -inf lanes: 0
-    e_hi = tl.exp(x_hi - shift)
-    scale = (1.0 / (tl.sum(e_lo, axis=1) + tl.sum(e_hi, axis=1)))[:, None]
-    y_lo = (e_lo * scale).to(elem)
-    y_hi = (e_hi * scale).to(elem)
-    bits_lo = y_lo.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
-    bits_hi = y_hi.to(tl.int16, bitcast=True).to(tl.int32) << 16
-    word_ptr = out_ptr.to(tl.pointer_type(tl.int32)) + (even // 2)[:, None] + lanes
-    tl.store(word_ptr, bits_lo | bits_hi, mask=ok_lo & ok_hi)  # whole words: one store per two elements
-    row_ptr = out_ptr + even[:, None] + 2 * lanes
-    tl.store(row_ptr, y_lo, mask=ok_lo & ~ok_hi)  # a segment's last row on a word's low half
-    tl.store(row_ptr + 1, y_hi, mask=ok_hi & ~ok_lo)  # its first row on a word's high half
+def _vec_body(lanes, head, n, VEC: tl.constexpr):
+    """Lanes from a VEC-aligned row in the whole vectors that rows [head, n) fill (head < VEC; int32 [S, 1] or
+    scalars): loaded and stored as 16-byte vectors."""
+    return (lanes >= (head + VEC - 1) // VEC * VEC) & (lanes < n // VEC * VEC)
 
 
 @triton.jit
-def _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD: tl.constexpr):
+def _vec_edges(head, n, VEC: tl.constexpr):
+    """The rows of [head, n) outside _vec_body: those in the partial vectors at both ends, as [S, 2 * VEC] rows
+    from the aligned row and their mask (element loads and stores; the lanes interleave the two ends, so Triton
+    gives each thread one element instead of a whole replicated vector)."""
+    j = tl.arange(0, 2 * VEC)[None, :]
+    body_lo = (head + VEC - 1) // VEC * VEC
+    body_hi = n // VEC * VEC
+    at_tail = (j % 2) == 1
+    rows = j // 2 + tl.where(at_tail, body_hi, 0)
+    ok = (rows >= head) & (rows < n) & tl.where(at_tail, rows >= body_lo, rows < body_lo)
+    return rows, ok
+
+
+@triton.jit
+def _vec_load(a_ptr, b_ptr, lanes, body, rows, ok, BACKWARD: tl.constexpr):
+    """The segment's whole vectors and its two ends (rows outside it masked): forward (x, x, x_ends, x_ends, max
+    over both), backward (y, dy, y_ends, dy_ends, sum of y * dy over both); the statistic per row as [S, 1], a
+    scalar when S = 1 (whole-tile reductions: the ends keep their own one-element-per-thread layout)."""
+    if BACKWARD:
+        u = tl.load(a_ptr + lanes, mask=body, other=0.0).to(tl.float32)
+        v = tl.load(b_ptr + lanes, mask=body, other=0.0).to(tl.float32)
+        u_ends = tl.load(a_ptr + rows, mask=ok, other=0.0).to(tl.float32)
+        v_ends = tl.load(b_ptr + rows, mask=ok, other=0.0).to(tl.float32)
+        stat = _row_sum(u * v) + _row_sum(u_ends * v_ends)
+    else:
+        u = tl.load(a_ptr + lanes, mask=body, other=-float("inf")).to(tl.float32)
+        u_ends = tl.load(a_ptr + rows, mask=ok, other=-float("inf")).to(tl.float32)
+        v = u
+        v_ends = u_ends
+        stat = tl.maximum(_row_max(u), _row_max(u_ends))
+    return u, v, u_ends, v_ends, stat
+
+
+@triton.jit
+def _row_sum(t):
+    """Sum over axis 1 as [S, 1], or over the whole tile as a scalar when S = 1 (as _vec_load's statistics)."""
+    if t.shape[0] == 1:
+        r = tl.sum(t)
+    else:
+        r = tl.sum(t, axis=1)[:, None]
+    return r
+
+
+@triton.jit
+def _row_max(t):
+    """Max over axis 1 as [S, 1], or over the whole tile as a scalar when S = 1."""
+    if t.shape[0] == 1:
+        r = tl.max(t)
+    else:
+        r = tl.max(t, axis=1)[:, None]
+    return r
+
+
+@triton.jit
+def _tile_finish_vec(out_ptr, a_ptr, b_ptr, start, stop, BLOCK: tl.constexpr, VEC: tl.constexpr,
+                     BACKWARD: tl.constexpr):  # fmt: skip
+    """_tile_finish for 1-D values in 16-byte vectors (VEC elements): segment rows [start, stop) ([S] int64) lie in
+    the BLOCK lanes from the VEC-aligned row at or below start (the bucket kernel classes segments by that span).
+    The vectors the segment fills are loaded and stored whole, its partial vectors at both ends element by element;
+    nothing outside the segment is read. Read x + write y once (backward: read y, dy + write dx)."""
+    base = (start // VEC * VEC)[:, None]
+    head = (start[:, None] - base).to(tl.int32)
+    n = (stop[:, None] - base).to(tl.int32)
+    lanes = tl.arange(0, BLOCK)[None, :]
+    body = _vec_body(lanes, head, n, VEC)
+    rows, ok = _vec_edges(head, n, VEC)
+    a_ptr += base
+    b_ptr += base
+    out_ptr += base
+    u, v, u_ends, v_ends, stat = _vec_load(a_ptr, b_ptr, lanes, body, rows, ok, BACKWARD)
+    if BACKWARD:  # u, v = y, dy; stat = sum(y * dy)
+        tl.store(out_ptr + lanes, u * (v - stat), mask=body)
+        tl.store(out_ptr + rows, u_ends * (v_ends - stat), mask=ok)
+    else:  # u = x; stat = max(x)
+        shift = tl.where(stat == -float("inf"), 0.0, stat)  # an all -inf segment: 0/0 = NaN, as torch
+        e = tl.exp(u - shift)
+        e_ends = tl.exp(u_ends - shift)
+        scale = 1.0 / (_row_sum(e) + _row_sum(e_ends))
+        tl.store(out_ptr + lanes, e * scale, mask=body)
+        tl.store(out_ptr + rows, e_ends * scale, mask=ok)
+
+
+@triton.jit
+def _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD: tl.constexpr,
+                   VEC: tl.constexpr):  # fmt: skip
     """Chunk pass 1 of a long segment: read its chunk (x, or y and dy) once + write a per-column partial: (max, sum of
-    exp) or the dot of y and dy."""
+    exp) or the dot of y and dy. VEC > 1 (1-D values): whole vectors from the aligned row at or below the chunk."""
     col_ok = cols < n_cols
     chunk_start = tl.load(entries_ptr + 4 * entry)
-    n = (tl.load(entries_ptr + 4 * entry + 1) - chunk_start).to(tl.int32)
-    mask = (lanes < n) & col_ok[None, None, :]
-    offsets = lanes * n_cols + cols[None, None, :]
-    base = chunk_start * n_cols
-    if BACKWARD:
-        y = tl.load(a_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(b_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
-        tl.store(part1_ptr + entry * n_cols + cols, tl.sum(tl.sum(y * dy, axis=1), axis=0), mask=col_ok)
+    if VEC > 1:
+        chunk_stop = tl.load(entries_ptr + 4 * entry + 1)
+        base = chunk_start // VEC * VEC
+        head = (chunk_start - base).to(tl.int32)
+        n = (chunk_stop - base).to(tl.int32)
+        vec_lanes = tl.arange(0, lanes.shape[1])[None, :]
+        rows, ok = _vec_edges(head, n, VEC)
+        u, _, u_ends, _, stat = _vec_load(a_ptr + base, b_ptr + base, vec_lanes, _vec_body(vec_lanes, head, n, VEC),
+                                          rows, ok, BACKWARD)  # fmt: skip
+        if BACKWARD:  # stat: the chunk's sum of y * dy (a scalar: one column)
+            tl.store(part1_ptr + entry * n_cols + cols, tl.full(cols.shape, 0.0, tl.float32) + stat, mask=col_ok)
+        else:  # stat: the chunk's max
+            shift = tl.where(stat == -float("inf"), 0.0, stat)
+            chunk_sum = tl.sum(tl.exp(u - shift)) + tl.sum(tl.exp(u_ends - shift))
+            tl.store(part1_ptr + entry * n_cols + cols, tl.full(cols.shape, 0.0, tl.float32) + stat, mask=col_ok)
+            tl.store(part2_ptr + entry * n_cols + cols, tl.full(cols.shape, 0.0, tl.float32) + chunk_sum, mask=col_ok)
     else:
-        x = tl.load(a_ptr + base + offsets, mask=mask, other=-float("inf")).to(tl.float32)
-        col_max = tl.max(tl.max(x, axis=1), axis=0)
-        shift = tl.where(col_max == -float("inf"), 0.0, col_max)
-        e = tl.exp(x - shift[None, None, :])  # masked lanes: exp(-inf) = 0
-        tl.store(part1_ptr + entry * n_cols + cols, col_max, mask=col_ok)
-        tl.store(part2_ptr + entry * n_cols + cols, tl.sum(tl.sum(e, axis=1), axis=0), mask=col_ok)
+        n = (tl.load(entries_ptr + 4 * entry + 1) - chunk_start).to(tl.int32)
+        mask = (lanes < n) & col_ok[None, None, :]
+        offsets = lanes * n_cols + cols[None, None, :]
+        base = chunk_start * n_cols
+        if BACKWARD:
+            y = tl.load(a_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(b_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
+            tl.store(part1_ptr + entry * n_cols + cols, tl.sum(tl.sum(y * dy, axis=1), axis=0), mask=col_ok)
+        else:
+            x = tl.load(a_ptr + base + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+            col_max = tl.max(tl.max(x, axis=1), axis=0)
+            shift = tl.where(col_max == -float("inf"), 0.0, col_max)
+            e = tl.exp(x - shift[None, None, :])  # masked lanes: exp(-inf) = 0
+            tl.store(part1_ptr + entry * n_cols + cols, col_max, mask=col_ok)
+            tl.store(part2_ptr + entry * n_cols + cols, tl.sum(tl.sum(e, axis=1), axis=0), mask=col_ok)
 
 
 @triton.jit
 def _chunk_finish(
-    out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD: tl.constexpr
-):
+    out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD: tl.constexpr,
+    VEC: tl.constexpr,
+):  # fmt: skip
     """Chunk pass 2 of a long segment: read the segment's partials + re-read its chunk once + write y (or dx) once,
-    in [TILE_ROWS, HB] steps."""
+    in [TILE_ROWS, HB] steps (VEC > 1, 1-D values: the chunk's whole vectors in steps, then its two ends)."""
     col_ok = cols < n_cols
     chunk_start = tl.load(entries_ptr + 4 * entry)
     chunk_stop = tl.load(entries_ptr + 4 * entry + 1)
@@ -614,33 +694,65 @@ def _chunk_finish(
             m = tl.load(part1_ptr + k * n_cols + cols, mask=col_ok, other=0.0)
             seg_sum += tl.load(part2_ptr + k * n_cols + cols, mask=col_ok, other=0.0) * tl.exp(m - shift)
         scale = 1.0 / seg_sum
-    offsets = lanes * n_cols + cols[None, None, :]
-    step = lanes.shape[1]
-    for r in range(chunk_start, chunk_stop, step):
-        mask = (lanes < (chunk_stop - r).to(tl.int32)) & col_ok[None, None, :]
-        base = r * n_cols
-        if BACKWARD:
-            y = tl.load(a_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
-            dy = tl.load(b_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
-            tl.store(out_ptr + base + offsets, y * (dy - dot[None, None, :]), mask=mask)
+    if VEC > 1:
+        base = chunk_start // VEC * VEC
+        head = (chunk_start - base).to(tl.int32)
+        n = (chunk_stop - base).to(tl.int32)
+        step_rows: tl.constexpr = lanes.shape[1]
+        vec_lanes = tl.arange(0, step_rows)[None, :]
+        if BACKWARD:  # one column: the statistics as scalars
+            stat1 = tl.sum(dot)
+            stat2 = stat1
         else:
-            x = tl.load(a_ptr + base + offsets, mask=mask, other=-float("inf")).to(tl.float32)
-            tl.store(out_ptr + base + offsets, tl.exp(x - shift[None, None, :]) * scale[None, None, :], mask=mask)
+            stat1, stat2 = tl.sum(shift), tl.sum(scale)
+        for i in range(0, tl.cdiv(n, step_rows)):
+            r = i * step_rows
+            body = _vec_body(vec_lanes, tl.maximum(head - r, 0), n - r, VEC)
+            at = base + r + vec_lanes
+            if BACKWARD:
+                y = tl.load(a_ptr + at, mask=body, other=0.0).to(tl.float32)
+                dy = tl.load(b_ptr + at, mask=body, other=0.0).to(tl.float32)
+                tl.store(out_ptr + at, y * (dy - stat1), mask=body)
+            else:
+                x = tl.load(a_ptr + at, mask=body, other=-float("inf")).to(tl.float32)
+                tl.store(out_ptr + at, tl.exp(x - stat1) * stat2, mask=body)
+        rows, ok = _vec_edges(head, n, VEC)
+        at = base + rows
+        if BACKWARD:
+            y = tl.load(a_ptr + at, mask=ok, other=0.0).to(tl.float32)
+            dy = tl.load(b_ptr + at, mask=ok, other=0.0).to(tl.float32)
+            tl.store(out_ptr + at, y * (dy - stat1), mask=ok)
+        else:
+            x = tl.load(a_ptr + at, mask=ok, other=-float("inf")).to(tl.float32)
+            tl.store(out_ptr + at, tl.exp(x - stat1) * stat2, mask=ok)
+    else:
+        offsets = lanes * n_cols + cols[None, None, :]
+        step = lanes.shape[1]
+        for r in range(chunk_start, chunk_stop, step):
+            mask = (lanes < (chunk_stop - r).to(tl.int32)) & col_ok[None, None, :]
+            base = r * n_cols
+            if BACKWARD:
+                y = tl.load(a_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
+                dy = tl.load(b_ptr + base + offsets, mask=mask, other=0.0).to(tl.float32)
+                tl.store(out_ptr + base + offsets, y * (dy - dot[None, None, :]), mask=mask)
+            else:
+                x = tl.load(a_ptr + base + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+                tl.store(out_ptr + base + offsets, tl.exp(x - shift[None, None, :]) * scale[None, None, :], mask=mask)
 
 
 @triton.jit
 def _class_item(
     out_ptr, a_ptr, b_ptr, bounds_ptr, base, count, item, cols, n_cols, BLOCK: tl.constexpr, SEGS: tl.constexpr,
-    BACKWARD: tl.constexpr, PACK: tl.constexpr,
+    BACKWARD: tl.constexpr, VEC: tl.constexpr,
 ):  # fmt: skip
     """Segments item * SEGS .. + SEGS of a class list (of up to BLOCK rows each), in registers: read x once + write y
     once (backward: read y, dy + write dx)."""
     j = item * SEGS + tl.arange(0, SEGS)
     ok = j < count
     start = tl.load(bounds_ptr + 2 * (base + j), mask=ok, other=0).to(tl.int64)
-    if PACK:
+    if VEC > 1:
         stop = tl.load(bounds_ptr + 2 * (base + j) + 1, mask=ok, other=0).to(tl.int64)
-        _tile_finish_packed(out_ptr, a_ptr, start, stop, BLOCK)
+        _tile_finish_vec(out_ptr, a_ptr, b_ptr, start, stop, BLOCK, VEC, BACKWARD)
     else:
         n = (tl.load(bounds_ptr + 2 * (base + j) + 1, mask=ok, other=0) - start).to(tl.int32)
         lanes = tl.arange(0, BLOCK)[None, :, None]
@@ -675,7 +787,7 @@ def _small_ends(first, count3, count2, count1, count0, n_col_blocks, H0: tl.cons
 def _small_item(
     out_ptr, a_ptr, b_ptr, bounds_ptr, w, first, end3, end2, end1, count3, count2, count1, count0, base1, base2,
     base3, n_cols, n_col_blocks, H0: tl.constexpr, H1: tl.constexpr, H2: tl.constexpr, H3: tl.constexpr,
-    TILE_ROWS: tl.constexpr, HB: tl.constexpr, BACKWARD: tl.constexpr, PACK: tl.constexpr,
+    TILE_ROWS: tl.constexpr, HB: tl.constexpr, BACKWARD: tl.constexpr, VEC: tl.constexpr,
 ):  # fmt: skip
     """Work item w (first <= w < end0, the ranges of _small_ends) of small classes 3..0: its class's _class_item
     (the small launch and the fused one share this)."""
@@ -683,22 +795,22 @@ def _small_item(
         item = (w - first) // n_col_blocks
         cols = (w - first - item * n_col_blocks) * HB + tl.arange(0, HB)
         _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base3, count3, item, cols, n_cols, H3, TILE_ROWS // H3,
-                    BACKWARD, PACK)  # fmt: skip
+                    BACKWARD, VEC)  # fmt: skip
     elif w < end2:
         item = (w - end3) // n_col_blocks
         cols = (w - end3 - item * n_col_blocks) * HB + tl.arange(0, HB)
         _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base2, count2, item, cols, n_cols, H2, TILE_ROWS // H2,
-                    BACKWARD, PACK)  # fmt: skip
+                    BACKWARD, VEC)  # fmt: skip
     elif w < end1:
         item = (w - end2) // n_col_blocks
         cols = (w - end2 - item * n_col_blocks) * HB + tl.arange(0, HB)
         _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, base1, count1, item, cols, n_cols, H1, TILE_ROWS // H1,
-                    BACKWARD, PACK)  # fmt: skip
+                    BACKWARD, VEC)  # fmt: skip
     else:
         item = (w - end1) // n_col_blocks
         cols = (w - end1 - item * n_col_blocks) * HB + tl.arange(0, HB)
         _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, 0, count0, item, cols, n_cols, H0, TILE_ROWS // H0,
-                    BACKWARD, PACK)  # fmt: skip
+                    BACKWARD, VEC)  # fmt: skip
 
 
 @triton.jit
@@ -717,7 +829,7 @@ def _ragged_big_kernel(
     BIG_ROWS: tl.constexpr,
     HB: tl.constexpr,
     BACKWARD: tl.constexpr,
-    PACK: tl.constexpr,
+    VEC: tl.constexpr,
 ):
     # chunks of long segments (first): read x once + write a (max, sum) partial per column (backward: read y, dy +
     # write a dot partial); big-class segments: read x + write y once (backward: read y, dy + write dx).
@@ -733,12 +845,12 @@ def _ragged_big_kernel(
         if w < n_chunks:
             entry = w // n_col_blocks
             cols = (w - entry * n_col_blocks) * HB + tl.arange(0, HB)
-            _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD)
+            _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD, VEC)
         else:
             item = (w - n_chunks) // n_col_blocks
             cols = (w - n_chunks - item * n_col_blocks) * HB + tl.arange(0, HB)
             _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, big_base, n_big, item, cols, n_cols, BIG_ROWS, 1, BACKWARD,
-                        PACK)  # fmt: skip
+                        VEC)  # fmt: skip
         w = claimed
 
 
@@ -764,7 +876,7 @@ def _ragged_small_kernel(
     TILE_ROWS: tl.constexpr,
     HB: tl.constexpr,
     BACKWARD: tl.constexpr,
-    PACK: tl.constexpr,
+    VEC: tl.constexpr,
 ):
     # chunks of long segments (first): read the segment's partials + re-read x (or y, dy) once + write y (or dx)
     # once; then small classes 3, 2, 1, 0: read x + write y once (backward: read y, dy + write dx).
@@ -782,12 +894,12 @@ def _ragged_small_kernel(
             entry = w // n_col_blocks
             cols = (w - entry * n_col_blocks) * HB + tl.arange(0, HB)
             _chunk_finish(
-                out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD
+                out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD, VEC
             )
         else:
             _small_item(out_ptr, a_ptr, b_ptr, bounds_ptr, w, end_chunks, end3, end2, end1, count3, count2, count1,
                         count0, base1, base2, base3, n_cols, n_col_blocks, H0, H1, H2, H3, TILE_ROWS, HB, BACKWARD,
-                        PACK)  # fmt: skip
+                        VEC)  # fmt: skip
         w = claimed
 
 
@@ -815,7 +927,7 @@ def _ragged_fused_kernel(
     BIG_ROWS: tl.constexpr,
     HB: tl.constexpr,
     BACKWARD: tl.constexpr,
-    PACK: tl.constexpr,
+    VEC: tl.constexpr,
 ):
     # `fused=1`: the big and small launches as one, one queue (counters[6]) in this order: chunk pass 1 (read x +
     # write a partial), big class, small classes 3..0 (read x + write y once), chunk pass 2 (read partials + re-read
@@ -837,18 +949,20 @@ def _ragged_fused_kernel(
         if w < n_chunks:
             entry = w // n_col_blocks
             cols = (w - entry * n_col_blocks) * HB + tl.arange(0, HB)
-            _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, big_lanes, BACKWARD)
+            _chunk_partial(
+                a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, big_lanes, BACKWARD, VEC
+            )
             tl.debug_barrier()  # every thread's partial stored before the release below
             tl.atomic_add(counters_ptr + SMALL_QUEUE, 1, sem="release")
         elif w < end_big:
             item = (w - n_chunks) // n_col_blocks
             cols = (w - n_chunks - item * n_col_blocks) * HB + tl.arange(0, HB)
             _class_item(out_ptr, a_ptr, b_ptr, bounds_ptr, big_base, n_big, item, cols, n_cols, BIG_ROWS, 1, BACKWARD,
-                        PACK)  # fmt: skip
+                        VEC)  # fmt: skip
         elif w < end0:
             _small_item(out_ptr, a_ptr, b_ptr, bounds_ptr, w, end_big, end3, end2, end1, count3, count2, count1,
                         count0, base1, base2, base3, n_cols, n_col_blocks, H0, H1, H2, H3, TILE_ROWS, HB, BACKWARD,
-                        PACK)  # fmt: skip
+                        VEC)  # fmt: skip
         else:
             done = tl.atomic_add(counters_ptr + SMALL_QUEUE, 0, sem="acquire").to(tl.int64)
             while done < n_chunks:  # pass-1 items still running on other programs (rare: they were first)
@@ -857,17 +971,18 @@ def _ragged_fused_kernel(
             entry = (w - end0) // n_col_blocks
             cols = (w - end0 - entry * n_col_blocks) * HB + tl.arange(0, HB)
             _chunk_finish(
-                out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, tile_lanes, BACKWARD
+                out_ptr, a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, tile_lanes, BACKWARD, VEC
             )
         w = claimed
 
 
-def class_layout(n_rows: int, n_segments: int, n_cols: int, tile: int, max_lanes: int, pack: bool = False) -> dict:
+def class_layout(n_rows: int, n_segments: int, n_cols: int, tile: int, max_lanes: int, align: int = 1) -> dict:
     """The class design's sizes for T = n_rows, B = n_segments, H = n_cols: HB, TILE_ROWS (rows of a small tile),
     BIG_ROWS (rows of the big class and of a long segment's chunk), the small classes' (low, high, SEGS, BLOCK),
-    each list's capacity and start in the bounds array, and the chunk entries' bound. A class of rows in
-    (low, high] holds at most min(B, T // (low + 1)) segments (`pack`: classes by span, up to one row more than
-    the segment: T // low)."""
+    each list's capacity and start in the bounds array, and the chunk entries' bound. Segments are classed by their
+    span from the `align`-row boundary at or below their start (1: their length; 4 or 8: 16-byte vectors), up to
+    align - 1 rows more than the segment: a class of spans in (low, high] holds at most
+    min(B, T // (low + 2 - align)) segments."""
     hb = min(next_power_of_2(n_cols), MAX_COLUMN_BLOCK)
     tile_rows = max(1, tile // hb)
     big_rows = max(2 * tile_rows, max_lanes // hb)
@@ -876,13 +991,15 @@ def class_layout(n_rows: int, n_segments: int, n_cols: int, tile: int, max_lanes
         high = max(1, tile_rows >> (2 * (SMALL_CLASSES - 1 - c)))
         small.append((low, max(low, high), tile_rows // high, high))
         low = max(low, high)
-    least = 0 if pack else 1  # fewest rows of a segment over a class's low bound
+    least = 2 - align  # a span over a class's low bound: at least low + least rows of the segment
     caps = [min(n_segments, n_rows // max(1, lo + least)) if hi > lo else 0 for lo, hi, _, _ in small]
-    caps.append(min(n_segments, n_rows // (low + least)))  # the big class, (tile_rows, big_rows]
+    caps.append(min(n_segments, n_rows // max(1, low + least)))  # the big class, (tile_rows, big_rows]
     bases = [0]
     for cap in caps:
         bases.append(bases[-1] + cap)
-    n_long = min(n_segments, n_rows // (big_rows + least))
+    n_long = min(n_segments, n_rows // max(1, big_rows + least))
+    # a long segment's chunks: cdiv(span, BIG_ROWS) <= (n + align - 1) // BIG_ROWS + 1
+    n_entries = (n_rows + n_long * (align - 1)) // big_rows + n_long
     return {
         "HB": hb,
         "TILE_ROWS": tile_rows,
@@ -892,7 +1009,7 @@ def class_layout(n_rows: int, n_segments: int, n_cols: int, tile: int, max_lanes
         "bases": bases[:-1],
         "list_size": bases[-1],
         "n_long": n_long,
-        "entries": (n_rows // big_rows + n_long) if n_long else 0,
+        "entries": n_entries if n_long else 0,
     }
 
 
@@ -912,6 +1029,13 @@ def _programs(device: torch.device, num_warps: int, maxnreg: int, work: int) -> 
     return max(1, min(work, sms * max(1, per_sm)))
 
 
+def vector_rows(tensors: tuple[torch.Tensor, ...]) -> int:
+    """Rows per 16-byte vector (8 for 16-bit, 4 for fp32) where every tensor starts 16-byte aligned, else 1."""
+    if any(t.data_ptr() % VECTOR_BYTES for t in tensors):
+        return 1
+    return VECTOR_BYTES // tensors[0].element_size()
+
+
 def _launch_classes(a_args, out, offsets, total, n_cols, tunables, backward):
     """Design 1: the bucket kernel, the big launch (chunk pass 1 + big class), the small launch (chunk pass 2 + the
     small classes). `a_args` = (values,) or (y, dy); `backward` picks the kernels' backward form."""
@@ -921,17 +1045,20 @@ def _launch_classes(a_args, out, offsets, total, n_cols, tunables, backward):
     if fused is None:  # default: one launch for the forward of 2..8 columns (experiments/2026-12-04-ragged-h)
         fused = int(1 < n_cols <= 8 and not backward)
     if big_regs is None:  # default: 64 for the 1-D forward (no spills at 8192 lanes x 8 warps; 4 programs per SM);
-        # 2-D forward: 80 up to 8 columns (fused), 64 above (H200: 1.32x at H = 16, 1.2x at 64)
-        capped = not backward and big_warps == 8 and max_lanes <= 8192
-        big_regs = (64 if n_cols == 1 or n_cols > 8 else 80) if capped else 0
-    if small_regs is None:  # default: 80 for the 1-D forward at 4 warps (6 programs per SM, 40 bytes of spill)
-        small_regs = 80 if n_cols == 1 and not backward and small_warps == 4 and tile <= 2048 else 0
+        # 2-D forward: 80 up to 8 columns (fused), 64 above (H200: 1.32x at H = 16, 1.2x at 64); 1-D backward: 80
+        # (with the small launch's 80: 1.18x uniform fp16, 1.13x long tail; experiments/2026-12-04-ragged-vec)
+        if big_warps != 8 or max_lanes > 8192:
+            big_regs = 0
+        elif backward:
+            big_regs = 80 if n_cols == 1 else 0
+        else:
+            big_regs = 64 if n_cols == 1 or n_cols > 8 else 80
+    if small_regs is None:  # default: 80 for 1-D values at 4 warps (6 programs per SM; no spill with vector loads)
+        small_regs = 80 if n_cols == 1 and small_warps == 4 and tile <= 2048 else 0
     n_segments = offsets.numel() - 1
     a, b = a_args if len(a_args) == 2 else (a_args[0], a_args[0])
-    pack = bool(
-        tunables["pack"] and not backward and n_cols == 1 and a.element_size() == 2 and a.data_ptr() % 4 == 0
-    )  # 16-bit 1-D values at a 4-byte aligned address: loaded as 32-bit words
-    layout = class_layout(total, n_segments, n_cols, tile, max_lanes, pack)
+    vec = vector_rows((*a_args, out)) if tunables["vec"] and n_cols == 1 else 1
+    layout = class_layout(total, n_segments, n_cols, tile, max_lanes, vec)
     hb, tile_rows, big_rows = layout["HB"], layout["TILE_ROWS"], layout["BIG_ROWS"]
     device = offsets.device
     bounds = torch.empty(2 * max(1, layout["list_size"]), dtype=torch.int32 if total < 2**31 else torch.int64,
@@ -946,7 +1073,7 @@ def _launch_classes(a_args, out, offsets, total, n_cols, tunables, backward):
         _ragged_bucket_kernel,
         (triton.cdiv(n_segments, BUCKET_SEGMENTS),),
         (offsets, counters, bounds, entries, n_segments, total, b1, b2, b3, b4),
-        {"BB": BUCKET_SEGMENTS, **highs, "BIG_ROWS": big_rows, "PACK": pack},
+        {"BB": BUCKET_SEGMENTS, **highs, "BIG_ROWS": big_rows, "ALIGN": vec},
         4,
         1,
     )
@@ -961,7 +1088,14 @@ def _launch_classes(a_args, out, offsets, total, n_cols, tunables, backward):
             _ragged_fused_kernel,
             (_programs(device, big_warps, big_regs, big_work + small_work * column_blocks),),
             (*common, b1, b2, b3, b4),
-            {**highs, "TILE_ROWS": tile_rows, "BIG_ROWS": big_rows, "HB": hb, "BACKWARD": backward, "PACK": pack},
+            {
+                **highs,
+                "TILE_ROWS": tile_rows,
+                "BIG_ROWS": big_rows,
+                "HB": hb,
+                "BACKWARD": backward,
+                "VEC": vec,
+            },
             big_warps,
             1,
             options={"maxnreg": big_regs} if big_regs else None,
@@ -972,7 +1106,7 @@ def _launch_classes(a_args, out, offsets, total, n_cols, tunables, backward):
             _ragged_big_kernel,
             (_programs(device, big_warps, big_regs, big_work),),
             (*common, b4),
-            {"BIG_ROWS": big_rows, "HB": hb, "BACKWARD": backward, "PACK": pack},
+            {"BIG_ROWS": big_rows, "HB": hb, "BACKWARD": backward, "VEC": vec},
             big_warps,
             1,
             options={"maxnreg": big_regs} if big_regs else None,
@@ -981,7 +1115,7 @@ def _launch_classes(a_args, out, offsets, total, n_cols, tunables, backward):
         _ragged_small_kernel,
         (_programs(device, small_warps, small_regs, small_work * column_blocks),),
         (*common, b1, b2, b3),
-        {**highs, "TILE_ROWS": tile_rows, "HB": hb, "BACKWARD": backward, "PACK": pack},
+        {**highs, "TILE_ROWS": tile_rows, "HB": hb, "BACKWARD": backward, "VEC": vec},
         small_warps,
         1,
         options={"maxnreg": small_regs} if small_regs else None,

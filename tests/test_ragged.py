@@ -197,23 +197,69 @@ def test_torch_compile_fullgraph():
 
 # every design-1 path at SMALL_DESIGN: each small class (1-4, 5-16, 17-64, 65-256 rows), the big class (257-512),
 # long segments split into 512-row chunks (513, 1100: 2 and 3 chunks), bounds (4, 16, 64, 256, 512, 513), odd
-# starts (the packed 16-bit loads), empty and length-1 segments
+# starts (the vector loads' partial ends), empty and length-1 segments
 DESIGN_LENGTHS = [3, 0, 1, 4, 5, 16, 17, 64, 65, 256, 257, 512, 513, 1100, 1, 2, 0, 7]
+
+
+LOAD_SCHEMES = {"vec": {}, "element": {"vec": 0}}  # design 1's loads of 1-D values
+
+
+def poisoned_tail(values: torch.Tensor) -> torch.Tensor:
+    """values as the head of a buffer 16 rows longer, the rows past T NaN (a kernel that read them into a segment
+    would show it)."""
+    buffer = torch.full((values.shape[0] + 16, *values.shape[1:]), float("nan"), dtype=values.dtype)
+    buffer = buffer.to(values.device)
+    buffer[: values.shape[0]] = values
+    return buffer[: values.shape[0]]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
 @pytest.mark.parametrize("width", [None, 3])
-@pytest.mark.parametrize("pack", [1, 0])
+@pytest.mark.parametrize("loads", list(LOAD_SCHEMES))
 @pytest.mark.parametrize("fused", [0, 1])
-def test_design1_every_class_and_long_split(dtype, width, pack, fused):
-    if pack == 0 and (dtype == torch.float32 or width is not None):
-        pytest.skip("pack applies to 16-bit 1-D values only")
-    values = make_values(DESIGN_LENGTHS, dtype, width, seed=5)
+def test_design1_every_class_and_long_split(dtype, width, loads, fused):
+    if loads != "vec" and width is not None:
+        pytest.skip("vector and element loads are told apart for 1-D values only")
+    values = poisoned_tail(make_values(DESIGN_LENGTHS, dtype, width, seed=5))
     offsets = offsets_of(DESIGN_LENGTHS, torch.int32)
-    got = ragged.ragged_softmax_forward(values, offsets, pack=pack, fused=fused, **SMALL_DESIGN)
-    assert_close(got, values, offsets, f"design 1 H={width} pack={pack} fused={fused}")
-    layout = ragged.class_layout(values.shape[0], len(DESIGN_LENGTHS), width or 1, 256, 512, bool(pack))
+    got = ragged.ragged_softmax_forward(values, offsets, fused=fused, **LOAD_SCHEMES[loads], **SMALL_DESIGN)
+    assert_close(got, values, offsets, f"design 1 H={width} loads={loads} fused={fused}")
+    align = {"vec": 16 // values.element_size(), "element": 1}[loads] if width is None else 1
+    assert ragged.vector_rows((values, got)) == 16 // values.element_size()
+    layout = ragged.class_layout(values.shape[0], len(DESIGN_LENGTHS), width or 1, 256, 512, align)
     assert layout["TILE_ROWS"] == 256 // (4 if width else 1) and layout["entries"] >= 5  # 1100 and 513 split
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+def test_design1_vector_loads_at_every_start_and_backward(dtype):
+    """Whole-vector loads: segments starting at every row mod 8, ends inside one vector and across several, a
+    long segment's chunks from an unaligned start; the values past T (NaN) never reach y or dx."""
+    lengths = [1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 0, 23, 250, 255, 257, 600, 1300, 3, 1]
+    values = make_values(lengths, dtype, None, seed=8)  # T = 2749: T's last vector is partial
+    offsets = offsets_of(lengths, torch.int32)
+    got = ragged.ragged_softmax_forward(values, offsets, **SMALL_DESIGN)
+    assert_close(got, values, offsets, "vec forward")
+    dy = torch.randn(values.shape, generator=torch.Generator().manual_seed(9)).to(dtype).to(DEVICE)
+    assert ragged.vector_rows((values, dy, got)) == 16 // values.element_size()
+    dx = ragged.ragged_softmax_backward(got, dy, offsets, **SMALL_DESIGN)
+    y = got.double()
+    seg = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths)).to(DEVICE)
+    dots = torch.zeros(len(lengths), dtype=torch.float64, device=DEVICE).index_add_(0, seg, y * dy.double())
+    want = y * (dy.double() - dots[seg])
+    rtol, atol = TOLERANCES[dtype]
+    assert_within(dx.double(), want, atol + rtol * want.abs(), "vec backward: ", "elements", rtol, atol, str)
+    element = ragged.ragged_softmax_backward(got, dy, offsets, vec=0, **SMALL_DESIGN)
+    assert_within(dx.double(), element.double(), atol + rtol * element.double().abs(), "vec vs element dx: ",
+                  "elements", rtol, atol, str)  # fmt: skip
+
+
+def test_vector_rows_needs_16_byte_aligned_tensors():
+    values = make_values([20], torch.float16, None)
+    assert ragged.vector_rows((values, torch.empty_like(values))) == 8
+    assert ragged.vector_rows((values[1:],)) == 1  # a 2-byte aligned view: element loads
+    assert ragged.vector_rows((values.float(),)) == 4
+    with pytest.raises(ValueError, match="vec=2 is not allowed"):
+        ragged.ragged_softmax_forward(values, offsets_of([20]), vec=2)
 
 
 def test_design1_misaligned_16bit_view_and_wide_rows():
@@ -328,8 +374,8 @@ def test_bench_script_non_cuda_parts(tmp_path, monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
 @pytest.mark.parametrize(
     "tunables",
-    [{}, {"pack": 1}, {"fused": 1}, {"fused": 1, "pack": 1}, {"maxnreg": 0, "big_maxnreg": 0}, {"design": 0}],
-    ids=["design1", "pack", "fused", "fused_pack", "no_cap", "design0"],
+    [{}, {"vec": 0}, {"fused": 1}, {"fused": 1, "vec": 0}, {"maxnreg": 0, "big_maxnreg": 0}, {"design": 0}],
+    ids=["design1", "element_loads", "fused", "fused_element_loads", "no_cap", "design0"],
 )
 def test_gpu_bench_lengths_both_designs(dtype, tunables):
     """bench_fused's full-size lengths (uniform 1..8192 over 16384 segments; the long tail with a 144k segment)."""
@@ -378,11 +424,19 @@ def test_numerics_names_resolve_to_the_fused_ops():
 
 @pytest.mark.parametrize(
     ("width", "backward", "fused", "big_regs"),
-    [(None, False, False, 64), (4, False, True, 80), (8, False, True, 80), (16, False, False, 64), (4, True, False, 0)],
+    [
+        (None, False, False, 64),
+        (4, False, True, 80),
+        (8, False, True, 80),
+        (16, False, False, 64),
+        (4, True, False, 0),
+        (None, True, False, 80),
+    ],
 )
 def test_design_one_defaults_per_width(monkeypatch, width, backward, fused, big_regs):
-    """The launcher's defaults (experiments/2026-12-04-ragged-h): one fused launch at big_maxnreg 80 for the forward
-    of 2-8 columns, two launches at 64 for 1-D values and wider rows, no caps in the backward."""
+    """The launcher's defaults (experiments/2026-12-04-ragged-h, -ragged-vec): one fused launch at big_maxnreg 80 for
+    the forward of 2-8 columns, two launches at 64 for 1-D values and wider rows; the backward: 80 for 1-D values, no
+    cap for 2-D ones."""
     launched = []
     real = ragged.launch_kernel
 
@@ -401,3 +455,5 @@ def test_design_one_defaults_per_width(monkeypatch, width, backward, fused, big_
     assert ("_ragged_fused_kernel" in names) == fused, names
     big = [regs for name, regs in launched if name in ("_ragged_fused_kernel", "_ragged_big_kernel")]
     assert big and all((regs or 0) == big_regs for regs in big), launched
+    small = [regs or 0 for name, regs in launched if name == "_ragged_small_kernel"]
+    assert small == ([] if fused else [80 if width is None else 0]), launched

@@ -34,6 +34,7 @@ _LAZY: dict[str, str] = {
     "softmax_splitrow": "splitrow",
     "softmax_teaching": "teaching",
     "softmax_tinyrows": "tinyrows",
+    "softmax_vecrows": "vecrows",
 }
 
 
@@ -79,6 +80,7 @@ __all__ = [
     "softmax_splitrow",
     "softmax_teaching",
     "softmax_tinyrows",
+    "softmax_vecrows",
     "softmax_auto",
     "torch_softmax",
 ]

@@ -87,6 +87,7 @@ def _build() -> dict[str, Variant]:
         stagedrows,
         teaching,
         tinyrows,
+        vecrows,
         warprows,
     )
 
@@ -226,6 +227,17 @@ def _build() -> dict[str, Variant]:
                 replayable=True,
             ),
             Variant(
+                "vecrows",
+                "one program per row in 16-byte vectors from the boundary below the row (rows not 16-byte aligned)",
+                vecrows.softmax_vecrows,
+                vecrows.row_softmax_vecrows_kernel,
+                vecrows.MAX_N,
+                vecrows.TUNABLES,
+                vecrows.plan,
+                vecrows.signature,
+                replayable=True,
+            ),
+            Variant(
                 "auto",
                 "picks variant and tunables per GPU, dtype and shape from a tuning table",
                 auto.softmax_auto,
@@ -289,6 +301,7 @@ VARIANT_NAMES: tuple[str, ...] = (
     "stagedrows",
     "cluster",
     "tinyrows",
+    "vecrows",
     "auto",
 )
 

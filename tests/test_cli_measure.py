@@ -148,6 +148,7 @@ def test_config_selection_from_arguments():
         "persistent",
         "splitrow",
         "tinyrows",
+        "vecrows",
         "auto",
     }
     assert {c.dtype for c in defaults} == {"fp16", "bf16", "fp32"}

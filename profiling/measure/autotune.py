@@ -56,6 +56,8 @@ def candidates(
         found += [("teaching", {"num_warps": w}) for w in warps]
         if block >= 512:
             found += [("persistent", {"num_warps": w, "num_stages": 1}) for w in warps[1:]]
+    if block <= 65536 and n_cols % (16 // dtype.itemsize):  # rows not 16-byte aligned: whole vectors from below
+        found += [("vecrows", {"num_warps": w}) for w in ((2, 4, 8) if block <= 2048 else (4, 8, 16))]
     if 1024 <= block < 4096 and n_cols % 8:  # rows not 16-byte aligned: one program per row through an aligned window
         found += [("splitrow", {"chunk": 2 * block, "num_warps": w, "window": 1}) for w in (4, 8)]
     if block >= 4096:  # chunks in registers: 16 elements per thread or more; the counter only pays for many chunks

@@ -36,6 +36,7 @@ VARIANT_COLORS: dict[str, str] = {  # one colour per backend on every page and i
     "warprows": "#e377c2",
     "stagedrows": "#7b4173",
     "tinyrows": "#b5cf6b",
+    "vecrows": "#e7969c",
     "inductor": "#ff9896",
     "liger": "#6b6ecf",
     "quack": "#e6550d",

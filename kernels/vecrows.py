@@ -3,7 +3,7 @@
 loaded and stored whole (ld/st.global.v4), its partial vectors at both ends element by element, in one predicated
 step whose lanes interleave the two ends (so Triton gives each thread one element, not a replicated vector). The
 tile is BLOCK lanes, BLOCK = next_pow2(N), or BLOCK = next_pow2(N) / 2 plus REST lanes where N is just above a power
-of two (REST = next_pow2(N + VEC - 1 - BLOCK) <= BLOCK / 16): 4104 lanes at N = 4097 instead of 8192.
+of two (REST = next_pow2(N + VEC - 1 - BLOCK) <= BLOCK / 4): 4104 lanes at N = 4097 instead of 8192.
 """
 
 from __future__ import annotations
@@ -119,13 +119,13 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
 def tiles(n_cols: int, vec: int) -> tuple[int, int]:
     """(BLOCK, REST) lanes for N: the lanes from the 16-byte boundary below a row to its end are at most
     N + VEC - 1; BLOCK = next_pow2(N) holds them but the row's last partial vector (the ends take it), unless
-    N is just over a power of two: then half of that plus REST = next_pow2(N + VEC - 1 - BLOCK) <= BLOCK / 16
-    (H200: fp32 3000 x 5003 with a quarter over, 4096 + 1024 lanes, ran 0.93x teaching's 8192;
-    experiments/2026-12-04-odd-rows)."""
+    N is just over a power of two: then half of that plus REST = next_pow2(N + VEC - 1 - BLOCK) <= BLOCK / 4
+    (H200, 16-bit 3000 x 5003, experiments/2026-12-04-odd-rows: 4096 + 1024 lanes 1.03x teaching in run 2,
+    8192 lanes 0.92-0.96x in run 4)."""
     block = next_power_of_2(n_cols)
     half = block // 2
     over = n_cols + vec - 1 - half
-    if half >= 4 * vec and 0 < over <= half // 16:
+    if half >= 4 * vec and 0 < over <= half // 4:
         return half, max(vec, next_power_of_2(over))
     return block, 0
 

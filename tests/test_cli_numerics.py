@@ -244,10 +244,10 @@ def test_capture_script_dry_run_cpu_run_resume_and_summary(tmp_path):
     assert "x 3 dtypes x 43 N x 6 inputs at R=64" in dry.stdout and not out.exists()
     first = run("--device", "cpu", "--n", "16", "--rows", "2", "--no-probes")
     assert first.returncode == 0, first.stderr[-800:]
-    assert "complete: 144 measured" in first.stdout, first.stdout[-800:]
+    assert "complete: 162 measured" in first.stdout, first.stdout[-800:]
     assert "vs torch.softmax (same GPU, dtype, R, N, input):" in first.stdout
     table = load_results(out)
-    assert len(table) == 8 * 3 * 6 and set(table["error"]) == {""}
+    assert len(table) == 9 * 3 * 6 and set(table["error"]) == {""}
     again = run("--device", "cpu", "--n", "16", "--rows", "2", "--no-probes")
     assert "complete: 0 measured" in again.stdout and len(load_results(out)) == len(table), "a rerun resumes"
     summary = run("--summary-only")

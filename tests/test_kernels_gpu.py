@@ -38,6 +38,8 @@ def test_special_values_match_torch_on_gpu(variant):
 def test_strided_rows_and_large_offsets(variant):
     wide = torch.randn(512, 3000, device="cuda", dtype=torch.float16)
     view = wide[:, 7:1007]
+    if view.shape[1] > VARIANTS[variant].limit(view.dtype):  # tinyrows: N <= 64 (its own tests take strided rows)
+        pytest.skip(f"{variant} takes N <= {VARIANTS[variant].limit(view.dtype)}")
     assert_softmax_close(softmax(view, variant), view, f"{variant} strided")
 
 

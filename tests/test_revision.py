@@ -174,3 +174,20 @@ def test_sweep_stamps_revision_and_remeasures_a_changed_kernel(tmp_path):
         "0123456789ab",
         revision.kernel_source_hash("teaching"),
     }
+
+
+def test_fused_op_rows_compare_with_their_kernels_module():
+    """An op sweep's Blockscope rows (variant 'blockscope') carry kernels/masked.py's or ragged.py's hash: current
+    when it is this tree's, stale when not (they were 'other_version' before, whatever their hash)."""
+    import pandas as pd
+
+    masked, ragged = revision.op_source_hash("masked_softmax"), revision.op_source_hash("ragged_softmax")
+    assert masked != ragged
+    df = pd.DataFrame(
+        {
+            "op": ["masked_softmax", "ragged_softmax", "ragged_softmax", "softmax"],
+            "variant": ["blockscope", "blockscope", "nested", "teaching"],
+            "kernel_source_hash": [masked, "0123456789ab", "torch==0.0", revision.kernel_source_hash("teaching")],
+        }
+    )
+    assert list(revision.kernel_status(df)) == ["current", "stale", "other_version", "current"]

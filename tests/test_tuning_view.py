@@ -126,7 +126,8 @@ def test_tune_log_candidates_match_the_table_entries() -> None:
     assert tv.log_sources(log, "fp32", 4096, 12000) == ["h200_retune_2026-12-04.jsonl"]  # the exact-exp retune
     assert tv.log_sources(log, "fp16", 4096, 12000) == ["h200_challenge_stagedrows_cs.jsonl"]
     assert tv.log_sources(log, "bf16", 4096, 1024) == ["h200_challenge_bf16_exp.jsonl"]
-    assert tv.log_sources(log, "fp16", 4096, 32769) == [tv.TUNE_LOG_PATH.name]  # no challenger ran at odd N
+    assert tv.log_sources(log, "fp16", 4096, 32769) == ["h200_challenge_vecrows.jsonl"]  # odd N against vecrows
+    assert tv.log_sources(log, "fp32", 4096, 6001) == ["h200_odd_grid_fp32.jsonl"]  # the odd grid's fp32 part
     table = tv.entries_table(auto.load_table(H200))
     assert len(tv.measured_shapes(log)) == len(table)
     for entry in table.itertuples():

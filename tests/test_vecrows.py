@@ -68,9 +68,10 @@ def test_tiles_and_plan_errors():
     assert vecrows.tiles(4095, 8) == (4096, 0)  # the ends take the last partial vector past 4096 lanes
     assert vecrows.tiles(4097, 8) == (4096, 8)
     assert vecrows.tiles(4200, 8) == (4096, 128)
-    assert vecrows.tiles(5000, 8) == (8192, 0)  # past a sixteenth over: one power of two
+    assert vecrows.tiles(5000, 8) == (4096, 1024)
+    assert vecrows.tiles(6000, 8) == (8192, 0)  # past a quarter over: one power of two
     assert vecrows.tiles(65, 4) == (64, 4)
-    assert vecrows.tiles(33, 8) == (64, 0)  # too small to split
+    assert vecrows.tiles(17, 8) == (32, 0)  # too small to split
     plan = vecrows.plan(4096, 4097, torch.float16)
     assert plan.constexprs == {"BLOCK": 4096, "REST": 8, "VEC": 8, "EXACT": 0} and plan.num_warps == 8
     assert vecrows.plan(4096, 4097, torch.float32).constexprs["EXACT"]

@@ -1,9 +1,10 @@
 """auto's pick from the repository's table against the pick from a retuned table (BLOCKSCOPE_CACHE_DIR=DIR holds it)
 and torch.softmax, on odd-N shapes off the tuning grid, all three dtypes (CUDA).
 
-    BLOCKSCOPE_CACHE_DIR=DIR python3 experiments/2026-12-04-odd-rows/bench_offgrid.py --out FILE.csv
+    BLOCKSCOPE_CACHE_DIR=DIR python3 experiments/2026-12-04-odd-rows/bench_offgrid.py --out FILE.csv [--old-table F]
 
-Both picks come from kernels.auto.choose in this process (the environment variable unset, then set) and are timed
+Both picks come from kernels.auto.choose in this process (the environment variable unset, or pointing at a private
+folder holding --old-table, then set to DIR) and are timed
 here side by side: cuda_graph and back_to_back_flushed medians; % of copy = 2 x R x N x itemsize at the copy
 bandwidth measured in the run.
 """
@@ -26,6 +27,9 @@ if os.environ.get("ODD_ROWS_MORE"):  # run 3: rows just over a power of two (RES
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--old-table", type=Path, help="the table of the old picks (default: the repository's)")
+    parser.add_argument("--shapes", default="", help="R:N,... instead of SHAPES")
+    parser.add_argument("--dtypes", default="float16,bfloat16,float32")
     args = parser.parse_args()
     import torch
 
@@ -34,13 +38,25 @@ def main() -> int:
     from blockscope.profiling.measure import timing
 
     retuned = os.environ.pop("BLOCKSCOPE_CACHE_DIR")
+    old_dir = None
+    if args.old_table:
+        import shutil
+        import tempfile
+
+        old_dir = tempfile.mkdtemp()
+        os.makedirs(os.path.join(old_dir, "autotune"))
+        shutil.copy(args.old_table, os.path.join(old_dir, "autotune", "nvidia-h200.json"))
+    shapes = [tuple(int(v) for v in s.split(":")) for s in args.shapes.split(",") if s] or SHAPES
     copy_gbps = timing.measure_copy_gbps(bytes=1 << 30, reps=20)
     gpu = torch.cuda.get_device_name()
     print(f"{gpu}, copy {copy_gbps:.0f} GB/s", flush=True)
     rows = []
-    for dtype in (torch.float16, torch.bfloat16, torch.float32):
-        for n_rows, n_cols in SHAPES:
-            os.environ.pop("BLOCKSCOPE_CACHE_DIR", None)
+    for dtype in [getattr(torch, name) for name in args.dtypes.split(",")]:
+        for n_rows, n_cols in shapes:
+            if old_dir:
+                os.environ["BLOCKSCOPE_CACHE_DIR"] = old_dir
+            else:
+                os.environ.pop("BLOCKSCOPE_CACHE_DIR", None)
             old = auto.choose(n_rows, n_cols, dtype, gpu_name=gpu)
             os.environ["BLOCKSCOPE_CACHE_DIR"] = retuned
             new = auto.choose(n_rows, n_cols, dtype, gpu_name=gpu)

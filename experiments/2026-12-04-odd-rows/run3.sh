@@ -21,3 +21,7 @@ for key, c in by.items():
 PY
 python3 -m pytest -q -p no:cacheprovider tests/test_vecrows.py 2>&1 | tail -2
 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_ragged.py tests/test_kernels_gpu.py 2>&1 | tail -2
+# ragged_softmax with this session's defaults (vectors, bucket 128) against design 0 and nested tensors (issue 35)
+python3 experiments/2026-12-04-ragged-redesign/bench_ragged.py --out $OUT/ragged_final.csv --cases uniform,long_tail \
+    > $OUT/ragged_final.log 2>&1
+grep -E "^\| (uniform|long_tail)" $OUT/ragged_final.log | grep -E "new|nested|old" | cut -c1-160

@@ -52,11 +52,10 @@ from blockscope.profiling.results import (
     load_results,
     normalize,
 )
-from blockscope.profiling.results.revision import backend_versions, files_hash, kernel_revision, module_files
+from blockscope.profiling.results.revision import backend_versions, kernel_revision, op_source_hash
 
 OPS: tuple[str, ...] = fused.OPS
 KEY_COLUMNS: tuple[str, ...] = ("op", "case", "variant", "dtype", "n_rows", "n_cols", "op_shape", "method")
-KERNEL_MODULES: dict[str, str] = {fused.MASKED: "masked", fused.RAGGED: "ragged"}  # blockscope's kernels module
 
 OpProgress = Callable[[int, int, "OpConfig"], None]
 
@@ -201,7 +200,7 @@ def _op_rows(table: pd.DataFrame, env: Mapping[str, Any], retry_errors: bool) ->
 
 def _kernel_hash(config: OpConfig) -> str:
     if config.backend == "blockscope":
-        return files_hash(module_files(KERNEL_MODULES[config.op]))
+        return op_source_hash(config.op)
     return backend_versions("torch")
 
 

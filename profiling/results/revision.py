@@ -166,6 +166,16 @@ def backend_versions(variant: str) -> str:
     return f"{package}=={version}"
 
 
+OP_KERNEL_MODULES: dict[str, str] = {"masked_softmax": "masked", "ragged_softmax": "ragged"}  # a fused op's module
+OP_BACKEND = "blockscope"  # the `variant` of a fused op's rows that ran Blockscope's kernel (op sweep)
+
+
+@functools.cache
+def op_source_hash(op: str) -> str:
+    """This tree's kernel source hash of a fused op's Blockscope kernel (kernels/masked.py, kernels/ragged.py)."""
+    return files_hash(module_files(OP_KERNEL_MODULES[op]))
+
+
 @functools.cache
 def kernel_source_hash(variant: str) -> str:
     """This tree's kernel source hash of a Blockscope variant, or the package versions string of torch / a peer."""
@@ -195,7 +205,8 @@ def is_blockscope_variant(variant: str) -> bool:
 
 
 def kernel_status(df: pd.DataFrame, current: Mapping[str, str] | None = None) -> pd.Series:
-    """Per row: 'stale' (a Blockscope variant whose recorded kernel_source_hash differs from this tree's),
+    """Per row: 'stale' (a Blockscope variant, or a fused op's Blockscope kernel, whose recorded kernel_source_hash
+    differs from this tree's),
     'unknown' (no hash recorded), 'other_version' (torch / a peer measured with another package version),
     'current' otherwise. `current` maps variant -> hash (default: kernel_source_hash of this tree)."""
     status = pd.Series("current", index=df.index, dtype="string")
@@ -207,18 +218,22 @@ def kernel_status(df: pd.DataFrame, current: Mapping[str, str] | None = None) ->
         else pd.Series(pd.NA, index=df.index, dtype="string")
     )
     variants = df["variant"].astype("string").fillna("")
+    ops = df["op"].astype("string").fillna("softmax") if "op" in df.columns else pd.Series("softmax", index=df.index)
+    keys = variants.where(~(ops.isin(list(OP_KERNEL_MODULES)) & (variants == OP_BACKEND)), ops + ":" + OP_BACKEND)
     now = {}
-    for variant in variants.unique():
-        if current is not None and variant in current:
-            now[variant] = current[variant]
+    for key in keys.unique():
+        if current is not None and key in current:
+            now[key] = current[key]
         else:
-            try:
-                now[variant] = kernel_source_hash(str(variant))
+            try:  # a fused op's Blockscope rows ('masked_softmax:blockscope') compare with its kernels module
+                op = str(key).removesuffix(":" + OP_BACKEND)
+                now[key] = op_source_hash(op) if str(key).endswith(":" + OP_BACKEND) else kernel_source_hash(str(key))
             except Exception:  # an unreadable source: nothing to compare with
-                now[variant] = None
-    expected = variants.map(now).astype("string")
+                now[key] = None
+    expected = keys.map(now).astype("string")
     differs = (recorded != expected).fillna(False).astype(bool) & expected.notna().to_numpy()
-    ours = variants.map({v: is_blockscope_variant(str(v)) for v in variants.unique()}).astype(bool)
+    ours = keys.map({k: str(k).endswith(":" + OP_BACKEND) or is_blockscope_variant(str(k)) for k in keys.unique()})
+    ours = ours.astype(bool)
     status[differs & ours] = "stale"
     status[differs & ~ours] = "other_version"
     status[recorded.isna().to_numpy()] = UNKNOWN

@@ -39,6 +39,8 @@ class Variant:
     shape_rule: Callable[[int, torch.dtype], str | None] | None = None  # why rows of N it cannot run are out
     replayable: bool = False  # a launch of a contiguous input is one kernel on (output, input rows, ints) and
     # nothing else (no workspace, no torch op): auto replays it for a repeated input (kernels/replay.py)
+    sweep_where: Callable[[int, torch.dtype], bool] | None = None  # the default sweep times it only at the N where
+    # this holds (None: every N it takes); a sweep that names it times it at every N
 
     def limit(self, dtype: torch.dtype) -> int:
         """The widest N this variant takes in `dtype`."""
@@ -236,6 +238,7 @@ def _build() -> dict[str, Variant]:
                 vecrows.plan,
                 vecrows.signature,
                 replayable=True,
+                sweep_where=vecrows.misaligned,
             ),
             Variant(
                 "auto",

@@ -116,6 +116,12 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
     }
 
 
+def misaligned(n_cols: int, dtype: torch.dtype) -> bool:
+    """Whether rows of N in `dtype` do not start 16-byte aligned (elsewhere vecrows is teaching's tile with the
+    same whole-vector loads: the default sweep leaves those N out)."""
+    return n_cols % (VECTOR_BYTES // dtype.itemsize) != 0
+
+
 def tiles(n_cols: int, vec: int) -> tuple[int, int]:
     """(BLOCK, REST) lanes for N: the lanes from the 16-byte boundary below a row to its end are at most
     N + VEC - 1; BLOCK = next_pow2(N) holds them but the row's last partial vector (the ends take it), unless

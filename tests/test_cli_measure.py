@@ -160,6 +160,12 @@ def test_config_selection_from_arguments():
     }
     assert max(c.n_cols for c in defaults if c.variant == "multirow") == 16384
     assert max(c.n_cols for c in defaults if c.variant == "tinyrows") == 64
+    odd = {(c.dtype, c.n_cols) for c in defaults if c.variant == "vecrows"}  # only where rows are not 16-byte aligned
+    assert odd and all(n % (4 if dtype == "fp32" else 8) for dtype, n in odd)
+    named = cli_measure.sweep_configs_from_args(
+        parse(["sweep", "--out", "x.csv", "--variants", "vecrows", "--n", "1024,1025"])
+    )
+    assert {c.n_cols for c in named} >= {1024, 1025}  # named: every N it takes
     explicit = cli_measure.sweep_configs_from_args(parse(["sweep", "--out", "x.csv", "--rows", "100", "--n", "8"]))
     assert {c.n_rows for c in explicit} == {100}  # rows given: not scaled
 

@@ -397,6 +397,7 @@ def sweep_configs_from_args(args: argparse.Namespace) -> list:
         axes,
         directions,
         scale_tiny_rows=not args.rows,  # rows not given: tiny N move >= sweep.TINY_MIN_BYTES (sweep_rows)
+        default_selection=args.variants is None,  # variants not named: each where its sweep_where rule holds
     )
     if not configs:
         raise CLIError("the selection gives no configs; allowed: N within the variants' limits")

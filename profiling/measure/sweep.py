@@ -200,12 +200,14 @@ def build_configs(
     tunable_grid: Mapping[str, Sequence[int]] | None = None,
     directions: Sequence[str] | None = None,
     scale_tiny_rows: bool = False,
+    default_selection: bool = False,
 ) -> list[Config]:
     """The cross product, each variant only within its N limit; num_warps and `tunable_grid` values apply to
     the variants that take that tunable ('torch' and 'auto' take none: one config each). `directions`
     (default forward only): each config once per direction, except that 'backward' configs of Blockscope variants
     take no tunables (their backward is one Triton kernel whatever the forward's tunables). `scale_tiny_rows` (the
     default sweep): each R of N <= max(TINY_N) raised by `sweep_rows` so the config moves >= TINY_MIN_BYTES.
+    `default_selection` (the variants were not named): a variant with a `sweep_where` rule only where it holds.
     ValueError for unknown variants/dtypes/directions, N or R below 1 and num_warps outside NUM_WARPS_ALLOWED."""
     ways = parse_directions(directions)
     variants = list(variants) if variants else list(all_variants())
@@ -234,6 +236,9 @@ def build_configs(
                 r_here = sweep_rows(n, dtype, r) if scale_tiny_rows else r
                 for variant in variants:
                     if n > max_n(variant, dtype):
+                        continue
+                    rule = None if is_peer(variant) else get_variant(variant).sweep_where
+                    if default_selection and rule is not None and not rule(n, dtype_from_name(dtype)):
                         continue
                     accepted = {} if is_peer(variant) else get_variant(variant).tunables
                     axes = [(name, values) for name, values in grid.items() if name in accepted]

@@ -3,7 +3,7 @@ independently per trailing column, for values (T,) or (T, H) and int32/int64 off
 
 Design 1 (default; issue 35): length classes. Three launches after one memset of 8 counters, no host sync (CUDA
 graphs capture it):
-  bucket  one program per 512 segments reads their offsets once and appends each non-empty segment's (start, stop)
+  bucket  one program per 128 segments reads their offsets once and appends each non-empty segment's (start, stop)
           to its class's list (rows up to TILE_ROWS / 64, / 16, / 4, TILE_ROWS: four small classes; up to BIG_ROWS:
           the big class; longer: CHUNK = BIG_ROWS-row chunk entries), one relaxed atomic per class per program
   big     persistent, a work queue: the long segments' chunks first (read once, write a per-column (max, sum)
@@ -428,7 +428,7 @@ def plan(n_rows: int, n_cols: int, dtype: torch.dtype, **tunables: int) -> Launc
 
 
 # ---- the class design (default, design=1) ---------------------------------------------------------------------
-# A bucket kernel sorts the segments into length classes on the GPU (one atomic per class per program of 1024
+# A bucket kernel sorts the segments into length classes on the GPU (one atomic per class per program of 128
 # segments, no host sync); then two persistent launches take every class list with no item -> segment indirection:
 #   big    one segment of (TILE, MAX] lanes per work item, in registers (read once, written once); before them,
 #          every CHUNK (= MAX lanes) piece of a long segment (> MAX lanes), writing its per-column partial

@@ -38,7 +38,7 @@ def candidates(
     """Configurations worth timing for one shape (pruned by BLOCK_SIZE and by what won on the H200; every one
     valid for the variant in `dtype`); `variants`: only those variants' configurations. GPU-only (Gluon) variants
     are offered where they can run."""
-    from blockscope.kernels import cluster, splitrow, staged, staged_split, stagedrows, tinyrows, warprows
+    from blockscope.kernels import cluster, splitrow, staged, staged_split, stagedrows, tinyrows, vecrows, warprows
 
     block = next_power_of_2(n_cols)
     found: list[Candidate] = []
@@ -56,7 +56,7 @@ def candidates(
         found += [("teaching", {"num_warps": w}) for w in warps]
         if block >= 512:
             found += [("persistent", {"num_warps": w, "num_stages": 1}) for w in warps[1:]]
-    if block <= 65536 and n_cols % (16 // dtype.itemsize):  # rows not 16-byte aligned: whole vectors from below
+    if block <= vecrows.MAX_N and vecrows.misaligned(n_cols, dtype):  # whole vectors from the boundary below
         found += [("vecrows", {"num_warps": w}) for w in ((2, 4, 8) if block <= 2048 else (4, 8, 16))]
     if 1024 <= block < 4096 and n_cols % 8:  # rows not 16-byte aligned: one program per row through an aligned window
         found += [("splitrow", {"chunk": 2 * block, "num_warps": w, "window": 1}) for w in (4, 8)]

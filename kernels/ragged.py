@@ -44,6 +44,7 @@ from ._common import (
 )
 from ._common import launch as launch_kernel
 from .plan import LaunchPlan
+from .vectors import partial_ends, whole_vectors
 
 NAME = "ragged"
 TILE_ELEMENTS = 512  # default CHUNK x next_pow2(H) lanes per program (H200: 512-1024 lanes beat 8192 by 2.6-5x)
@@ -538,27 +539,6 @@ def _tile_finish(out_ptr, a_ptr, b_ptr, base, offsets, mask, BACKWARD: tl.conste
 
 
 @triton.jit
-def _vec_body(lanes, head, n, VEC: tl.constexpr):
-    """Lanes from a VEC-aligned row in the whole vectors that rows [head, n) fill (head < VEC; int32 [S, 1] or
-    scalars): loaded and stored as 16-byte vectors."""
-    return (lanes >= (head + VEC - 1) // VEC * VEC) & (lanes < n // VEC * VEC)
-
-
-@triton.jit
-def _vec_edges(head, n, VEC: tl.constexpr):
-    """The rows of [head, n) outside _vec_body: those in the partial vectors at both ends, as [S, 2 * VEC] rows
-    from the aligned row and their mask (element loads and stores; the lanes interleave the two ends, so Triton
-    gives each thread one element instead of a whole replicated vector)."""
-    j = tl.arange(0, 2 * VEC)[None, :]
-    body_lo = (head + VEC - 1) // VEC * VEC
-    body_hi = n // VEC * VEC
-    at_tail = (j % 2) == 1
-    rows = j // 2 + tl.where(at_tail, body_hi, 0)
-    ok = (rows >= head) & (rows < n) & tl.where(at_tail, rows >= body_lo, rows < body_lo)
-    return rows, ok
-
-
-@triton.jit
 def _vec_load(a_ptr, b_ptr, lanes, body, rows, ok, BACKWARD: tl.constexpr):
     """The segment's whole vectors and its two ends (rows outside it masked): forward (x, x, x_ends, x_ends, max
     over both), backward (y, dy, y_ends, dy_ends, sum of y * dy over both); the statistic per row as [S, 1], a
@@ -609,8 +589,8 @@ def _tile_finish_vec(out_ptr, a_ptr, b_ptr, start, stop, BLOCK: tl.constexpr, VE
     head = (start[:, None] - base).to(tl.int32)
     n = (stop[:, None] - base).to(tl.int32)
     lanes = tl.arange(0, BLOCK)[None, :]
-    body = _vec_body(lanes, head, n, VEC)
-    rows, ok = _vec_edges(head, n, VEC)
+    body = whole_vectors(lanes, head, n, VEC)
+    rows, ok = partial_ends(head, n, VEC)
     a_ptr += base
     b_ptr += base
     out_ptr += base
@@ -631,7 +611,8 @@ def _tile_finish_vec(out_ptr, a_ptr, b_ptr, start, stop, BLOCK: tl.constexpr, VE
 def _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols, n_cols, lanes, BACKWARD: tl.constexpr,
                    VEC: tl.constexpr):  # fmt: skip
     """Chunk pass 1 of a long segment: read its chunk (x, or y and dy) once + write a per-column partial: (max, sum of
-    exp) or the dot of y and dy. VEC > 1 (1-D values): whole vectors from the aligned row at or below the chunk."""
+    exp) or the dot of y and dy. VEC > 1 (1-D values): the chunk's whole vectors and its two ends
+    (kernels/vectors.py)."""
     col_ok = cols < n_cols
     chunk_start = tl.load(entries_ptr + 4 * entry)
     if VEC > 1:
@@ -640,16 +621,15 @@ def _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols,
         head = (chunk_start - base).to(tl.int32)
         n = (chunk_stop - base).to(tl.int32)
         vec_lanes = tl.arange(0, lanes.shape[1])[None, :]
-        rows, ok = _vec_edges(head, n, VEC)
-        u, _, u_ends, _, stat = _vec_load(a_ptr + base, b_ptr + base, vec_lanes, _vec_body(vec_lanes, head, n, VEC),
+        rows, ok = partial_ends(head, n, VEC)
+        u, _, u_ends, _, stat = _vec_load(a_ptr + base, b_ptr + base, vec_lanes, whole_vectors(vec_lanes, head, n, VEC),
                                           rows, ok, BACKWARD)  # fmt: skip
-        if BACKWARD:  # stat: the chunk's sum of y * dy (a scalar: one column)
-            tl.store(part1_ptr + entry * n_cols + cols, tl.full(cols.shape, 0.0, tl.float32) + stat, mask=col_ok)
-        else:  # stat: the chunk's max
+        column = tl.zeros(cols.shape, tl.float32)  # one column: the scalar statistics stored as cols' shape
+        tl.store(part1_ptr + entry * n_cols + cols, column + stat, mask=col_ok)  # the sum of y * dy, or the max
+        if not BACKWARD:
             shift = tl.where(stat == -float("inf"), 0.0, stat)
             chunk_sum = tl.sum(tl.exp(u - shift)) + tl.sum(tl.exp(u_ends - shift))
-            tl.store(part1_ptr + entry * n_cols + cols, tl.full(cols.shape, 0.0, tl.float32) + stat, mask=col_ok)
-            tl.store(part2_ptr + entry * n_cols + cols, tl.full(cols.shape, 0.0, tl.float32) + chunk_sum, mask=col_ok)
+            tl.store(part2_ptr + entry * n_cols + cols, column + chunk_sum, mask=col_ok)
     else:
         n = (tl.load(entries_ptr + 4 * entry + 1) - chunk_start).to(tl.int32)
         mask = (lanes < n) & col_ok[None, None, :]
@@ -666,6 +646,19 @@ def _chunk_partial(a_ptr, b_ptr, entries_ptr, part1_ptr, part2_ptr, entry, cols,
             e = tl.exp(x - shift[None, None, :])  # masked lanes: exp(-inf) = 0
             tl.store(part1_ptr + entry * n_cols + cols, col_max, mask=col_ok)
             tl.store(part2_ptr + entry * n_cols + cols, tl.sum(tl.sum(e, axis=1), axis=0), mask=col_ok)
+
+
+@triton.jit
+def _finish_at(out_ptr, a_ptr, b_ptr, at, mask, stat1, stat2, BACKWARD: tl.constexpr):
+    """Chunk pass 2 at element offsets `at` (under `mask`): read x + write y = exp(x - stat1) * stat2, or read y, dy
+    + write dx = y * (dy - stat1)."""
+    if BACKWARD:
+        y = tl.load(a_ptr + at, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(b_ptr + at, mask=mask, other=0.0).to(tl.float32)
+        tl.store(out_ptr + at, y * (dy - stat1), mask=mask)
+    else:
+        x = tl.load(a_ptr + at, mask=mask, other=-float("inf")).to(tl.float32)
+        tl.store(out_ptr + at, tl.exp(x - stat1) * stat2, mask=mask)
 
 
 @triton.jit
@@ -707,24 +700,10 @@ def _chunk_finish(
             stat1, stat2 = tl.sum(shift), tl.sum(scale)
         for i in range(0, tl.cdiv(n, step_rows)):
             r = i * step_rows
-            body = _vec_body(vec_lanes, tl.maximum(head - r, 0), n - r, VEC)
-            at = base + r + vec_lanes
-            if BACKWARD:
-                y = tl.load(a_ptr + at, mask=body, other=0.0).to(tl.float32)
-                dy = tl.load(b_ptr + at, mask=body, other=0.0).to(tl.float32)
-                tl.store(out_ptr + at, y * (dy - stat1), mask=body)
-            else:
-                x = tl.load(a_ptr + at, mask=body, other=-float("inf")).to(tl.float32)
-                tl.store(out_ptr + at, tl.exp(x - stat1) * stat2, mask=body)
-        rows, ok = _vec_edges(head, n, VEC)
-        at = base + rows
-        if BACKWARD:
-            y = tl.load(a_ptr + at, mask=ok, other=0.0).to(tl.float32)
-            dy = tl.load(b_ptr + at, mask=ok, other=0.0).to(tl.float32)
-            tl.store(out_ptr + at, y * (dy - stat1), mask=ok)
-        else:
-            x = tl.load(a_ptr + at, mask=ok, other=-float("inf")).to(tl.float32)
-            tl.store(out_ptr + at, tl.exp(x - stat1) * stat2, mask=ok)
+            body = whole_vectors(vec_lanes, tl.maximum(head - r, 0), n - r, VEC)
+            _finish_at(out_ptr, a_ptr, b_ptr, base + r + vec_lanes, body, stat1, stat2, BACKWARD)
+        rows, ok = partial_ends(head, n, VEC)
+        _finish_at(out_ptr, a_ptr, b_ptr, base + rows, ok, stat1, stat2, BACKWARD)
     else:
         offsets = lanes * n_cols + cols[None, None, :]
         step = lanes.shape[1]

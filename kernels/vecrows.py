@@ -21,9 +21,11 @@ from ._common import (
     check_tunables,
     next_power_of_2,
     prepare_launch,
+    vector_elements,
 )
 from ._common import launch as launch_kernel
 from .plan import LaunchPlan
+from .vectors import partial_ends, whole_vectors
 
 NAME = "vecrows"
 MAX_N = 65536
@@ -73,20 +75,15 @@ def row_softmax_vecrows_kernel(
     out_base = row * output_row_stride // VEC * VEC
     head = (start - base).to(tl.int32)
     n = head + n_cols
-    body_lo = (head + VEC - 1) // VEC * VEC  # the row's whole vectors: lanes [body_lo, body_hi)
-    body_hi = n // VEC * VEC
     lanes = tl.arange(0, BLOCK)
-    body = (lanes >= body_lo) & (lanes < body_hi)
-    j = tl.arange(0, 2 * VEC)  # the partial vectors at both ends, interleaved: even lanes head, odd lanes tail
-    at_tail = (j % 2) == 1
-    ends = j // 2 + tl.where(at_tail, body_hi, 0)
-    ends_ok = (ends >= head) & (ends < n) & tl.where(at_tail, ends >= body_lo, ends < body_lo)
+    body = whole_vectors(lanes, head, n, VEC)  # the row's whole vectors
+    ends, ends_ok = partial_ends(head, n, VEC)  # its partial vectors at both ends, one element per thread
     x = tl.load(input_ptr + base + lanes, mask=body, other=-float("inf")).to(tl.float32)
     x_ends = tl.load(input_ptr + base + ends, mask=ends_ok, other=-float("inf")).to(tl.float32)
     row_max = tl.maximum(tl.max(x), tl.max(x_ends))
     if REST > 0:  # lanes [BLOCK, BLOCK + REST): the rest of a row just over a power of two
         rest = BLOCK + tl.arange(0, REST)
-        rest_body = rest < body_hi
+        rest_body = whole_vectors(rest, head, n, VEC)
         x_rest = tl.load(input_ptr + base + rest, mask=rest_body, other=-float("inf")).to(tl.float32)
         row_max = tl.maximum(row_max, tl.max(x_rest))
     e, total = _exp_sum(x, row_max, EXACT)
@@ -119,7 +116,7 @@ def signature(dtype: torch.dtype) -> dict[str, str]:
 def misaligned(n_cols: int, dtype: torch.dtype) -> bool:
     """Whether rows of N in `dtype` do not start 16-byte aligned (elsewhere vecrows is teaching's tile with the
     same whole-vector loads: the default sweep leaves those N out)."""
-    return n_cols % (VECTOR_BYTES // dtype.itemsize) != 0
+    return vector_elements(dtype, n_cols) == 1
 
 
 def tiles(n_cols: int, vec: int) -> tuple[int, int]:

@@ -30,7 +30,7 @@ import ast
 import functools
 import hashlib
 import importlib.metadata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -204,11 +204,19 @@ def is_blockscope_variant(variant: str) -> bool:
     return variant in kernels.VARIANTS
 
 
+def _hash_or_none(hash_of: Callable[[str], str], name: str) -> str | None:
+    """hash_of(name), or None where the source cannot be read (nothing to compare with)."""
+    try:
+        return hash_of(name)
+    except Exception:
+        return None
+
+
 def kernel_status(df: pd.DataFrame, current: Mapping[str, str] | None = None) -> pd.Series:
     """Per row: 'stale' (a Blockscope variant, or a fused op's Blockscope kernel, whose recorded kernel_source_hash
-    differs from this tree's),
-    'unknown' (no hash recorded), 'other_version' (torch / a peer measured with another package version),
-    'current' otherwise. `current` maps variant -> hash (default: kernel_source_hash of this tree)."""
+    differs from this tree's), 'unknown' (no hash recorded), 'other_version' (torch / a peer measured with another
+    package version), 'current' otherwise. `current` maps variant -> hash (default: kernel_source_hash of this
+    tree); a fused op's rows compare with op_source_hash."""
     status = pd.Series("current", index=df.index, dtype="string")
     if not len(df):
         return status
@@ -219,21 +227,17 @@ def kernel_status(df: pd.DataFrame, current: Mapping[str, str] | None = None) ->
     )
     variants = df["variant"].astype("string").fillna("")
     ops = df["op"].astype("string").fillna("softmax") if "op" in df.columns else pd.Series("softmax", index=df.index)
-    keys = variants.where(~(ops.isin(list(OP_KERNEL_MODULES)) & (variants == OP_BACKEND)), ops + ":" + OP_BACKEND)
+    op_rows = (ops.isin(list(OP_KERNEL_MODULES)) & (variants == OP_BACKEND)).astype(bool)  # a fused op's kernel
     now = {}
-    for key in keys.unique():
-        if current is not None and key in current:
-            now[key] = current[key]
+    for variant in variants[~op_rows].unique():
+        if current is not None and variant in current:
+            now[variant] = current[variant]
         else:
-            try:  # a fused op's Blockscope rows ('masked_softmax:blockscope') compare with its kernels module
-                op = str(key).removesuffix(":" + OP_BACKEND)
-                now[key] = op_source_hash(op) if str(key).endswith(":" + OP_BACKEND) else kernel_source_hash(str(key))
-            except Exception:  # an unreadable source: nothing to compare with
-                now[key] = None
-    expected = keys.map(now).astype("string")
+            now[variant] = _hash_or_none(kernel_source_hash, str(variant))
+    expected = variants.map(now).astype("string")
+    expected[op_rows] = ops[op_rows].map({op: _hash_or_none(op_source_hash, str(op)) for op in ops[op_rows].unique()})
     differs = (recorded != expected).fillna(False).astype(bool) & expected.notna().to_numpy()
-    ours = keys.map({k: str(k).endswith(":" + OP_BACKEND) or is_blockscope_variant(str(k)) for k in keys.unique()})
-    ours = ours.astype(bool)
+    ours = variants.map({v: is_blockscope_variant(str(v)) for v in variants.unique()}).astype(bool) | op_rows
     status[differs & ours] = "stale"
     status[differs & ~ours] = "other_version"
     status[recorded.isna().to_numpy()] = UNKNOWN

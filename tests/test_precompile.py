@@ -38,19 +38,49 @@ def test_plan_compiles_each_kernel_specialization_once_and_never_torch():
     assert compile_key(configs[1], plan) == compile_key(configs[2], sweep.resolve_plan(configs[2]))
 
 
-def test_plan_groups_are_balanced_and_heavy_inputs_share_one_worker():
+def test_plan_groups_are_balanced_and_heavy_inputs_split_by_free_memory():
     light = [make_config("teaching", "fp16", 64, n) for n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384)]
-    heavy = [make_config("online", "fp32", 4096, 262144), make_config("teaching", "fp32", 4096, 65536)]  # >= 2 GiB
-    groups = plan_precompile(light + heavy, 3)
-    assert len(groups) == 3
-    assert [c for c in groups[0]] == heavy  # one group holds every heavy config
-    assert sorted(len(g) for g in groups[1:]) == [4, 4]
-    assert len(plan_precompile(light + heavy, 1)) == 1
+    heavy = [make_config("inductor", "fp32", 4096, n) for n in (65536, 131072, 262144)]  # >= 2 GiB, per shape
+    groups = plan_precompile(light + heavy, 4)  # free memory unknown: one heavy group
+    assert len(groups) == 4
+    assert sorted(groups[0], key=lambda c: c.n_cols) == heavy  # one task: one heavy input on the GPU at a time
+    assert sorted(len(g) for g in groups[1:]) == [2, 3, 3]
+    assert len(plan_precompile(light + heavy, 1)) == 1 and plan_precompile(light + heavy, 1)[0][-3:] == heavy
+    # 141 GB free: heavy groups run side by side, as many as fit beside the light workers (at most 4)
+    roomy = plan_precompile(light + heavy, 8, free_bytes=141 * 10**9)
+    assert sorted(len(g) for g in roomy if g[0].variant == "inductor") == [1, 1, 1]
+    assert precompile.heavy_group_count(141 * 10**9, 8 * 2**30, 16) == 4
+    assert precompile.heavy_group_count(24 * 10**9, 8 * 2**30, 4) == 1  # a small GPU: one at a time
+    assert precompile.heavy_group_count(None, 8 * 2**30, 16) == 1
     # of configs sharing a kernel, the one with the smallest input is compiled (less worker memory)
     same = [make_config("online", "fp32", 4096, 262144), make_config("online", "fp32", 64, 262144)]
-    assert plan_precompile(same, 2) == [[same[1]]]
+    assert plan_precompile(same, 2) == [[make_config("online", "fp32", 16, 262144)]]
     with pytest.raises(ValueError, match="allowed: an integer >= 1"):
         plan_precompile(light, 0)
+
+
+def test_a_triton_config_compiles_on_a_stand_in_with_the_same_kernel():
+    """A 4 GiB Triton config compiles on 16 rows (same compile key: the kernel does not depend on R); a config whose
+    R specializes differently (4097 is not a multiple of 16, multirow passes n_rows) or a peer keeps its own."""
+    for config in (make_config("online", "fp32", 4096, 262144), make_config("teaching", "fp16", 4097, 1000)):
+        key = compile_key(config, sweep.resolve_plan(config))
+        small = precompile.stand_in(config, key)
+        assert small.n_rows == 16 and small.n_cols == config.n_cols
+        assert compile_key(small, sweep.resolve_plan(small)) == key
+    odd = make_config("multirow", "fp16", 4097, 1000)
+    assert precompile.stand_in(odd, compile_key(odd, sweep.resolve_plan(odd))) == odd
+    peer = make_config("inductor", "fp32", 4096, 262144)
+    assert precompile.stand_in(peer, compile_key(peer, None)) == peer
+    assert plan_precompile([make_config("online", "fp32", 4096, 262144)], 4) == [
+        [make_config("online", "fp32", 16, 262144)]
+    ]
+
+
+def test_failure_reasons_are_counted_most_common_first():
+    report = precompile.PrecompileReport(
+        failed={"a": "OutOfMemoryError: CUDA out of memory", "b": "OutOfMemoryError: CUDA out of memory", "c": "x"}
+    )
+    assert report.failure_reasons() == [("OutOfMemoryError: CUDA out of memory", 2), ("x", 1)]
 
 
 def fake_task(configs, mode, arch, gpu_name):
@@ -130,7 +160,9 @@ def test_sweep_with_compile_workers_reports_the_warm_up(tmp_path, monkeypatch):
     )
     info = table.attrs["sweep"]
     assert info["precompile"]["compiled"] == 1 and info["precompile"]["workers"] == 1  # torch compiles nothing
-    assert {"precompile", "first_call_and_check", "timing"} <= set(info["phase_s"])
+    assert {"precompile", "inputs", "first_call", "check", "timing per_call_events"} <= set(info["phase_s"])
+    assert info["first_calls"] == {"first_call": 2}  # the teaching kernel warmed; torch compiles nothing
+    assert info["precompile"]["failed_reasons"] == [] and info["precompile"]["no_facts"] == 0
     assert (table["error"] == "").all() and len(table) == 2
     assert ENV["run_id"] in set(table["run_id"])
 

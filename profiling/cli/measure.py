@@ -837,6 +837,9 @@ def sweep_report_lines(info: dict[str, Any]) -> list[str]:
     phases = info.get("phase_s") or {}
     if phases:
         lines.append("wall time by phase: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()))
+    calls = info.get("first_calls") or {}
+    if len(calls) > 1 or "first_call (not warmed)" in calls:
+        lines.append("first calls: " + ", ".join(f"{count} {name}" for name, count in calls.items()))
     pre = info.get("precompile") or {}
     if pre:
         lines.append(
@@ -844,6 +847,10 @@ def sweep_report_lines(info: dict[str, Any]) -> list[str]:
             f"{pre.get('failed', 0)} left to in-process JIT, {pre.get('seconds', 0):.1f} s"
             + (f" ({pre['broken']})" if pre.get("broken") else "")
         )
+        if pre.get("no_facts"):
+            lines.append(f"  {pre['no_facts']} compiled without compile facts (read in-process)")
+        for reason, count in pre.get("failed_reasons") or ():
+            lines.append(f"  left to in-process JIT: {count} x {reason}")
     if info.get("traces"):
         lines.append(f"Chrome traces kept: {', '.join(info['traces'])}")
     if info.get("pruned_rows"):

@@ -4,8 +4,11 @@ Two steps:
   * `plan_precompile(configs, workers)` (pure): which configs need a compile - one per distinct kernel
     specialization (variant, dtype, warps, stages, constexprs, tunables, and how Triton specializes the integer
     arguments: == 1, divisible by 16), every peer-backend shape (Inductor compiles per shape), none for torch or
-    configs the sweep skips - grouped into at most `workers` lists balanced by estimated cost; configs with a
-    large input (>= HEAVY_BYTES read + write) all go to one group so the workers' GPU memory stays bounded.
+    configs the sweep skips - grouped into at most `workers` lists balanced by estimated cost. A Triton config
+    compiles on a stand-in of the fewest rows that keeps its compile key (R = 16 for most: the kernel, not the
+    input, is what the sweep needs from the worker). Configs whose input stays large (>= HEAVY_BYTES read +
+    write: peers, which compile per shape) are split over a few heavy groups, as many as the GPU's free memory
+    holds at once (one without that figure), so the workers' GPU memory stays bounded.
   * `run_precompile(groups, ...)`: a spawn-context ProcessPoolExecutor with one worker per group; each group is
     submitted as tasks of at most `chunk` configs (the heavy group as one task, so its inputs are never on the GPU
     twice at once), so `on_progress(configs done, configs in all)` is reported as tasks finish and at least every
@@ -23,7 +26,9 @@ TRITON_INTERPRET for offline compiles) before they are imported in the worker.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 import heapq
 import os
 import sys
@@ -34,7 +39,11 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-HEAVY_BYTES = 2 * 2**30  # read x + write y at or above this: one worker compiles all such configs, one at a time
+HEAVY_BYTES = 2 * 2**30  # read x + write y at or above this: a heavy group's task compiles such configs one at a time
+HEAVY_PEAK = 2.0  # a heavy config's peak GPU memory over its read + write bytes (input, output, a peer's temporaries)
+LIGHT_WORKER_BYTES = 3 * 2**30  # GPU memory one light worker may hold: its CUDA context, input and output
+MAX_HEAVY_GROUPS = 4
+STAND_IN_ROWS = (16, 64, 256, 1024)  # rows a Triton config's compile stand-in may have, fewest first
 DEFAULT_MAX_WORKERS = 16
 # estimated compile cost relative to one Triton variant kernel
 COMPILE_COST: dict[str, float] = {"inductor": 4.0, "quack": 3.0, "liger": 1.5, "auto": 1.5}
@@ -73,6 +82,36 @@ def compile_key(config: Any, plan: Any) -> tuple | None:
     )
 
 
+def stand_in(config: Any, key: tuple, gpu_name: str | None = None) -> Any:
+    """`config` on the fewest STAND_IN_ROWS rows whose plan keeps its compile key (the same kernel, compiled on a
+    smaller input), or `config` itself: peers (their key is the shape) and configs no smaller R keeps."""
+    from blockscope.profiling.measure import sweep
+    from blockscope.profiling.measure.backends import is_peer
+
+    if is_peer(config.variant):
+        return config
+    for rows in STAND_IN_ROWS:
+        if rows >= config.n_rows:
+            break
+        candidate = dataclasses.replace(config, n_rows=rows)
+        try:
+            if compile_key(candidate, sweep.resolve_plan(candidate, gpu_name)) == key:
+                return candidate
+        except Exception:
+            continue
+    return config
+
+
+def heavy_group_count(free_bytes: int | None, largest_heavy_bytes: int, workers: int) -> int:
+    """How many heavy groups run at once: what the GPU's free memory (bytes) holds after `workers` light workers'
+    LIGHT_WORKER_BYTES, at HEAVY_PEAK x the largest heavy config's read + write bytes; 1 to MAX_HEAVY_GROUPS, 1
+    when the free memory is unknown (None)."""
+    if free_bytes is None or largest_heavy_bytes <= 0:
+        return 1
+    spare = free_bytes - workers * LIGHT_WORKER_BYTES
+    return max(1, min(MAX_HEAVY_GROUPS, workers, int(spare // (HEAVY_PEAK * largest_heavy_bytes))))
+
+
 def plan_precompile(
     configs: Sequence[Any],
     workers: int,
@@ -80,10 +119,12 @@ def plan_precompile(
     gpu_name: str | None = None,
     max_lanes_per_thread: float | None = None,
     heavy_bytes: int = HEAVY_BYTES,
+    free_bytes: int | None = None,
 ) -> list[list[Any]]:
-    """Configs to compile ahead, one per compile_key, in at most `workers` groups (largest estimated cost first,
-    each to the least loaded group; all heavy configs in one group). Configs whose plan fails or that the sweep
-    skips (predicted pathological compile) are left out."""
+    """Configs to compile ahead, one per compile_key (the smallest input of those sharing it, then its stand_in),
+    in at most `workers` groups: heavy configs first, over heavy_group_count(free_bytes, ...) groups, then the
+    light ones (largest estimated cost first, each to the least loaded group). Configs whose plan fails or that
+    the sweep skips (predicted pathological compile) are left out."""
     from blockscope.profiling.measure import sweep
 
     if workers < 1:
@@ -99,19 +140,26 @@ def plan_precompile(
         key = compile_key(config, plan)
         if key is not None and (key not in chosen or _bytes(config) < _bytes(chosen[key])):
             chosen[key] = config  # of configs sharing a kernel, the smallest input
-    heavy = [c for c in chosen.values() if _bytes(c) >= heavy_bytes]
-    light = [c for c in chosen.values() if _bytes(c) < heavy_bytes]
-    groups: list[list[Any]] = [list(heavy)] if heavy else []
-    free = max(1, workers - len(groups))
-    loads = [(0.0, index) for index in range(free)]
-    light_groups: list[list[Any]] = [[] for _ in range(free)]
-    for config in sorted(light, key=lambda c: -COMPILE_COST.get(c.variant, 1.0)):
-        load, index = heapq.heappop(loads)
-        light_groups[index].append(config)
-        heapq.heappush(loads, (load + COMPILE_COST.get(config.variant, 1.0), index))
+    compiled = [stand_in(config, key, gpu_name) for key, config in chosen.items()]
+    heavy = [c for c in compiled if _bytes(c) >= heavy_bytes]
+    light = [c for c in compiled if _bytes(c) < heavy_bytes]
     if heavy and workers == 1:  # one worker: everything in one group, heavy ones last
-        return [[*light_groups[0], *heavy]] if light_groups[0] else groups
-    return groups + [g for g in light_groups if g]
+        return [[*light, *heavy]]
+    heavy_count = min(workers, heavy_group_count(free_bytes, max(map(_bytes, heavy), default=0), workers))
+    groups = _balanced(heavy, heavy_count) if heavy else []
+    return groups + _balanced(light, max(1, workers - len(groups)))
+
+
+def _balanced(configs: list[Any], count: int) -> list[list[Any]]:
+    """`configs` in `count` lists of about equal COMPILE_COST (largest first, each to the least loaded list);
+    empty lists left out."""
+    loads = [(0.0, index) for index in range(count)]
+    groups: list[list[Any]] = [[] for _ in range(count)]
+    for config in sorted(configs, key=lambda c: -COMPILE_COST.get(c.variant, 1.0)):
+        load, index = heapq.heappop(loads)
+        groups[index].append(config)
+        heapq.heappush(loads, (load + COMPILE_COST.get(config.variant, 1.0), index))
+    return [group for group in groups if group]
 
 
 def _bytes(config: Any) -> int:
@@ -122,15 +170,27 @@ def _bytes(config: Any) -> int:
 
 @dataclass
 class PrecompileReport:
-    """What the warm-up did: configs compiled, failed (config label -> error), compile facts for the sweep's
-    cache (key -> facts), wall seconds, and whether the pool broke or timed out (the rest compiles in-process)."""
+    """What the warm-up did: configs compiled (and their compile_keys), failed (config label -> error), compile
+    facts for the sweep's cache (key -> facts), wall seconds, and whether the pool broke or timed out (the rest
+    compiles in-process)."""
 
     compiled: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     facts: dict[tuple, dict[str, Any]] = field(default_factory=dict)
+    compiled_keys: set[tuple] = field(default_factory=set)  # compile_key of each config compiled
+    no_facts: int = 0  # configs compiled whose compile facts the worker could not read
     seconds: float = 0.0
     workers: int = 0
     broken: str = ""
+
+    def failure_reasons(self, limit: int = 3) -> list[tuple[str, int]]:
+        """The `limit` most common reasons in `failed` (their first REASON_CHARS characters) with their counts,
+        most common first: why configs were left to the in-process JIT."""
+        counts = collections.Counter(reason[:REASON_CHARS] for reason in self.failed.values())
+        return counts.most_common(limit)
+
+
+REASON_CHARS = 80
 
 
 def _worker_init(env: dict[str, str | None]) -> None:
@@ -145,9 +205,10 @@ def _worker_init(env: dict[str, str | None]) -> None:
 def compile_group(
     configs: list[Any], mode: str, arch: str | None, gpu_name: str | None, seed: int = 0
 ) -> list[dict[str, Any]]:
-    """Worker task: per config, {'label', 'key' (the sweep's compile-facts cache key or None), 'facts', 'error',
-    'seconds'}. mode 'run': run the config once on the GPU, then its compile facts (live); 'offline': compile
-    facts for `arch` (triton.compile, no GPU)."""
+    """Worker task: per config, {'label', 'key' (the sweep's compile-facts cache key or None), 'compile_key',
+    'facts', 'error', 'seconds'}, plus 'no_facts': True where a config ran but its compile facts could not be read
+    (the sweep reads them in-process). mode 'run': run the config once on the GPU, then its compile facts (live);
+    'offline': compile facts for `arch` (triton.compile, no GPU)."""
     import torch
 
     from blockscope.profiling.measure import sweep
@@ -159,6 +220,7 @@ def compile_group(
         entry: dict[str, Any] = {"label": config.label(), "key": None, "facts": None, "error": ""}
         try:
             plan = sweep.resolve_plan(config, gpu_name)
+            entry["compile_key"] = compile_key(config, plan)
             if mode == "run":
                 dtype = sweep.dtype_from_name(config.dtype)
                 generator = torch.Generator(device="cuda").manual_seed(seed)
@@ -175,6 +237,8 @@ def compile_group(
                 key = sweep.compile_facts_key(config, plan, facts_arch)
                 if key in sweep._COMPILE_CACHE:  # only successes are cached there
                     entry.update(key=key, facts=sweep._COMPILE_CACHE[key])
+                elif facts.get("n_regs") is None and mode == "run":  # the kernel ran, so it is compiled
+                    entry["no_facts"] = True
                 elif facts.get("n_regs") is None:
                     entry["error"] = "no compile facts"
         except Exception as error:  # the sweep compiles this config in-process and reports its error there
@@ -256,6 +320,9 @@ def run_precompile(
                         report.failed[entry["label"]] = entry["error"]
                     else:
                         report.compiled += 1
+                        if entry.get("compile_key") is not None:
+                            report.compiled_keys.add(entry["compile_key"])
+                        report.no_facts += bool(entry.get("no_facts"))
                     if entry.get("key") is not None and entry.get("facts"):
                         report.facts[entry["key"]] = entry["facts"]
             if on_progress is not None:
@@ -313,11 +380,14 @@ def precompile(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     env: dict[str, str | None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    free_bytes: int | None = None,
 ) -> PrecompileReport:
     """plan_precompile + run_precompile (workers default: min(16, CPU cores)); `on_progress(done, total)` as
-    run_precompile's."""
+    run_precompile's; `free_bytes`: the GPU's free memory, which sets how many heavy groups run at once."""
     workers = default_workers() if workers is None else workers
-    groups = plan_precompile(configs, workers, gpu_name=gpu_name, max_lanes_per_thread=max_lanes_per_thread)
+    groups = plan_precompile(
+        configs, workers, gpu_name=gpu_name, max_lanes_per_thread=max_lanes_per_thread, free_bytes=free_bytes
+    )
     return run_precompile(
         groups, mode=mode, arch=arch, gpu_name=gpu_name, timeout_s=timeout_s, env=env, on_progress=on_progress
     )

@@ -696,6 +696,8 @@ class SweepState:
     traces: list[str] = field(default_factory=list)  # Chrome trace files kept
     saved_to: str | None = None  # where the rows went when the output's disk was full
     proton: str = ""  # the Proton .hatchet file written, or why none
+    warmed_keys: set[tuple] | None = None  # compile keys the compile warm-up compiled (None: no warm-up ran)
+    first_calls: dict[str, int] = field(default_factory=dict)  # first calls counted per first_call phase
 
     def add_phase(self, name: str, seconds: float) -> None:
         self.phase_s[name] = self.phase_s.get(name, 0.0) + seconds
@@ -1083,7 +1085,7 @@ def run_sweep(
             save()
         table = _table(existing.drop(index=replaced), new_rows)
         state.seconds = time.perf_counter() - started
-        table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k != "slow_compiles"}
+        table.attrs["sweep"] = {k: v for k, v in state.__dict__.items() if k not in ("slow_compiles", "warmed_keys")}
         table.attrs["sweep"]["machine_warnings"] = machine_warnings
         table.attrs["sweep"]["pruned_rows"] = sum(1 for row in new_rows if row.get("pruned"))
         return table
@@ -1476,6 +1478,7 @@ def _run_config(
         if reason:
             return error_rows(reason)
     tic = time.perf_counter()
+    phase = "inputs"
     try:
         key = (config.dtype, config.n_rows, config.n_cols)
         if shape.key != key:
@@ -1495,7 +1498,12 @@ def _run_config(
             else backend_callable(config, x)
         )
         result: list[torch.Tensor] = []
+        state.add_phase(phase, time.perf_counter() - tic)
+        tic, phase = time.perf_counter(), _first_call_phase(config, plan, state)
+        state.first_calls[phase] = state.first_calls.get(phase, 0) + 1
         first_call_s = timing.first_call_seconds(lambda: result.append(fn()), clock)
+        state.add_phase(phase, time.perf_counter() - tic)
+        tic, phase = time.perf_counter(), "check"
         base["first_call_s"] = first_call_s
         if compile_cap_s is not None and plan is not None and first_call_s > compile_cap_s:
             state.slow_compiles.append((plan.variant, lanes_per_thread(plan)))
@@ -1517,7 +1525,7 @@ def _run_config(
             torch.cuda.empty_cache()
         return error_rows(_error_text(error))
     finally:
-        state.add_phase("first_call_and_check", time.perf_counter() - tic)
+        state.add_phase(phase, time.perf_counter() - tic)
     tic = time.perf_counter()
     if is_peer(config.variant) and not backward:
         base.update(peer_compile_facts(config, x, arch))
@@ -1529,11 +1537,11 @@ def _run_config(
         except Exception:
             pass
     state.add_phase("compile_facts", time.perf_counter() - tic)
-    tic = time.perf_counter()
     rows = []
     unsafe = capture_unsafe_reason(config) if "cuda_graph" in methods else None
     for position, method in enumerate(methods):
         capture = not (method == "cuda_graph" and unsafe)
+        tic = time.perf_counter()
         try:
             stats = timing.benchmark(
                 fn,
@@ -1557,6 +1565,8 @@ def _run_config(
                 torch.cuda.empty_cache()
             rows.append({**base, "method": method, "error": _error_text(error)})
             continue
+        finally:
+            state.add_phase(f"timing {method}", time.perf_counter() - tic)
         if board is not None:
             board.record(config, method, stats)
         row = {**base, **stats.as_dict()}
@@ -1567,8 +1577,18 @@ def _run_config(
             )
         row["gbps"] = gbps(base["bytes_moved"], stats.median_us)
         rows.append(row)
-    state.add_phase("timing", time.perf_counter() - tic)
     return rows
+
+
+def _first_call_phase(config: Config, plan: kernels.LaunchPlan | None, state: SweepState) -> str:
+    """The phase a config's first call counts in: 'first_call', or 'first_call (not warmed)' when a compile
+    warm-up ran but did not compile this config's kernel (its first call compiles in-process)."""
+    if state.warmed_keys is None:
+        return "first_call"
+    from blockscope.profiling.measure.precompile import compile_key
+
+    key = compile_key(config, plan)
+    return "first_call" if key is None or key in state.warmed_keys else "first_call (not warmed)"
 
 
 def _precompile(
@@ -1613,6 +1633,7 @@ def _precompile(
         max_lanes_per_thread=max_lanes,
         timeout_s=timeout_s,
         on_progress=compiled,
+        free_bytes=torch.cuda.mem_get_info(device)[0] if mode == "run" else None,
     )
     _COMPILE_CACHE.update(result.facts)
     state.precompile = {
@@ -1621,7 +1642,10 @@ def _precompile(
         "workers": result.workers,
         "seconds": round(result.seconds, 2),
         "broken": result.broken,
+        "failed_reasons": [[reason, count] for reason, count in result.failure_reasons()],
+        "no_facts": result.no_facts,
     }
+    state.warmed_keys = result.compiled_keys
     state.add_phase("precompile", time.perf_counter() - tic)
 
 

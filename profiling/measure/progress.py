@@ -4,8 +4,9 @@ A sweep runs its phases one after another: 'precompile' (the configs' kernels co
 'timing' (configs run, checked and timed one by one) and 'trace' (kernel names). Each phase has items with weights
 (relative predicted cost; 1 each by default). `EtaEstimator` turns them into seconds left:
 
-  * the running phase: its measured seconds per unit of weight so far (wall seconds since the phase began / weight
-    done) x the weight left, once an item is done; before that, its prior rate x its weight;
+  * the running phase: its measured seconds per unit of weight so far (wall seconds since the phase began, less
+    the one-off seconds reported with `add_one_off`, / weight done) x the weight left, once an item is done; before
+    that, its prior rate x its weight;
   * phases not started yet: their prior rate (seconds per unit of weight) x their weight; a phase's prior becomes
     the measured rate once it runs, so the estimate is honest from the first item of each phase on;
   * phases done: 0.
@@ -102,6 +103,7 @@ class EtaEstimator:
         self._started = now()
         self._phase_start: dict[str, float] = {}
         self._done: dict[str, float] = {}
+        self._one_off: dict[str, float] = {}
         self._finished: set[str] = set()
 
     @property
@@ -131,6 +133,11 @@ class EtaEstimator:
             self.begin(phase)
         self._done[phase] = float(weight_done)
 
+    def add_one_off(self, phase: str, seconds: float) -> None:
+        """`seconds` of the phase's wall time so far will not recur (a backend's first call in the process: its
+        imports and initialisation): left out of the phase's measured rate."""
+        self._one_off[phase] = self._one_off.get(phase, 0.0) + max(0.0, seconds)
+
     def finish(self, phase: str) -> None:
         """The phase is over (also when cut short): nothing left of it."""
         self._finished.add(phase)
@@ -139,7 +146,7 @@ class EtaEstimator:
         """Seconds per unit of weight: measured once the phase has done some, else the prior (None: unknown)."""
         done = self._done.get(phase, 0.0)
         if phase in self._phase_start and done > 0:
-            return (self._now() - self._phase_start[phase]) / done
+            return max(0.0, self._now() - self._phase_start[phase] - self._one_off.get(phase, 0.0)) / done
         return self._prior.get(phase)
 
     def phase_left_s(self) -> dict[str, float | None]:

@@ -984,6 +984,7 @@ def run_sweep(
         report("timing", 0, state.total)
         weight_done = 0.0
         shape = _Shape()
+        backends_seen: set[str] = set()  # a backend's first config carries its one-off start-up (ETA leaves it out)
         try:
             for (config, plan, plan_error, tunables, todo), weight in zip(pending, weights, strict=True):
                 if cancel is not None and cancel():
@@ -1026,6 +1027,10 @@ def run_sweep(
                 new_rows.extend(rows)
                 state.done += 1
                 weight_done += weight
+                first_call = max((row.get("first_call_s") or 0.0 for row in rows), default=0.0)
+                if first_call and config.variant not in backends_seen:
+                    backends_seen.add(config.variant)
+                    eta.add_one_off("timing", first_call)
                 eta.advance("timing", weight_done)
                 report("timing", state.done, state.total, config.label())
                 if progress is not None:

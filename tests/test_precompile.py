@@ -69,6 +69,10 @@ def test_a_triton_config_compiles_on_a_stand_in_with_the_same_kernel():
         assert compile_key(small, sweep.resolve_plan(small)) == key
     odd = make_config("multirow", "fp16", 4097, 1000)
     assert precompile.stand_in(odd, compile_key(odd, sweep.resolve_plan(odd))) == odd
+    auto = make_config("auto", "fp16", 4096, 65536)  # compiles as its pick, never as auto at 16 rows
+    plan = sweep.resolve_plan(auto)
+    small = precompile.stand_in(auto, compile_key(auto, plan))
+    assert (small.variant, small.n_rows, small.tunables_dict) == (plan.variant, 16, plan.tunables)
     peer = make_config("inductor", "fp32", 4096, 262144)
     assert precompile.stand_in(peer, compile_key(peer, None)) == peer
     assert plan_precompile([make_config("online", "fp32", 4096, 262144)], 4) == [

@@ -84,12 +84,23 @@ def compile_key(config: Any, plan: Any) -> tuple | None:
 
 def stand_in(config: Any, key: tuple, gpu_name: str | None = None) -> Any:
     """`config` on the fewest STAND_IN_ROWS rows whose plan keeps its compile key (the same kernel, compiled on a
-    smaller input), or `config` itself: peers (their key is the shape) and configs no smaller R keeps."""
+    smaller input), or `config` itself: peers (their key is the shape) and configs no smaller R keeps. An 'auto'
+    config becomes its pick's variant and tunables first (auto at a stand-in shape would write a launch record of a
+    shape nobody runs into the user's kernel store)."""
     from blockscope.profiling.measure import sweep
     from blockscope.profiling.measure.backends import is_peer
 
     if is_peer(config.variant):
         return config
+    if config.variant == "auto":
+        try:
+            plan = sweep.resolve_plan(config, gpu_name)
+            pick = sweep.make_config(plan.variant, config.dtype, config.n_rows, config.n_cols, **plan.tunables)
+            if compile_key(pick, sweep.resolve_plan(pick, gpu_name)) != key:
+                return config
+        except Exception:
+            return config
+        config = pick
     for rows in STAND_IN_ROWS:
         if rows >= config.n_rows:
             break

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from blockscope.profiling.cli.measure import sweep_report_lines
 from blockscope.profiling.measure import precompile, sweep
 from blockscope.profiling.measure.precompile import compile_key, plan_precompile, run_precompile
 from blockscope.profiling.measure.sweep import make_config
@@ -166,6 +167,9 @@ def test_sweep_with_compile_workers_reports_the_warm_up(tmp_path, monkeypatch):
     assert info["precompile"]["compiled"] == 1 and info["precompile"]["workers"] == 1  # torch compiles nothing
     assert {"precompile", "inputs", "first_call", "check", "timing per_call_events"} <= set(info["phase_s"])
     assert info["first_calls"] == {"first_call": 2}  # the teaching kernel warmed; torch compiles nothing
+    assert len(info["slowest_first_calls"]) == 2 and info["slowest_first_calls"][0][1].endswith("[first_call]")
+    lines = sweep_report_lines(info)
+    assert any(line.startswith("slowest first calls: ") for line in lines), lines
     assert info["precompile"]["failed_reasons"] == [] and info["precompile"]["no_facts"] == 0
     assert (table["error"] == "").all() and len(table) == 2
     assert ENV["run_id"] in set(table["run_id"])

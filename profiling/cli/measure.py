@@ -840,6 +840,9 @@ def sweep_report_lines(info: dict[str, Any]) -> list[str]:
     calls = info.get("first_calls") or {}
     if len(calls) > 1 or "first_call (not warmed)" in calls:
         lines.append("first calls: " + ", ".join(f"{count} {name}" for name, count in calls.items()))
+    slowest = info.get("slowest_first_calls") or []
+    if slowest:
+        lines.append("slowest first calls: " + "; ".join(f"{seconds:.2f} s {label}" for seconds, label in slowest))
     pre = info.get("precompile") or {}
     if pre:
         lines.append(

@@ -698,9 +698,14 @@ class SweepState:
     proton: str = ""  # the Proton .hatchet file written, or why none
     warmed_keys: set[tuple] | None = None  # compile keys the compile warm-up compiled (None: no warm-up ran)
     first_calls: dict[str, int] = field(default_factory=dict)  # first calls counted per first_call phase
+    slowest_first_calls: list[tuple[float, str]] = field(default_factory=list)  # (seconds, 'label [phase]'), worst
 
     def add_phase(self, name: str, seconds: float) -> None:
         self.phase_s[name] = self.phase_s.get(name, 0.0) + seconds
+
+    def note_first_call(self, seconds: float, label: str, keep: int = 8) -> None:
+        """Keep the `keep` slowest first calls (seconds, label), slowest first."""
+        self.slowest_first_calls = sorted([*self.slowest_first_calls, (seconds, label)], reverse=True)[:keep]
 
 
 def prune_group(variant: str) -> str:
@@ -1508,6 +1513,7 @@ def _run_config(
         state.first_calls[phase] = state.first_calls.get(phase, 0) + 1
         first_call_s = timing.first_call_seconds(lambda: result.append(fn()), clock)
         state.add_phase(phase, time.perf_counter() - tic)
+        state.note_first_call(first_call_s, f"{config.label()} [{phase}]")
         tic, phase = time.perf_counter(), "check"
         base["first_call_s"] = first_call_s
         if compile_cap_s is not None and plan is not None and first_call_s > compile_cap_s:

@@ -127,16 +127,18 @@ def _row_counts(n_rows: int) -> tuple[int, ...]:
     return (n_rows, other)
 
 
-def forward_item(variant: str, dtype_name: str, n_rows: int, n_cols: int, tunables: dict | None = None) -> WarmItem:
+def forward_item(
+    variant: str, dtype_name: str, n_rows: int, n_cols: int, tunables: dict | None = None, *, plan: Any = None
+) -> WarmItem:
     """The kernel `variant` launches for contiguous R x N rows of `dtype_name` with these tunables (ValueError if
-    its plan refuses them)."""
+    its plan refuses them); `plan`: that launch's plan when the caller has it already."""
     from blockscope.kernels import get_variant
     from blockscope.kernels._common import dtype_from_name
     from blockscope.kernels.splitrow import _cooperative
 
     dtype = dtype_from_name(dtype_name)
     spec = get_variant(variant)
-    plan = spec.plan(n_rows, n_cols, dtype, **dict(tunables or {}))
+    plan = plan if plan is not None else spec.plan(n_rows, n_cols, dtype, **dict(tunables or {}))
     options = dict(plan.compile_options)
     if variant in COOPERATIVE_VARIANTS and _cooperative(dict(plan.constexprs)):  # their launchers add it
         options["launch_cooperative_grid"] = True
@@ -424,8 +426,8 @@ def planned_record(entry: dict, store: Path, arch: str, table_digest: str, gpu: 
     }
     if variant == "torch":
         return record
-    item = forward_item(variant, dtype_name, n_rows, n_cols, entry.get("tunables", {}))
     plan = get_variant(variant).plan(n_rows, n_cols, dtype, **dict(entry.get("tunables", {})))
+    item = forward_item(variant, dtype_name, n_rows, n_cols, plan=plan)
     if plan.grid_resolved_at_launch and "CHUNKS" not in plan.constexprs:  # persistent: a grid from occupancy alone
         raise ValueError(f"{item.label}: a grid resolved at launch that a record cannot resolve (recorded on use)")
     kernel = item.kernel()

@@ -518,7 +518,8 @@ def _split_row_workspace(device: torch.device, n_rows: int, chunks: int) -> tupl
     the buffers kernels/splitrow.py's workspace() gives a splitrow or staged_split launch under CUDA-graph capture,
     so every replay is
     independent of earlier launches (two small kernels fill them: a memset of 16 x R x chunks + 8 x R bytes and a
-    2-element arange, against a launch that reads and writes R x N elements)."""
+    2-element arange, against a launch that reads and writes R x N elements). A copy of those three lines, not a call:
+    importing kernels/splitrow.py imports Triton, which a replay from records never does."""
     zeros = torch.zeros(n_rows * chunks * 2 + n_rows, dtype=torch.int64, device=device)
     control = torch.arange(1, -1, -1, dtype=torch.int64, device=device)
     return zeros[: n_rows * chunks * 2], zeros[n_rows * chunks * 2 :], control

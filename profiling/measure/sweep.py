@@ -1591,6 +1591,14 @@ def _run_config(
     return rows
 
 
+def _free_gpu_bytes(device: torch.device) -> int | None:
+    """The GPU's free memory in bytes (cudaMemGetInfo), None where it cannot be read."""
+    try:
+        return int(torch.cuda.mem_get_info(device)[0])
+    except (RuntimeError, AssertionError, ValueError):
+        return None
+
+
 def _first_call_phase(config: Config, plan: kernels.LaunchPlan | None, state: SweepState) -> str:
     """The phase a config's first call counts in: 'first_call', or 'first_call (not warmed)' when a compile
     warm-up ran but did not compile this config's kernel (its first call compiles in-process)."""
@@ -1644,7 +1652,7 @@ def _precompile(
         max_lanes_per_thread=max_lanes,
         timeout_s=timeout_s,
         on_progress=compiled,
-        free_bytes=torch.cuda.mem_get_info(device)[0] if mode == "run" else None,
+        free_bytes=_free_gpu_bytes(device) if mode == "run" else None,
     )
     _COMPILE_CACHE.update(result.facts)
     state.precompile = {

@@ -186,6 +186,41 @@ def test_result_lines_skip_noise_and_torn_lines():
     assert compiled._result_lines(None) == []
 
 
+@pytest.mark.parametrize("variant", ["teaching", "splitrow", "staged_split", "cluster", "vecrows"])
+def test_live_args_cover_every_pointer_type_and_options_match_the_launch(variant):
+    """The bundled H200 sweep had no compile facts for splitrow and staged_split: their workspace pointers are *i64,
+    which the live compile's stand-in arguments did not know (KeyError). Every pointer now gets a tensor of its
+    dtype; the live compile also takes the launch's cooperative option, so it compiles the kernel the launch runs."""
+    from types import SimpleNamespace
+
+    from blockscope.kernels._common import cooperative_launch_supported
+
+    spec = kernels.get_variant(variant)
+    tunables = {"chunk": 4096} if variant == "splitrow" else {"chunks": 4} if variant == "staged_split" else {}
+    plan = spec.plan(4096, 65536, torch.float16, **tunables)
+    declared = spec.signature(torch.float16)
+    args = compiled._live_args(spec, plan, torch.float16, torch.device("cpu"))
+    runtime = [name for name in declared if declared[name] != "constexpr"]
+    assert len(args) == len(runtime)
+    for name, arg in zip(runtime, args, strict=True):
+        if declared[name].startswith("*"):
+            assert compiled.POINTER_DTYPES[declared[name]] == arg.dtype, name
+    cooperative = variant in ("splitrow", "staged_split") and cooperative_launch_supported()
+    assert compiled.launch_options(variant, plan).get("launch_cooperative_grid", False) is cooperative
+    with pytest.raises(ValueError, match="allowed: \\*fp16"):
+        fake = SimpleNamespace(
+            name=variant, kernel_function=spec.kernel_function, signature=lambda dtype: {**declared, runtime[0]: "*fp8"}
+        )
+        compiled._live_args(fake, plan, torch.float16, torch.device("cpu"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant, tunables", [("splitrow", {"chunk": 4096}), ("staged_split", {"chunks": 4})])
+def test_live_inspect_reads_the_workspace_variants(variant, tunables):
+    info = inspect(variant, 65536, "fp16", **tunables)
+    assert info.source == "live" and 8 <= info.n_regs <= 255 and info.function_handle
+
+
 @pytest.mark.gpu
 def test_live_inspect_matches_the_driver():
     from blockscope.kernels._common import driver_blocks_per_sm

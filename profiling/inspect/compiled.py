@@ -757,7 +757,36 @@ def live_arch() -> str | None:
     return f"sm_{major}{minor}"
 
 
+POINTER_DTYPES = {  # Triton pointer types -> the torch dtype of a stand-in tensor for a live compile
+    "*fp16": torch.float16,
+    "*bf16": torch.bfloat16,
+    "*fp32": torch.float32,
+    "*fp64": torch.float64,
+    "*i1": torch.bool,
+    "*i8": torch.int8,
+    "*u8": torch.uint8,
+    "*i16": torch.int16,
+    "*i32": torch.int32,
+    "*i64": torch.int64,
+}
+COOPERATIVE_VARIANTS = ("splitrow", "staged_split")  # launched as a cooperative grid when CHUNKS > 1
+
+
+def launch_options(variant: str, plan) -> dict[str, Any]:
+    """The Triton compile options a variant's GPU launch of `plan` compiles with: the plan's compile_options, plus
+    launch_cooperative_grid where splitrow / staged_split programs wait on each other (CHUNKS > 1) and this Triton
+    launches cooperative grids (their launchers add it). A live compile with other options is another kernel."""
+    from blockscope.kernels._common import cooperative_launch_supported
+
+    options = dict(plan.compile_options)
+    if variant in COOPERATIVE_VARIANTS and plan.constexprs.get("CHUNKS", 1) > 1 and cooperative_launch_supported():
+        options["launch_cooperative_grid"] = True
+    return options
+
+
 def _live_args(spec, plan, torch_dtype, device) -> list:
+    """The kernel's runtime arguments for a live compile: a 64-element tensor per pointer (only its dtype and
+    16-byte alignment specialize) and the plan's integers; ValueError for a pointer type not in POINTER_DTYPES."""
     declared = spec.signature(torch_dtype)
     args = []
     for name in pyinspect.signature(spec.kernel_function).parameters:
@@ -765,10 +794,9 @@ def _live_args(spec, plan, torch_dtype, device) -> list:
         if kind == "constexpr":
             continue
         if kind.startswith("*"):
-            element = {"*fp16": torch.float16, "*bf16": torch.bfloat16, "*fp32": torch.float32, "*i32": torch.int32}[
-                kind
-            ]
-            args.append(torch.empty(64, dtype=element, device=device))  # only dtype and alignment specialize
+            if kind not in POINTER_DTYPES:
+                raise ValueError(f"{spec.name}: pointer {name} of type {kind}; allowed: {', '.join(POINTER_DTYPES)}")
+            args.append(torch.empty(64, dtype=POINTER_DTYPES[kind], device=device))
         else:
             args.append(plan.scalar_args[name])
     return args
@@ -788,7 +816,7 @@ def inspect_live(
         "num_warps": plan.num_warps,
         "num_stages": plan.num_stages,
         "grid": (1,),
-        **plan.compile_options,
+        **launch_options(spec.name, plan),
         **plan.constexprs,
     }
     start = time.perf_counter()

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 PASSES_NUM_STAGES = ("online", "persistent")  # launchers that pass plan.num_stages; the others launch with 1
-COOPERATIVE_VARIANTS = ("splitrow", "staged_split")  # launched as a cooperative grid when CHUNKS > 1
 
 
 @dataclass(frozen=True)
@@ -134,14 +133,12 @@ def forward_item(
     its plan refuses them); `plan`: that launch's plan when the caller has it already."""
     from blockscope.kernels import get_variant
     from blockscope.kernels._common import dtype_from_name
-    from blockscope.kernels.splitrow import _cooperative
+    from blockscope.profiling.inspect.compiled import launch_options
 
     dtype = dtype_from_name(dtype_name)
     spec = get_variant(variant)
     plan = plan if plan is not None else spec.plan(n_rows, n_cols, dtype, **dict(tunables or {}))
-    options = dict(plan.compile_options)
-    if variant in COOPERATIVE_VARIANTS and _cooperative(dict(plan.constexprs)):  # their launchers add it
-        options["launch_cooperative_grid"] = True
+    options = launch_options(variant, plan)
     stages = plan.num_stages if variant in PASSES_NUM_STAGES else 1
     label = f"{variant} {dtype_name} {n_rows}x{n_cols}"
     return _item(label, spec.kernel, plan, spec.signature(dtype), stages, options)

@@ -53,6 +53,8 @@ def test_plan_groups_are_balanced_and_heavy_inputs_split_by_free_memory():
     assert precompile.heavy_group_count(141 * 10**9, 8 * 2**30, 16) == 4
     assert precompile.heavy_group_count(24 * 10**9, 8 * 2**30, 4) == 1  # a small GPU: one at a time
     assert precompile.heavy_group_count(None, 8 * 2**30, 16) == 1
+    two = plan_precompile(light + heavy, 2, free_bytes=141 * 10**9)  # never more groups than workers
+    assert len(two) == 2 and sorted(len(g) for g in two) == [3, 8]
     # of configs sharing a kernel, the one with the smallest input is compiled (less worker memory)
     same = [make_config("online", "fp32", 4096, 262144), make_config("online", "fp32", 64, 262144)]
     assert plan_precompile(same, 2) == [[make_config("online", "fp32", 16, 262144)]]

@@ -10,7 +10,7 @@ Two steps:
     write: peers, which compile per shape) are split over a few heavy groups, as many as the GPU's free memory
     holds at once (one without that figure), so the workers' GPU memory stays bounded.
   * `run_precompile(groups, ...)`: a spawn-context ProcessPoolExecutor with one worker per group; each group is
-    submitted as tasks of at most `chunk` configs (the heavy group as one task, so its inputs are never on the GPU
+    submitted as tasks of at most `chunk` configs (a heavy group as one task, so its inputs are never on the GPU
     twice at once), so `on_progress(configs done, configs in all)` is reported as tasks finish and at least every
     `heartbeat_s` seconds (also while the workers still import torch). A worker runs each
     config once on the GPU (mode 'run': Triton's on-disk cache (TRITON_CACHE_DIR, ~/.triton/cache), Inductor's
@@ -156,7 +156,8 @@ def plan_precompile(
     light = [c for c in compiled if _bytes(c) < heavy_bytes]
     if heavy and workers == 1:  # one worker: everything in one group, heavy ones last
         return [[*light, *heavy]]
-    heavy_count = min(workers, heavy_group_count(free_bytes, max(map(_bytes, heavy), default=0), workers))
+    room = workers - 1 if light else workers  # light configs keep at least one worker
+    heavy_count = max(1, min(room, heavy_group_count(free_bytes, max(map(_bytes, heavy), default=0), workers)))
     groups = _balanced(heavy, heavy_count) if heavy else []
     return groups + _balanced(light, max(1, workers - len(groups)))
 

@@ -22,11 +22,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 PHASES: tuple[str, ...] = ("precompile", "timing", "trace")
-# prior seconds per unit of weight before a phase has measured its own rate (H200, 2026-12-03 default sweep of 1602
-# configs: precompile 99.6 s with 16 workers, 0.06 s per config; trace 124 s at one profiler session per config,
-# now one per shape of ~9 configs: ~0.01 s per config; the sweep's timing weights are already predicted seconds,
-# sweep.predicted_config_weight)
-PRIOR_S: dict[str, float] = {"precompile": 0.06, "timing": 1.0, "trace": 0.01}
+# prior seconds per unit of weight before a phase has measured its own rate, from the H200 default sweep of
+# 2026-12-04 without peers (experiments/2026-12-04-sweep-speed: 1536 configs, empty caches, 16 workers): precompile
+# 140 s for 1420 configs asked (0.10 s each), timing 132 s for 854 configs of 96.5 predicted seconds
+# (sweep.predicted_config_weight; 1.37 s per predicted second), trace ~15 s for 1536 configs (0.01 s each)
+PRIOR_S: dict[str, float] = {"precompile": 0.10, "timing": 1.37, "trace": 0.01}
 
 
 def format_duration(seconds: float) -> str:

@@ -30,13 +30,13 @@ LANE_VARIANTS = (
 
 
 @st.cache_data(show_spinner=False)
-def lane_curve(variants: tuple[str, ...], n_min: int, n_max: int) -> pd.DataFrame:
-    return dd.lane_curve(list(variants), figures.lane_n_values(n_min, n_max))
+def lane_curve(variants: tuple[str, ...], n_min: int, n_max: int, dtype: str) -> pd.DataFrame:
+    return dd.lane_curve(list(variants), figures.lane_n_values(n_min, n_max), dtype=dtype)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def lanes_at(variants: tuple[str, ...], n_cols: int) -> pd.DataFrame:
-    return typed_config.lane_facts(list(variants), n_cols)
+def lanes_at(variants: tuple[str, ...], n_cols: int, dtype: str) -> pd.DataFrame:
+    return typed_config.lane_facts(list(variants), n_cols, dtype=dtype)
 
 
 @st.cache_data(show_spinner="Running the teaching kernel…")
@@ -52,6 +52,7 @@ st.markdown(
 ctx = ui.context(require_data=False)
 
 selected = [v for v in (ctx.filters.variants or LANE_VARIANTS) if v in LANE_VARIANTS] or ["teaching"]
+lane_dtype = ctx.filters.dtype or "fp16"  # the sidebar's dtype: vector widths (warprows, stagedrows) depend on it
 low, high = ctx.filters.n_range or (128, 65536)
 left, right = st.columns([3, 1])
 with right:
@@ -69,13 +70,14 @@ with left:
     if not variants:
         ui.empty("no variant selected")
     else:
-        curve = lane_curve(tuple(variants), n_min, max(n_max, n_min * 2))
+        curve = lane_curve(tuple(variants), n_min, max(n_max, n_min * 2), lane_dtype)
         ui.chart(
             figures.masked_lanes_figure(curve),
             curve,
             "lanes_chart",
-            "Masked lanes / lanes spanned per program for each variant's default tile (dotted: powers of "
-            "two). 'online' loops over a fixed tile, so only its last tile is partly masked.",
+            f"Masked lanes / lanes spanned per program for each variant's default tile in {lane_dtype} (the "
+            "sidebar's dtype; dotted: powers of two). 'online' loops over a fixed tile, so only its last tile is "
+            "partly masked.",
         )
 
 st.subheader("Any N: BLOCK_SIZE and masked lanes")
@@ -91,7 +93,7 @@ typed_n = int(
     )
 )
 try:
-    facts = lanes_at(tuple(variants or LANE_VARIANTS), typed_n)
+    facts = lanes_at(tuple(variants or LANE_VARIANTS), typed_n, lane_dtype)
 except ValueError as error:
     st.error(str(error))
 else:
@@ -110,10 +112,10 @@ else:
         column_config={"wasted_fraction": st.column_config.NumberColumn("wasted", format="percent")},
     )
     st.caption(
-        f"Per variant at N = {typed_n:,}: its tile (BLOCK_SIZE, online's TILE or splitrow's CHUNK), tiles per "
-        "row, lanes spanned and masked per row; `runs`: the variant that runs (auto's choice), `error`: why a "
-        "variant does not take this N. Registers, occupancy and waves for this N: the Occupancy page (type "
-        "the same N there)."
+        f"Per variant at N = {typed_n:,} in {lane_dtype}: its tile (BLOCK_SIZE, online's TILE or splitrow's "
+        "CHUNK), tiles per row, lanes spanned and masked per row; `runs`: the variant that runs (auto's "
+        "choice), `error`: why a variant does not take this N. Registers, occupancy and waves for this N: the "
+        "Occupancy page (type the same N there)."
     )
     st.page_link(str(paths.PAGES_DIR / "occupancy.py"), label="Occupancy for a typed N", icon=":material/memory:")
 

@@ -49,8 +49,8 @@ def sweep_row(df: pd.DataFrame, variant: str, dtype: str, n_cols: int, num_warps
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def lanes_at(variant: str, n_cols: int, num_warps: int) -> pd.DataFrame:
-    return typed_config.lane_facts([variant], n_cols, num_warps=num_warps)
+def lanes_at(variant: str, n_cols: int, num_warps: int, dtype: str) -> pd.DataFrame:
+    return typed_config.lane_facts([variant], n_cols, num_warps=num_warps, dtype=dtype)
 
 
 st.title("Occupancy")
@@ -127,7 +127,7 @@ else:
     )
 
 try:
-    lanes = lanes_at(variant, n_cols, int(num_warps))
+    lanes = lanes_at(variant, n_cols, int(num_warps), dtype)
 except ValueError as error:
     lanes = None
     st.error(str(error))

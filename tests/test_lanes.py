@@ -113,3 +113,18 @@ def test_rows_over_several_programs_count_lanes_per_program(variant, n_cols, tun
     assert model.lanes_spanned == 64 * programs * model.tile_width
     assert model.masked_lanes_per_program == model.tile_width - (n_cols - (programs - 1) * model.tile_width)
     assert model.lanes_masked == 64 * (programs * model.tile_width - n_cols)
+
+
+def test_fp32_rows_are_modelled_with_their_own_plan():
+    """Lanes follow the rows' dtype: fp32 has 4-element vectors (warprows at N = 32 takes 8 threads per row, which
+    fp16's 8-element vectors refuse) and the staged variants take odd N in fp32 (whole 4-byte words); the sweep
+    filled no masked_lane_fraction for those rows while the model planned everything in fp16."""
+    assert lane_model("warprows", 32, dtype="fp32", num_warps=4, threads_per_row=8).masked_lane_fraction == 0.0
+    with pytest.raises(ValueError, match="threads_per_row <= 4"):
+        lane_model("warprows", 32, num_warps=4, threads_per_row=8)  # fp16, the default
+    staged = lane_model("staged", 129, dtype="fp32", num_warps=8)
+    assert staged.tile_width == 256 and staged.masked_lane_fraction == pytest.approx(127 / 256)
+    assert set(lane_curve("staged", [128, 129, 130], dtype="fp32")["n_cols"]) == {128, 129, 130}
+    assert set(lane_curve("staged", [128, 129, 130])["n_cols"]) == {128, 130}  # odd 16-bit N left out
+    with pytest.raises(ValueError, match="allowed: fp16, bf16, fp32"):
+        lane_model("teaching", 100, dtype="fp8")

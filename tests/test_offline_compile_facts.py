@@ -34,3 +34,24 @@ def test_facts_are_filled_only_where_the_row_ran_this_trees_kernel(tmp_path, mon
     assert out.loc[marked, "n_regs"].isna().all()
     timings = ["median_us", "p20_us", "p80_us", "reps"]
     pd.testing.assert_frame_equal(out[timings].iloc[:3].reset_index(drop=True), rows[timings].reset_index(drop=True))
+
+
+def test_lanes_are_recomputed_from_each_rows_dtype(tmp_path, monkeypatch):
+    df = load_results(SWEEP)
+    rows = df[(df["variant"] == "staged") & (df["n_cols"].isin([128, 129])) & (df["error"] == "")].copy()
+    assert set(rows["dtype"]) >= {"fp16", "fp32"}
+    fp32 = rows["dtype"] == "fp32"
+    expected = rows["masked_lane_fraction"].copy()
+    rows.loc[fp32, "masked_lane_fraction"] = None  # as the fp16-only model left odd fp32 N
+    results = save_results(rows, tmp_path / "rows.parquet")
+    monkeypatch.setattr(sys, "argv", ["offline_compile_facts.py", str(results), "--lanes"])
+    assert offline_compile_facts.main() == 0
+    out = load_results(results)
+    pd.testing.assert_series_equal(
+        out["masked_lane_fraction"].reset_index(drop=True), expected.reset_index(drop=True), check_dtype=False
+    )
+    assert (
+        out.loc[(out["dtype"] == "fp32").to_numpy() & (out["n_cols"] == 128).to_numpy(), "masked_lane_fraction"]
+        .eq(0.875)
+        .all()
+    )

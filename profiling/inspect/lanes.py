@@ -39,13 +39,17 @@ class LaneModel:
         return asdict(self)
 
 
-def lane_model(variant: str, n_cols: int, n_rows: int = 4096, **tunables: int) -> LaneModel:
-    """Masked-lane model of `variant` for R x N rows; ValueError (from the variant's plan) for bad arguments."""
+def lane_model(
+    variant: str, n_cols: int, n_rows: int = 4096, dtype: str | torch.dtype = "fp16", **tunables: int
+) -> LaneModel:
+    """Masked-lane model of `variant` for R x N rows of `dtype` (its plan in that dtype: vector widths, and so the
+    layouts of warprows and stagedrows, and the odd N the staged variants take, depend on it); ValueError (from
+    the variant's plan) for bad arguments."""
     if isinstance(n_rows, bool) or not isinstance(n_rows, int) or n_rows < 1:
         raise ValueError(f"n_rows={n_rows!r}; allowed: an integer >= 1")
     if isinstance(n_cols, bool) or not isinstance(n_cols, int):
         raise ValueError(f"n_cols={n_cols!r}; allowed: a positive integer")
-    plan = kernels.get_variant(variant).plan(n_rows, n_cols, torch.float16, **tunables)
+    plan = kernels.get_variant(variant).plan(n_rows, n_cols, _torch_dtype(dtype), **tunables)
     tile, rows_per_program = plan.tile_width, plan.rows_per_program
     steps = plan.constexprs.get("CHUNKS", -(-n_cols // tile))  # splitrow: + a chunk for its window's slack
     row_span = steps * tile  # lanes spanned per row (all chunks / all steps of one pass)
@@ -83,20 +87,38 @@ def lane_model(variant: str, n_cols: int, n_rows: int = 4096, **tunables: int) -
     )
 
 
-def masked_lane_fraction(variant: str, n_cols: int, n_rows: int = 4096, **tunables: int) -> float:
+def masked_lane_fraction(
+    variant: str, n_cols: int, n_rows: int = 4096, dtype: str | torch.dtype = "fp16", **tunables: int
+) -> float:
     """Lanes masked / lanes spanned over the launch, 0..1."""
-    return lane_model(variant, n_cols, n_rows=n_rows, **tunables).masked_lane_fraction
+    return lane_model(variant, n_cols, n_rows=n_rows, dtype=dtype, **tunables).masked_lane_fraction
 
 
-def lane_curve(variant: str, n_values: Iterable[int], n_rows: int = 4096, **tunables: int) -> pd.DataFrame:
-    """One LaneModel row per N (fp16, as lane_model; N outside the variant's range or left out by its shape rule,
-    e.g. odd N for the staged variants, is left out); columns as LaneModel fields."""
+def lane_curve(
+    variant: str, n_values: Iterable[int], n_rows: int = 4096, dtype: str | torch.dtype = "fp16", **tunables: int
+) -> pd.DataFrame:
+    """One LaneModel row per N of `dtype` (N outside the variant's range or left out by its shape rule, e.g. odd N
+    in 16 bits for the staged variants, is left out); columns as LaneModel fields."""
     spec = kernels.get_variant(variant)
-    limit = spec.limit(torch.float16)
+    torch_dtype = _torch_dtype(dtype)
+    limit = spec.limit(torch_dtype)
 
     def takes(n: int) -> bool:
-        return 1 <= n <= limit and (spec.shape_rule is None or spec.shape_rule(n, torch.float16) is None)
+        return 1 <= n <= limit and (spec.shape_rule is None or spec.shape_rule(n, torch_dtype) is None)
 
-    rows = [lane_model(variant, int(n), n_rows=n_rows, **tunables).to_dict() for n in n_values if takes(int(n))]
+    rows = [
+        lane_model(variant, int(n), n_rows=n_rows, dtype=torch_dtype, **tunables).to_dict()
+        for n in n_values
+        if takes(int(n))
+    ]
     columns = list(LaneModel.__dataclass_fields__)
     return pd.DataFrame(rows, columns=columns)
+
+
+def _torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    """torch dtype of 'fp16' / 'bf16' / 'fp32' or of a torch dtype; ValueError naming the allowed ones."""
+    if isinstance(dtype, torch.dtype):
+        if dtype not in kernels.DTYPE_NAMES:
+            raise ValueError(f"dtype={dtype}; allowed: {', '.join(kernels.DTYPE_NAMES.values())}")
+        return dtype
+    return kernels.dtype_from_name(dtype)

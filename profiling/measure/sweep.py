@@ -366,7 +366,7 @@ def default_compile_facts(config: Config, plan: kernels.LaunchPlan | None, arch:
     try:
         from blockscope.profiling.inspect import lanes
 
-        model = lanes.lane_model(plan.variant, config.n_cols, n_rows=config.n_rows, **plan.tunables)
+        model = lanes.lane_model(plan.variant, config.n_cols, n_rows=config.n_rows, dtype=dtype, **plan.tunables)
         facts["masked_lane_fraction"] = model.masked_lane_fraction
     except Exception:
         pass

@@ -455,8 +455,8 @@ def masked_fraction(n_cols: int, tile_width: int) -> float:
     return (spanned - n_cols) / spanned
 
 
-def lane_curve(variants: list[str], n_values: list[int], n_rows: int = 4096) -> pd.DataFrame:
-    """variant, n_cols, tile_width, masked_lane_fraction (0..1) for each variant's default plan.
+def lane_curve(variants: list[str], n_values: list[int], n_rows: int = 4096, dtype: str = "fp16") -> pd.DataFrame:
+    """variant, n_cols, tile_width, masked_lane_fraction (0..1) for each variant's default plan in `dtype`.
 
     Names that are not registered Triton variants (torch, peer backends, renamed or older variants in a
     results file) have no plan and are left out; they are data, not errors. Uses blockscope.profiling.inspect.lanes.
@@ -468,7 +468,7 @@ def lane_curve(variants: list[str], n_values: list[int], n_rows: int = 4096) -> 
         if not is_registered(variant):
             continue
         try:
-            frames.append(lanes.lane_curve(variant, n_values, n_rows=n_rows).assign(variant=variant))
+            frames.append(lanes.lane_curve(variant, n_values, n_rows=n_rows, dtype=dtype).assign(variant=variant))
         except (ValueError, TypeError, AttributeError, NotImplementedError):  # a variant without a lane plan
             continue
     if not frames:

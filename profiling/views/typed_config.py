@@ -137,8 +137,10 @@ def default_sm_count(arch: str, data_arch: str | None = None, data_sm_count: int
     return spec.sm_count
 
 
-def lane_facts(variants: list[str], n_cols: int, n_rows: int = 4096, num_warps: int | None = None) -> pd.DataFrame:
-    """Per registered variant, its lanes at N = `n_cols`: `runs` (the variant that runs: auto's choice),
+def lane_facts(
+    variants: list[str], n_cols: int, n_rows: int = 4096, num_warps: int | None = None, dtype: str = "fp16"
+) -> pd.DataFrame:
+    """Per registered variant, its lanes at N = `n_cols` in `dtype`: `runs` (the variant that runs: auto's choice),
     tile_width (BLOCK_SIZE, TILE or CHUNK), lanes one row spans (tiles_per_row x tile_width), masked lanes per
     row and the wasted fraction (0..1). A variant whose range excludes N gets its plan's message in `error`;
     ValueError when N is not a positive integer."""
@@ -150,7 +152,7 @@ def lane_facts(variants: list[str], n_cols: int, n_rows: int = 4096, num_warps: 
     rows = []
     for variant in variants:
         try:
-            model = lanes.lane_model(variant, n_cols, n_rows=n_rows, **tunables)
+            model = lanes.lane_model(variant, n_cols, n_rows=n_rows, dtype=dtype, **tunables)
         except (ValueError, KeyError) as error:
             rows.append({"variant": variant, "error": str(error).strip("'\"")})
             continue

@@ -72,7 +72,7 @@ with left:
     else:
         curve = lane_curve(tuple(variants), n_min, max(n_max, n_min * 2), lane_dtype)
         ui.chart(
-            figures.masked_lanes_figure(curve),
+            figures.masked_lanes_figure(curve, lane_dtype),
             curve,
             "lanes_chart",
             f"Masked lanes / lanes spanned per program for each variant's default tile in {lane_dtype} (the "

@@ -464,3 +464,13 @@ def test_pow2_edges_table_has_the_neighbours_of_each_power_of_two() -> None:
     )
     edges = dd.pow2_edges(best)
     assert len(edges) == 1 and edges.iloc[0]["p"] == 1024 and edges.iloc[0]["p+1 / p"] == pytest.approx(1.5)
+
+
+def test_masked_lanes_name_the_dtype_whose_layouts_they_draw() -> None:
+    """staged's slice is bytes: 2048 fp16 lanes at N = 128 (94 % masked), 1024 fp32 lanes (88 %)."""
+    half = dd.lane_curve(["staged"], [128])
+    single = dd.lane_curve(["staged"], [128], dtype="fp32")
+    assert float(half["masked_lane_fraction"].iloc[0]) == 0.9375
+    assert float(single["masked_lane_fraction"].iloc[0]) == 0.875
+    assert "(fp32 rows)" in figures.masked_lanes_figure(single, "fp32").layout.title.text
+    assert "(fp16 rows)" in figures.masked_lanes_figure(half).layout.title.text

@@ -383,8 +383,9 @@ def _series_groups(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, st
     return groups
 
 
-def masked_lanes_figure(curve: pd.DataFrame) -> go.Figure:
-    """Masked lane fraction (%) vs N, one panel per variant (lanes model or plans), powers of two drawn.
+def masked_lanes_figure(curve: pd.DataFrame, dtype: str = "fp16") -> go.Figure:
+    """Masked lane fraction (%) vs N, one panel per variant (lanes model or plans, of rows of `dtype`, named in the
+    title), powers of two drawn.
 
     Panels rather than overlaid lines: teaching, multirow and persistent share next_pow2(N) and would hide
     each other."""
@@ -413,7 +414,7 @@ def masked_lanes_figure(curve: pd.DataFrame) -> go.Figure:
         )
     _layout(
         fig,
-        "Wasted (masked) lanes per program vs N — BLOCK_SIZE = next_pow2(N)",
+        f"Wasted (masked) lanes per program vs N ({dtype} rows) — BLOCK_SIZE = next_pow2(N)",
         "",
         "masked lanes (% of lanes spanned)",
         height=max(300, 150 * len(variants) + 110),
@@ -1289,14 +1290,16 @@ def standard_figures(
     specs: list[FigureSpec] = []
     triton = [v for v in opts["variants"] if v != dd.TORCH]
     if triton:  # registered variants only: other names (peer backends, older files) have no lane plan
+        lane_dtype = dtypes[0] if len(dtypes) == 1 else "fp16"  # one dtype asked for: its layouts
         curve = dd.lane_curve(
             [v for v in triton if v != "auto"] or triton,
             lane_n_values(
                 opts["n_values"][0] if opts["n_values"] else 128, opts["n_values"][-1] if opts["n_values"] else 65536
             ),
+            dtype=lane_dtype,
         )
         if len(curve):
-            fig = masked_lanes_figure(curve)
+            fig = masked_lanes_figure(curve, lane_dtype)
             specs.append(FigureSpec("masked_lanes", fig.layout.title.text, fig, curve))
     for dtype in dtypes:
         part = df[(df["dtype"] == dtype) & (df["method"] == method)]

@@ -343,8 +343,8 @@ def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
         calls["occupancy"] = (arch, regs_per_thread, num_warps, shared_bytes)
         return types.SimpleNamespace(blocks_per_sm=6, occupancy=0.75, limiter="registers")
 
-    def lane_model(variant, n_cols, n_rows=None, **tunables):
-        calls["lanes"] = (variant, n_cols, n_rows, tunables)
+    def lane_model(variant, n_cols, n_rows=None, dtype="fp16", **tunables):
+        calls["lanes"] = (variant, n_cols, n_rows, dtype, tunables)
         return types.SimpleNamespace(masked_lane_fraction=0.25)
 
     for name, attr, fn in (
@@ -379,7 +379,7 @@ def test_default_compile_facts_uses_the_colleague_modules(monkeypatch):
         {"num_warps": 4, "tile": 1024, "num_stages": 1},
     )
     assert calls["occupancy"] == ("sm_90", 38, 4, 256)
-    assert calls["lanes"] == ("online", 3000, 8, {"num_warps": 4, "tile": 1024, "num_stages": 1})
+    assert calls["lanes"] == ("online", 3000, 8, torch.bfloat16, {"num_warps": 4, "tile": 1024, "num_stages": 1})
     wider = make_config("online", "bf16", 8, 3001, tile=1024)  # same kernel (N is a runtime argument)
     again = sweep.default_compile_facts(wider, sweep.resolve_plan(wider), "sm_90")
     assert again == facts and calls["n_inspect"] == 1 and calls["lanes"][1] == 3001

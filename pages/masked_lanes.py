@@ -52,7 +52,7 @@ st.markdown(
 ctx = ui.context(require_data=False)
 
 selected = [v for v in (ctx.filters.variants or LANE_VARIANTS) if v in LANE_VARIANTS] or ["teaching"]
-lane_dtype = ctx.filters.dtype or "fp16"  # the sidebar's dtype: vector widths (warprows, stagedrows) depend on it
+lane_dtype = ctx.dtype  # the sidebar's dtype (fp16 without one): vector widths set warprows' and stagedrows' layouts
 low, high = ctx.filters.n_range or (128, 65536)
 left, right = st.columns([3, 1])
 with right:

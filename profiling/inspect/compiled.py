@@ -776,10 +776,10 @@ def launch_options(variant: str, plan) -> dict[str, Any]:
     """The Triton compile options a variant's GPU launch of `plan` compiles with: the plan's compile_options, plus
     launch_cooperative_grid where splitrow / staged_split programs wait on each other (CHUNKS > 1) and this Triton
     launches cooperative grids (their launchers add it). A live compile with other options is another kernel."""
-    from blockscope.kernels._common import cooperative_launch_supported
+    from blockscope.kernels.splitrow import _cooperative
 
     options = dict(plan.compile_options)
-    if variant in COOPERATIVE_VARIANTS and plan.constexprs.get("CHUNKS", 1) > 1 and cooperative_launch_supported():
+    if variant in COOPERATIVE_VARIANTS and _cooperative(dict(plan.constexprs)):
         options["launch_cooperative_grid"] = True
     return options
 

@@ -116,9 +116,8 @@ def lane_curve(
 
 
 def _torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
-    """torch dtype of 'fp16' / 'bf16' / 'fp32' or of a torch dtype; ValueError naming the allowed ones."""
-    if isinstance(dtype, torch.dtype):
-        if dtype not in kernels.DTYPE_NAMES:
-            raise ValueError(f"dtype={dtype}; allowed: {', '.join(kernels.DTYPE_NAMES.values())}")
-        return dtype
-    return kernels.dtype_from_name(dtype)
+    """kernels.dtype_from_name, its TypeError for another torch dtype raised as ValueError (lane_model's contract)."""
+    try:
+        return kernels.dtype_from_name(dtype)
+    except TypeError as error:
+        raise ValueError(str(error)) from None

@@ -35,16 +35,20 @@ FACT_COLUMNS = (
 )
 
 
-def rows_to_fill(table: pd.DataFrame, variants: list[str]) -> pd.Series:
-    """Mask of the rows of `variants` with no n_regs, no error and this tree's kernel code."""
+def _ran_this_trees_kernel(table: pd.DataFrame, variants: list[str]) -> pd.Series:
+    """Mask of the rows of `variants` without an error whose kernel code is this tree's (kernel_status 'current')."""
     from blockscope.profiling.results import revision
 
     return (
         table["variant"].isin(variants)
-        & table["n_regs"].isna()
         & (table["error"].fillna("") == "")
         & (revision.kernel_status(table) == "current")
     )
+
+
+def rows_to_fill(table: pd.DataFrame, variants: list[str]) -> pd.Series:
+    """Mask of the rows of `variants` with no n_regs, no error and this tree's kernel code."""
+    return _ran_this_trees_kernel(table, variants) & table["n_regs"].isna()
 
 
 def fill(table: pd.DataFrame, variants: list[str]) -> tuple[pd.DataFrame, int, list[str]]:
@@ -80,13 +84,8 @@ def refill_lanes(table: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
     changed) for the error-free rows of registered variants and auto whose kernel code is this tree's."""
     from blockscope import kernels
     from blockscope.profiling.inspect import lanes
-    from blockscope.profiling.results import revision
 
-    mask = (
-        table["variant"].isin(list(kernels.VARIANTS))
-        & (table["error"].fillna("") == "")
-        & (revision.kernel_status(table) == "current")
-    )
+    mask = _ran_this_trees_kernel(table, list(kernels.VARIANTS))
     table = table.copy()
     done = changed = 0
     for (variant, dtype, n_rows, n_cols, tunables), group in table[mask].groupby(
